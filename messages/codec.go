@@ -1,0 +1,176 @@
+package messages
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+)
+
+// formatV1 is the first byte of every envelope. A different first byte means
+// the bytes were not written by this codec.
+const formatV1 byte = 0x01
+
+var (
+	// ErrUnknownType is returned by Decode for an envelope whose type name is
+	// not registered, and by Encode for a value whose Go type is not.
+	ErrUnknownType = errors.New("messages: unknown type")
+	// ErrUnknownVersion is returned by Decode for a registered type whose
+	// stored schema version has no decoder.
+	ErrUnknownVersion = errors.New("messages: unknown version")
+	// ErrCorrupt is returned by Decode for bytes that are not an envelope.
+	ErrCorrupt = errors.New("messages: corrupt envelope")
+)
+
+// Upgrade turns the JSON body of an older schema version into the body of the
+// next version. It is registered with RegisterUpgrade.
+type Upgrade func(old json.RawMessage) (json.RawMessage, error)
+
+type entry struct {
+	name     string
+	version  uint16
+	typ      reflect.Type
+	upgrades map[uint16]Upgrade // from version -> to version+1
+}
+
+var registry = struct {
+	sync.RWMutex
+	byName map[string]*entry
+	byType map[reflect.Type]*entry
+}{byName: map[string]*entry{}, byType: map[reflect.Type]*entry{}}
+
+// Register makes T encodable under name at the given schema version. Register
+// panics on a duplicate name or type: registrations happen in init functions,
+// and a clash there is a programming error.
+func Register[T any](name string, version uint16) {
+	typ := reflect.TypeFor[T]()
+	registry.Lock()
+	defer registry.Unlock()
+	if _, ok := registry.byName[name]; ok {
+		panic(fmt.Sprintf("messages: type name %q registered twice", name))
+	}
+	if _, ok := registry.byType[typ]; ok {
+		panic(fmt.Sprintf("messages: Go type %v registered twice", typ))
+	}
+	e := &entry{name: name, version: version, typ: typ, upgrades: map[uint16]Upgrade{}}
+	registry.byName[name] = e
+	registry.byType[typ] = e
+}
+
+// RegisterUpgrade lets Decode read bodies written at schema version from of
+// the named type, by converting them to version from+1.
+func RegisterUpgrade(name string, from uint16, up Upgrade) {
+	registry.Lock()
+	defer registry.Unlock()
+	e, ok := registry.byName[name]
+	if !ok {
+		panic(fmt.Sprintf("messages: upgrade for unregistered type %q", name))
+	}
+	e.upgrades[from] = up
+}
+
+// TypeName returns the registered name of v's type (v may be a pointer).
+func TypeName(v any) (string, bool) {
+	t := reflect.TypeOf(v)
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	registry.RLock()
+	defer registry.RUnlock()
+	e, ok := registry.byType[t]
+	if !ok {
+		return "", false
+	}
+	return e.name, true
+}
+
+// Encode writes v, a registered type or a pointer to one, as an envelope.
+func Encode(v any) ([]byte, error) {
+	t := reflect.TypeOf(v)
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	registry.RLock()
+	e, ok := registry.byType[t]
+	registry.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: Go type %v", ErrUnknownType, t)
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("messages: encode %s: %w", e.name, err)
+	}
+	out := make([]byte, 0, 1+binary.MaxVarintLen64*2+len(e.name)+len(body))
+	out = append(out, formatV1)
+	out = binary.AppendUvarint(out, uint64(len(e.name)))
+	out = append(out, e.name...)
+	out = binary.AppendUvarint(out, uint64(e.version))
+	out = append(out, body...)
+	return out, nil
+}
+
+// Decode reads an envelope written by Encode and returns a pointer to a new
+// value of the registered type.
+func Decode(b []byte) (any, error) {
+	name, version, body, err := split(b)
+	if err != nil {
+		return nil, err
+	}
+	registry.RLock()
+	e, ok := registry.byName[name]
+	registry.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownType, name)
+	}
+	for version < e.version {
+		up, ok := e.upgrades[version]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q version %d (current %d, no upgrade)", ErrUnknownVersion, name, version, e.version)
+		}
+		if body, err = up(body); err != nil {
+			return nil, fmt.Errorf("messages: upgrade %q from version %d: %w", name, version, err)
+		}
+		version++
+	}
+	if version != e.version {
+		return nil, fmt.Errorf("%w: %q version %d is newer than this build (%d)", ErrUnknownVersion, name, version, e.version)
+	}
+	ptr := reflect.New(e.typ)
+	if err := json.Unmarshal(body, ptr.Interface()); err != nil {
+		return nil, fmt.Errorf("messages: decode %q version %d: %w", name, version, err)
+	}
+	return ptr.Interface(), nil
+}
+
+// DecodeAs decodes b and checks that it holds a *T.
+func DecodeAs[T any](b []byte) (*T, error) {
+	v, err := Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := v.(*T)
+	if !ok {
+		return nil, fmt.Errorf("messages: decoded %T, want *%v", v, reflect.TypeFor[T]())
+	}
+	return t, nil
+}
+
+func split(b []byte) (name string, version uint16, body []byte, err error) {
+	if len(b) == 0 || b[0] != formatV1 {
+		return "", 0, nil, fmt.Errorf("%w: bad format byte", ErrCorrupt)
+	}
+	b = b[1:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return "", 0, nil, fmt.Errorf("%w: bad name length", ErrCorrupt)
+	}
+	name = string(b[k : k+int(n)])
+	b = b[k+int(n):]
+	v, k := binary.Uvarint(b)
+	if k <= 0 || v > 0xffff {
+		return "", 0, nil, fmt.Errorf("%w: bad version", ErrCorrupt)
+	}
+	return name, uint16(v), b[k:], nil
+}

@@ -1,0 +1,91 @@
+package messages
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+type testEventV2 struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+type testUnregistered struct{ X int }
+
+func init() {
+	Register[testEventV2]("test.event", 2)
+	RegisterUpgrade("test.event", 1, func(old json.RawMessage) (json.RawMessage, error) {
+		var v1 struct {
+			Title string `json:"title"`
+		}
+		if err := json.Unmarshal(old, &v1); err != nil {
+			return nil, err
+		}
+		return json.Marshal(testEventV2{Name: v1.Title, Count: 1})
+	})
+}
+
+func TestRoundTrip(t *testing.T) {
+	b, err := Encode(&testEventV2{Name: "a", Count: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeAs[testEventV2](b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "a" || got.Count != 3 {
+		t.Fatalf("got %+v", got)
+	}
+	// Values encode the same as pointers.
+	b2, err := Encode(testEventV2{Name: "a", Count: 3})
+	if err != nil || string(b2) != string(b) {
+		t.Fatalf("value encoding differs: %q vs %q (%v)", b2, b, err)
+	}
+}
+
+func envelope(name string, version uint64, body string) []byte {
+	b := []byte{formatV1}
+	b = append(b, byte(len(name)))
+	b = append(b, name...)
+	b = append(b, byte(version))
+	return append(b, body...)
+}
+
+func TestUpgradeFromOlderVersion(t *testing.T) {
+	got, err := DecodeAs[testEventV2](envelope("test.event", 1, `{"title":"old"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "old" || got.Count != 1 {
+		t.Fatalf("upgrade gave %+v", got)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"empty", nil, ErrCorrupt},
+		{"bad format", []byte{0x7f, 1, 'a'}, ErrCorrupt},
+		{"truncated name", []byte{formatV1, 9, 'a'}, ErrCorrupt},
+		{"unknown type", envelope("nope", 1, `{}`), ErrUnknownType},
+		{"newer version", envelope("test.event", 3, `{}`), ErrUnknownVersion},
+		{"version without upgrade", envelope("test.event", 0, `{}`), ErrUnknownVersion},
+	}
+	for _, c := range cases {
+		v, err := Decode(c.in)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+		if v != nil {
+			t.Errorf("%s: got value %v alongside error", c.name, v)
+		}
+	}
+	if _, err := Encode(&testUnregistered{}); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("encode unregistered: %v", err)
+	}
+}

@@ -1,0 +1,29 @@
+// Package persistence is thatch's durable storage: per-entity event journals
+// with snapshots, a small table of rows with write times, and (in later
+// files) the memory store and IM bindings. Everything lives in one Pebble
+// database.
+//
+// # Imports
+//
+// persistence may import Pebble, hclog and messages. It must not import
+// actors, supervisor, hosts or im: storage knows nothing of who writes it.
+//
+// # Journal
+//
+// An entity is named by an Identity (kind + id). Its events carry sequence
+// numbers from 1 up. Append returns only after the batch is fsync'd; many
+// entities appending at once share one fsync through Pebble's commit
+// pipeline. The highest sequence number of an entity is kept in its own key,
+// so DeleteUpTo never resets it. Snapshots are tagged with the sequence number
+// of the last event they include.
+//
+//	j := st.Journal()
+//	id := persistence.Identity{Kind: "parent", ID: "ses_1"}
+//	err := j.Append(id, 1, [][]byte{ev1, ev2}, persistence.MarkUnchanged)
+//	err = j.Replay(id, 1, math.MaxUint64, 0, func(seq uint64, ev []byte) error { ... })
+//
+// # Rows
+//
+// Rows hold state that is not an event stream (bindings, runtime state). Each
+// row records when it was last written, so sweepers can age rows out.
+package persistence

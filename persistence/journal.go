@@ -1,0 +1,325 @@
+package persistence
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// NoLimit, passed as Replay's max, replays every event in range.
+const NoLimit = math.MaxUint64
+
+// ActiveMark tells Append what to do with the entity's "unfinished work"
+// marker, which the supervisor reads on start to decide whom to rehydrate.
+type ActiveMark uint8
+
+const (
+	// MarkUnchanged leaves the marker as it is.
+	MarkUnchanged ActiveMark = iota
+	// MarkActive records that the entity has unfinished work.
+	MarkActive
+	// MarkIdle clears the marker.
+	MarkIdle
+)
+
+// Journal is the per-entity event store. An entity must have one writer at a
+// time (its actor); different entities may append concurrently.
+type Journal struct{ s *Store }
+
+// Snapshot is an entity's saved state as of event Seq.
+type Snapshot struct {
+	Seq  uint64
+	Data []byte
+}
+
+// Append durably writes events with sequence numbers first, first+1, ... and
+// raises the entity's highest sequence number to the last of them. It
+// returns only after the write is fsync'd; on error nothing is acknowledged
+// and the caller must treat the events as not written. The mark is applied
+// in the same atomic batch.
+func (j *Journal) Append(id Identity, first uint64, events [][]byte, mark ActiveMark) error {
+	if err := j.s.check(); err != nil {
+		return err
+	}
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	if len(events) == 0 && mark == MarkUnchanged {
+		return nil
+	}
+	if first == 0 || first > math.MaxUint64-uint64(len(events)) {
+		return fmt.Errorf("%w: append %s at %d", ErrSequence, id, first)
+	}
+	b := j.s.db.NewBatch()
+	defer b.Close()
+	prefix := entityPrefix(prefixEvent, id)
+	key := make([]byte, len(prefix)+8)
+	copy(key, prefix)
+	for i, ev := range events {
+		binary.BigEndian.PutUint64(key[len(prefix):], first+uint64(i))
+		if err := b.Set(key, ev, nil); err != nil {
+			return fmt.Errorf("persistence: append %s: %w", id, err)
+		}
+	}
+	if len(events) > 0 {
+		var hv [8]byte
+		binary.BigEndian.PutUint64(hv[:], first+uint64(len(events))-1)
+		if err := b.Set(entityPrefix(prefixHighest, id), hv[:], nil); err != nil {
+			return fmt.Errorf("persistence: append %s: %w", id, err)
+		}
+	}
+	switch mark {
+	case MarkActive:
+		if err := b.Set(entityPrefix(prefixActive, id), nil, nil); err != nil {
+			return fmt.Errorf("persistence: append %s: %w", id, err)
+		}
+	case MarkIdle:
+		if err := b.Delete(entityPrefix(prefixActive, id), nil); err != nil {
+			return fmt.Errorf("persistence: append %s: %w", id, err)
+		}
+	}
+	if err := b.Commit(j.s.wo); err != nil {
+		return fmt.Errorf("persistence: append %s seq %d..%d: %w", id, first, first+uint64(len(events))-1, err)
+	}
+	return nil
+}
+
+// HighestSeq is the highest sequence number ever appended for id, or 0 for
+// an unknown entity. Deleting events never lowers it.
+func (j *Journal) HighestSeq(id Identity) (uint64, error) {
+	if err := j.s.check(); err != nil {
+		return 0, err
+	}
+	if err := id.Validate(); err != nil {
+		return 0, err
+	}
+	v, closer, err := j.s.db.Get(entityPrefix(prefixHighest, id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("persistence: highest seq of %s: %w", id, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("persistence: highest seq of %s: corrupt value (%d bytes)", id, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// Replay calls fn for each stored event of id with from <= seq <= to, in
+// order, at most max times. A from above to replays nothing. fn must not
+// keep ev after it returns. An error from fn stops the replay and is
+// returned as it is.
+func (j *Journal) Replay(id Identity, from, to, max uint64, fn func(seq uint64, ev []byte) error) error {
+	if err := j.s.check(); err != nil {
+		return err
+	}
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	if from > to || max == 0 {
+		return nil
+	}
+	if from == 0 {
+		from = 1
+	}
+	lower := seqKey(prefixEvent, id, from)
+	var upper []byte
+	if to == math.MaxUint64 {
+		upper = prefixEnd(entityPrefix(prefixEvent, id))
+	} else {
+		upper = seqKey(prefixEvent, id, to+1)
+	}
+	it, err := j.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("persistence: replay %s: %w", id, err)
+	}
+	var n uint64
+	for ok := it.First(); ok && n < max; ok = it.Next() {
+		k := it.Key()
+		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		if err := fn(seq, it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("persistence: replay %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteUpTo removes the events of id with seq <= to. The highest sequence
+// number is kept.
+func (j *Journal) DeleteUpTo(id Identity, to uint64) error {
+	if err := j.s.check(); err != nil {
+		return err
+	}
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	if to == 0 {
+		return nil
+	}
+	end := seqKey(prefixEvent, id, to+1)
+	if to == math.MaxUint64 {
+		end = prefixEnd(entityPrefix(prefixEvent, id))
+	}
+	if err := j.s.db.DeleteRange(seqKey(prefixEvent, id, 0), end, j.s.wo); err != nil {
+		return fmt.Errorf("persistence: delete %s up to %d: %w", id, to, err)
+	}
+	return nil
+}
+
+// SaveSnapshot stores data as id's state after event seq, replacing any
+// snapshot at the same seq.
+func (j *Journal) SaveSnapshot(id Identity, seq uint64, data []byte) error {
+	if err := j.s.check(); err != nil {
+		return err
+	}
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	if err := j.s.db.Set(seqKey(prefixSnapshot, id, seq), data, j.s.wo); err != nil {
+		return fmt.Errorf("persistence: snapshot %s at %d: %w", id, seq, err)
+	}
+	return nil
+}
+
+// Compact saves a snapshot at seq and, in the same atomic batch, deletes the
+// events and older snapshots that it makes redundant. The actor base calls
+// it every N events.
+func (j *Journal) Compact(id Identity, seq uint64, data []byte) error {
+	if err := j.s.check(); err != nil {
+		return err
+	}
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	b := j.s.db.NewBatch()
+	defer b.Close()
+	_ = b.DeleteRange(seqKey(prefixSnapshot, id, 0), seqKey(prefixSnapshot, id, seq), nil)
+	_ = b.Set(seqKey(prefixSnapshot, id, seq), data, nil)
+	_ = b.DeleteRange(seqKey(prefixEvent, id, 0), seqKey(prefixEvent, id, seq+1), nil)
+	if err := b.Commit(j.s.wo); err != nil {
+		return fmt.Errorf("persistence: compact %s at %d: %w", id, seq, err)
+	}
+	return nil
+}
+
+// LoadSnapshot returns the newest snapshot of id whose seq is <= maxSeq.
+func (j *Journal) LoadSnapshot(id Identity, maxSeq uint64) (Snapshot, bool, error) {
+	if err := j.s.check(); err != nil {
+		return Snapshot{}, false, err
+	}
+	if err := id.Validate(); err != nil {
+		return Snapshot{}, false, err
+	}
+	lower := seqKey(prefixSnapshot, id, 0)
+	var upper []byte
+	if maxSeq == math.MaxUint64 {
+		upper = prefixEnd(entityPrefix(prefixSnapshot, id))
+	} else {
+		upper = seqKey(prefixSnapshot, id, maxSeq+1)
+	}
+	it, err := j.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("persistence: load snapshot %s: %w", id, err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return Snapshot{}, false, it.Error()
+	}
+	k := it.Key()
+	snap := Snapshot{Seq: binary.BigEndian.Uint64(k[len(k)-8:]), Data: append([]byte(nil), it.Value()...)}
+	return snap, true, nil
+}
+
+// DeleteSnapshotsUpTo removes the snapshots of id with seq <= to.
+func (j *Journal) DeleteSnapshotsUpTo(id Identity, to uint64) error {
+	if err := j.s.check(); err != nil {
+		return err
+	}
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	end := seqKey(prefixSnapshot, id, to+1)
+	if to == math.MaxUint64 {
+		end = prefixEnd(entityPrefix(prefixSnapshot, id))
+	}
+	if err := j.s.db.DeleteRange(seqKey(prefixSnapshot, id, 0), end, j.s.wo); err != nil {
+		return fmt.Errorf("persistence: delete snapshots of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Forget removes every trace of id, its highest sequence number included.
+// It is for entities that are gone for good (a deleted session); an entity
+// that comes back under the same identity starts from sequence 1.
+func (j *Journal) Forget(id Identity) error {
+	if err := j.s.check(); err != nil {
+		return err
+	}
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	b := j.s.db.NewBatch()
+	defer b.Close()
+	for _, p := range []byte{prefixEvent, prefixSnapshot} {
+		ep := entityPrefix(p, id)
+		_ = b.DeleteRange(ep, prefixEnd(ep), nil)
+	}
+	_ = b.Delete(entityPrefix(prefixHighest, id), nil)
+	_ = b.Delete(entityPrefix(prefixActive, id), nil)
+	if err := b.Commit(j.s.wo); err != nil {
+		return fmt.Errorf("persistence: forget %s: %w", id, err)
+	}
+	return nil
+}
+
+// Entities calls fn for every entity of the kind (every kind when kind is
+// "") that has ever appended and was not forgotten, with its highest seq.
+func (j *Journal) Entities(kind string, fn func(id Identity, highest uint64) error) error {
+	return j.scanIndex(prefixHighest, kind, func(id Identity, v []byte) error {
+		if len(v) != 8 {
+			return fmt.Errorf("persistence: corrupt highest seq for %s", id)
+		}
+		return fn(id, binary.BigEndian.Uint64(v))
+	})
+}
+
+// Active calls fn for every entity of the kind (every kind when kind is "")
+// whose last append carried MarkActive.
+func (j *Journal) Active(kind string, fn func(id Identity) error) error {
+	return j.scanIndex(prefixActive, kind, func(id Identity, _ []byte) error { return fn(id) })
+}
+
+func (j *Journal) scanIndex(p byte, kind string, fn func(Identity, []byte) error) error {
+	if err := j.s.check(); err != nil {
+		return err
+	}
+	lower := []byte{p}
+	if kind != "" {
+		lower = append(append(lower, kind...), 0)
+	}
+	it, err := j.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return fmt.Errorf("persistence: scan index: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		id, _, ok := parseEntityKey(it.Key())
+		if !ok {
+			return fmt.Errorf("persistence: corrupt index key %q", it.Key())
+		}
+		if err := fn(id, it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}

@@ -1,0 +1,140 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+var (
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("persistence: closed")
+	// ErrBadIdentity is returned for an identity whose kind or id is empty or
+	// contains a NUL byte.
+	ErrBadIdentity = errors.New("persistence: bad identity")
+	// ErrSequence is returned by Append when the first sequence number is
+	// zero or the events would wrap around.
+	ErrSequence = errors.New("persistence: bad sequence number")
+)
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// FS is the filesystem the database lives on. Default: the OS filesystem.
+	// Tests pass vfs.NewMem(), vfs.NewCrashableMem() or an errorfs wrapper.
+	FS vfs.FS
+	// Now is the clock used to stamp rows. Default: time.Now.
+	Now func() time.Time
+	// NoSync skips fsync on writes. Only benchmarks of the non-durable path
+	// and throwaway tests may set it. Default: false.
+	NoSync bool
+	// CacheSize is Pebble's block cache in bytes. Default: 32 MiB.
+	CacheSize int64
+	// Logger receives Pebble's own log lines. Default: discarded.
+	Logger pebble.Logger
+}
+
+// Store is one open Pebble database holding journals and rows.
+type Store struct {
+	db     *pebble.DB
+	dir    string
+	fs     vfs.FS
+	now    func() time.Time
+	wo     *pebble.WriteOptions
+	closed atomic.Bool
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// Open opens (creating if needed) the database in dir.
+func Open(dir string, o Options) (*Store, error) {
+	if o.FS == nil {
+		o.FS = vfs.Default
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("persistence: create %s: %w", dir, err)
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = 32 << 20
+	}
+	var logger pebble.Logger = quietLogger{}
+	if o.Logger != nil {
+		logger = o.Logger
+	}
+	cache := pebble.NewCache(o.CacheSize)
+	defer cache.Unref()
+	popts := &pebble.Options{
+		FS:                          o.FS,
+		Cache:                       cache,
+		Logger:                      logger,
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       40,
+		FormatMajorVersion:          pebble.FormatNewest,
+	}
+	popts.EnsureDefaults()
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: open %s: %w", filepath.Clean(dir), err)
+	}
+	wo := pebble.Sync
+	if o.NoSync {
+		wo = pebble.NoSync
+	}
+	return &Store{db: db, dir: dir, fs: o.FS, now: o.Now, wo: wo}, nil
+}
+
+// Close flushes nothing extra (every acknowledged write is already synced)
+// and releases the database. Later calls return ErrClosed.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	return s.db.Close()
+}
+
+// Dir is the folder the database lives in.
+func (s *Store) Dir() string { return s.dir }
+
+// DiskUsage is the total size of the database's files in bytes.
+func (s *Store) DiskUsage() uint64 {
+	if s.closed.Load() {
+		return 0
+	}
+	return s.db.Metrics().DiskSpaceUsage()
+}
+
+// Journal returns the event journal view of the store.
+func (s *Store) Journal() *Journal { return &Journal{s: s} }
+
+// Rows returns the row table view of the store.
+func (s *Store) Rows() *Rows { return &Rows{s: s} }
+
+// DB exposes the underlying Pebble database to other storage types in this
+// package family (memory store). Callers must use their own key prefix.
+func (s *Store) DB() *pebble.DB { return s.db }
+
+// WriteOptions is the sync policy every durable write must use.
+func (s *Store) WriteOptions() *pebble.WriteOptions { return s.wo }
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
