@@ -1,0 +1,116 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/thatch-run/thatch/persistence"
+)
+
+// Identity names an entity; it is the persistence identity.
+type Identity = persistence.Identity
+
+// Decision is what a kind's pure Decide returns for one message. The entity
+// runtime applies it in this order:
+//
+//  1. Events are encoded and appended to the journal; the append is fsync'd.
+//     If it fails, nothing below happens and the actor fails (its
+//     supervisor restarts it with backoff; the message is redelivered).
+//  2. Each event is folded into the state with Apply.
+//  3. Reply, if not nil, is sent to the message's sender.
+//  4. Effects are handed, in order, to the executor. Effects never run
+//     before the events that caused them are durable.
+type Decision struct {
+	// Events to journal. Each must be a pointer to a type registered with
+	// messages.Register. Default: none.
+	Events []any
+	// Effects to execute after the events are durable. Default: none.
+	Effects []any
+	// Reply to the sender (a requester's future). Default: no reply.
+	Reply any
+}
+
+// Kind is one entity kind: its name and its pure decision core. Decide and
+// Apply must be deterministic: no I/O, no clock, no goroutines, no globals.
+// S is the state type, registered with messages.Register so that snapshots
+// use the versioned encoding.
+type Kind[S any] interface {
+	// Name is the kind part of the entities' identities, e.g. "opencode.session".
+	Name() string
+	// Initial is the state of an entity that has no snapshot and no events.
+	Initial(id string) *S
+	// Decide turns one message into a Decision. It must not change s.
+	Decide(s *S, msg any, now time.Time) Decision
+	// Apply folds one journaled event into the state and returns the new
+	// state. It is used both live and during replay, so it must not fail:
+	// an event was valid when it was journaled.
+	Apply(s *S, ev any) *S
+	// Active reports whether s has unfinished work (an extraction in flight,
+	// an armed wrap-up, a prompt waiting for a user). Active entities are
+	// rehydrated when the daemon starts; the others stay passivated until
+	// their first message.
+	Active(s *S) bool
+}
+
+// Recovered is delivered to an entity right after it rebuilt its state from
+// its snapshot and journal, before any other message. A kind reconciles here:
+// it re-arms timers and re-issues effects whose results may have been lost.
+type Recovered struct {
+	// Restarted is true when the actor failed and was restarted, false when
+	// it was spawned (first use, rehydration, wake from passivation).
+	Restarted bool
+	// Events is how many journaled events were replayed on top of the snapshot.
+	Events int
+}
+
+// Tick is the message a timer delivers. Kinds schedule it with the
+// StartTimer effect; Name tells timers apart.
+type Tick struct {
+	Name string
+}
+
+// StartTimer is an effect: deliver &Tick{Name} to this entity after After,
+// as measured by the runtime's clock. Timers do not survive passivation or a
+// crash; a kind re-arms them when it handles Recovered. Starting a timer
+// with the name of a running one replaces it.
+type StartTimer struct {
+	Name  string
+	After time.Duration
+}
+
+// CancelTimer is an effect that stops the named timer, if it runs.
+type CancelTimer struct {
+	Name string
+}
+
+// Send is an effect: deliver Msg to the entity To (spawning it if needed).
+// Delivery is at most once; a kind that needs more re-sends on Recovered.
+type Send struct {
+	To  Identity
+	Msg any
+}
+
+// Executor runs the effects that the runtime itself does not handle
+// (everything but StartTimer, CancelTimer and Send). Execute must not block:
+// it starts the work and returns. Results come back as messages delivered
+// through the Sender the executor was built with.
+type Executor interface {
+	Execute(from Identity, effect any)
+}
+
+// Sender delivers a message to an entity by identity, spawning it from
+// storage if it is passivated.
+type Sender interface {
+	Send(to Identity, msg any)
+}
+
+// Clock is the runtime's source of time. Tests use a fake clock.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine after d; Stop prevents it.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc.
+type Timer interface {
+	Stop() bool
+}
