@@ -1,0 +1,400 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config is the daemon's effective configuration. Build it with Load (or
+// Defaults plus ResolvePaths for embedding) and check it with Validate before
+// use. Every field has a koanf key, named by the koanf tags of the field and
+// its section: Control.TokenFile is "control.token_file".
+type Config struct {
+	Data       Data       `koanf:"data"`
+	Log        Log        `koanf:"log"`
+	Control    Control    `koanf:"control"`
+	Journal    Journal    `koanf:"journal"`
+	Actors     Actors     `koanf:"actors"`
+	Supervisor Supervisor `koanf:"supervisor"`
+	OpenCode   OpenCode   `koanf:"opencode"`
+	Memory     Memory     `koanf:"memory"`
+	Sweep      Sweep      `koanf:"sweep"`
+
+	// source is the file Load read, "" if none.
+	source string
+	// problems are what Load found before Validate could look at values:
+	// unknown keys and variables, values of the wrong type. Validate reports
+	// them first.
+	problems []*FieldError
+}
+
+// Data says where thatch keeps its durable state.
+type Data struct {
+	// Dir holds the journal, snapshots, memory store and control files.
+	// Default: "", which Load resolves to $XDG_DATA_HOME/thatch
+	// (XDG_DATA_HOME defaulting to ~/.local/share).
+	Dir string `koanf:"dir" usage:"directory for the journal, snapshots, memory store and control files (default $XDG_DATA_HOME/thatch)"`
+}
+
+// Log configures the root logger that cmd creates.
+type Log struct {
+	// Level is the minimum level logged: trace, debug, info, warn or error.
+	// Default: "info".
+	Level string `koanf:"level" usage:"minimum log level: trace, debug, info, warn or error"`
+	// Format is "text" for people or "json" for log collectors.
+	// Default: "text".
+	Format string `koanf:"format" usage:"log format: text or json"`
+}
+
+// Control configures the loopback control API used by the opencode plugin
+// and by `thatch status`.
+type Control struct {
+	// Listen is the host:port to bind. The host must be loopback because the
+	// API hands out session payloads; port 0 picks a free port, which is
+	// published in StateFile. Default: "127.0.0.1:0".
+	Listen string `koanf:"listen" usage:"loopback host:port of the control API; port 0 picks a free port"`
+	// TokenFile holds the bearer token every control client must present.
+	// Default: "", resolved to <data.dir>/control.token.
+	TokenFile string `koanf:"token_file" usage:"file holding the control API bearer token (default <data.dir>/control.token)"`
+	// StateFile is where the running daemon publishes its actual address
+	// so that clients can find a random port. Default: "", resolved to
+	// <data.dir>/control.json.
+	StateFile string `koanf:"state_file" usage:"file where the daemon publishes its control address (default <data.dir>/control.json)"`
+}
+
+// Journal tunes the Pebble-backed event journal.
+type Journal struct {
+	// SnapshotEvery is how many events an entity journals between snapshots;
+	// lower means faster restarts, higher means fewer writes. Must be >= 1.
+	// Default: 100.
+	SnapshotEvery int `koanf:"snapshot_every" usage:"events journaled between snapshots of an entity (>= 1)"`
+	// CacheSizeMB is Pebble's block cache in MiB. Must be >= 1. Default: 32.
+	CacheSizeMB int `koanf:"cache_size_mb" usage:"Pebble block cache size in MiB (>= 1)"`
+}
+
+// Actors tunes the entity runtime.
+type Actors struct {
+	// PassivateAfter is how long an entity may sit idle before it is stopped
+	// to free memory; its next message rehydrates it from the journal.
+	// Must be > 0. Default: 5m.
+	PassivateAfter time.Duration `koanf:"passivate_after" usage:"idle time after which an entity is stopped and later rehydrated on demand"`
+}
+
+// Supervisor sets the restart policy of the supervision tree.
+type Supervisor struct {
+	// MaxRestarts is how often a failing actor is restarted within
+	// RestartWindow before the failure escalates to its parent. 0 means
+	// never restart. Must be >= 0. Default: 5.
+	MaxRestarts int `koanf:"max_restarts" usage:"restarts allowed within restart-window before a failure escalates (>= 0)"`
+	// RestartWindow is the sliding window MaxRestarts counts in. Must be > 0.
+	// Default: 1m.
+	RestartWindow time.Duration `koanf:"restart_window" usage:"window in which supervisor-max-restarts is counted"`
+	// BackoffBase is the first restart delay; each further restart doubles
+	// it. Must be > 0. Default: 50ms.
+	BackoffBase time.Duration `koanf:"backoff_base" usage:"first restart delay, doubled on each further restart"`
+	// BackoffMax caps the restart delay. Must be >= BackoffBase.
+	// Default: 30s.
+	BackoffMax time.Duration `koanf:"backoff_max" usage:"upper bound of the restart delay (>= backoff-base)"`
+}
+
+// OpenCode configures the opencode front end.
+type OpenCode struct {
+	// BufferLimit is how many tool interactions are buffered per session
+	// for extraction; the oldest are dropped beyond it. Must be 1..1000.
+	// Default: 20.
+	BufferLimit int `koanf:"buffer_limit" usage:"tool interactions buffered per session for extraction (1..1000)"`
+	// StaleAfter is how long an accepted interaction may wait for its
+	// completion before it returns to pending. Must be > 0. Default: 15m.
+	StaleAfter time.Duration `koanf:"stale_after" usage:"time after which an accepted but never completed interaction returns to pending"`
+	// FinishGrace is how long a session must stay idle before thatch treats
+	// its turn as finished, so that a quick follow-up prompt does not start
+	// an extraction. Must be >= 0. Default: 10s.
+	FinishGrace time.Duration `koanf:"finish_grace" usage:"time a session must stay idle before its turn counts as finished (>= 0)"`
+	// RequestTimeout bounds each REST request to an opencode server.
+	// Must be > 0. Default: 10s.
+	RequestTimeout time.Duration `koanf:"request_timeout" usage:"timeout of each REST request to an opencode server"`
+	// Servers are the opencode servers to watch, one host actor each. They
+	// can only be set in a config file. Default: none.
+	Servers []Server `koanf:"servers"`
+}
+
+// Server is one opencode server to watch.
+type Server struct {
+	// Name identifies the server in logs and status. Required and unique.
+	Name string `koanf:"name"`
+	// URL is the server's base URL, such as http://127.0.0.1:4096.
+	// Required; scheme http or https.
+	URL string `koanf:"url"`
+	// API picks the client: "auto" detects it, "v1" or "v2" forces one.
+	// Default: "auto".
+	API string `koanf:"api"`
+	// Username for HTTP basic auth. Default: "opencode".
+	Username string `koanf:"username"`
+	// Password for HTTP basic auth. Default: "", which Load fills from
+	// $OPENCODE_SERVER_PASSWORD when that is set.
+	Password Secret `koanf:"password"`
+}
+
+// Memory configures the durable memory store that extraction writes to.
+type Memory struct {
+	// Embedder computes the vectors used for recall and deduplication:
+	// "local" runs in process, "openai" calls an OpenAI-compatible
+	// embeddings endpoint. Default: "local".
+	Embedder string `koanf:"embedder" usage:"embedder for memories: local or openai"`
+	// EmbeddingsURL is the embeddings endpoint, required when Embedder is
+	// "openai". Default: "".
+	EmbeddingsURL string `koanf:"embeddings_url" usage:"http(s) URL of the OpenAI-compatible embeddings endpoint (required for openai)"`
+	// EmbeddingsModel is the model name sent to that endpoint, required when
+	// Embedder is "openai". Default: "".
+	EmbeddingsModel string `koanf:"embeddings_model" usage:"embeddings model name (required for openai)"`
+	// EmbeddingsAPIKey authenticates to the endpoint. Default: "".
+	EmbeddingsAPIKey Secret `koanf:"embeddings_api_key" usage:"API key of the embeddings endpoint; prefer THATCH_MEMORY_EMBEDDINGS_API_KEY, command lines are visible to other users"`
+	// DedupThreshold is the cosine similarity above which a new memory is
+	// treated as a duplicate of an existing one. Must be in (0, 1].
+	// Default: 0.85.
+	DedupThreshold float64 `koanf:"dedup_threshold" usage:"similarity above which a new memory duplicates an existing one (0 < x <= 1)"`
+	// StaleAfter is how long a memory may go unused before it is flagged
+	// stale in the hygiene report. Must be > 0. Default: 2160h (90 days).
+	StaleAfter time.Duration `koanf:"stale_after" usage:"time unused after which a memory is reported stale"`
+}
+
+// Sweep configures the housekeeping sweepers.
+type Sweep struct {
+	// Interval is how often the sweepers run. Must be > 0. Default: 1m.
+	Interval time.Duration `koanf:"interval" usage:"how often the sweepers run"`
+	// RuntimeStateTTL is how long runtime-state rows live without being
+	// refreshed. Must be > 0. Default: 24h.
+	RuntimeStateTTL time.Duration `koanf:"runtime_state_ttl" usage:"lifetime of runtime-state rows that are not refreshed"`
+}
+
+// Values accepted by the enumerated keys.
+const (
+	// APIAuto makes the opencode client detect the server's API version.
+	APIAuto = "auto"
+	// APIV1 forces the opencode v1 client.
+	APIV1 = "v1"
+	// APIV2 forces the opencode v2 client.
+	APIV2 = "v2"
+	// EmbedderLocal computes embeddings in process.
+	EmbedderLocal = "local"
+	// EmbedderOpenAI calls an OpenAI-compatible embeddings endpoint.
+	EmbedderOpenAI = "openai"
+	// DefaultServerUsername is the basic-auth user of a server that names none.
+	DefaultServerUsername = "opencode"
+)
+
+// RedactedValue replaces a non-empty secret wherever the config is shown.
+const RedactedValue = "<redacted>"
+
+// Secret is a string that must not be logged. Formatting it with fmt (%v,
+// %s, %+v, %#v) or marshaling it as text or JSON yields RedactedValue (or ""
+// if it is empty), so a Config printed by accident does not leak it. Call
+// Reveal where the real value is needed.
+type Secret string
+
+// Reveal returns the secret itself, for the one place that sends it.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns RedactedValue, or "" for an empty secret so that readers
+// can still tell whether one is set.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return RedactedValue
+}
+
+// GoString keeps %#v from printing the secret.
+func (s Secret) GoString() string { return fmt.Sprintf("%q", s.String()) }
+
+// MarshalText keeps encoders (JSON logs included) from writing the secret.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Defaults returns the built-in configuration, the first layer Load builds
+// on. Paths are left empty; Load (or ResolvePaths) derives them.
+func Defaults() *Config {
+	return &Config{
+		Log:     Log{Level: "info", Format: "text"},
+		Control: Control{Listen: "127.0.0.1:0"},
+		Journal: Journal{SnapshotEvery: 100, CacheSizeMB: 32},
+		Actors:  Actors{PassivateAfter: 5 * time.Minute},
+		Supervisor: Supervisor{
+			MaxRestarts:   5,
+			RestartWindow: time.Minute,
+			BackoffBase:   50 * time.Millisecond,
+			BackoffMax:    30 * time.Second,
+		},
+		OpenCode: OpenCode{
+			BufferLimit:    20,
+			StaleAfter:     15 * time.Minute,
+			FinishGrace:    10 * time.Second,
+			RequestTimeout: 10 * time.Second,
+		},
+		Memory: Memory{
+			Embedder:       EmbedderLocal,
+			DedupThreshold: 0.85,
+			StaleAfter:     2160 * time.Hour,
+		},
+		Sweep: Sweep{Interval: time.Minute, RuntimeStateTTL: 24 * time.Hour},
+	}
+}
+
+// defaultServer holds the values a server table starts from.
+func defaultServer() Server {
+	return Server{API: APIAuto, Username: DefaultServerUsername}
+}
+
+// Source returns the config file Load read, or "" if it read none.
+func (c *Config) Source() string { return c.source }
+
+// kind is how a key's value is decoded, flagged and shown.
+type kind int
+
+const (
+	kindString kind = iota
+	kindSecret
+	kindInt
+	kindFloat
+	kindDuration
+	kindServers
+)
+
+// leaf is one configuration key, found from the koanf tags of Config.
+type leaf struct {
+	key   string // "control.token_file"
+	index []int  // field index path from the struct walked
+	kind  kind
+	usage string
+}
+
+// field returns the struct field that l addresses inside v.
+func (l leaf) field(v reflect.Value) reflect.Value { return v.FieldByIndex(l.index) }
+
+// scalar reports whether l can be set from the environment and flags.
+func (l leaf) scalar() bool { return l.kind != kindServers }
+
+// envName is the THATCH_* variable that sets the key.
+func envName(key string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// flagName is the command-line flag that sets the key.
+func flagName(key string) string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(key)
+}
+
+const (
+	envPrefix = "THATCH_"
+	// envConfig names the config file; it is not a key.
+	envConfig = "THATCH_CONFIG"
+	// envServerPassword is opencode's own variable for its server password.
+	envServerPassword = "OPENCODE_SERVER_PASSWORD"
+)
+
+var (
+	secretType   = reflect.TypeFor[Secret]()
+	durationType = reflect.TypeFor[time.Duration]()
+	serversType  = reflect.TypeFor[[]Server]()
+)
+
+// walk lists the leaves of struct type t under prefix. Sections (nested
+// structs) are flattened; an unsupported field type is a programming error.
+func walk(t reflect.Type, prefix string, index []int) []leaf {
+	var out []leaf
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, ok := f.Tag.Lookup("koanf")
+		if !ok || !f.IsExported() {
+			continue
+		}
+		key := name
+		if prefix != "" {
+			key = prefix + "." + name
+		}
+		idx := append(append([]int(nil), index...), i)
+		l := leaf{key: key, index: idx, usage: f.Tag.Get("usage")}
+		switch {
+		case f.Type == secretType:
+			l.kind = kindSecret
+		case f.Type == durationType:
+			l.kind = kindDuration
+		case f.Type == serversType:
+			l.kind = kindServers
+		case f.Type.Kind() == reflect.String:
+			l.kind = kindString
+		case f.Type.Kind() == reflect.Int:
+			l.kind = kindInt
+		case f.Type.Kind() == reflect.Float64:
+			l.kind = kindFloat
+		case f.Type.Kind() == reflect.Struct:
+			out = append(out, walk(f.Type, key, idx)...)
+			continue
+		default:
+			panic(fmt.Sprintf("config: key %s has unsupported type %s", key, f.Type))
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// schema is the key set, derived once from the struct tags so that the
+// file, environment, flags and Redacted can never disagree about it.
+type schema struct {
+	leaves       []leaf
+	byKey        map[string]leaf
+	sections     map[string]bool   // "control", "opencode", ...
+	byEnv        map[string]string // THATCH_CONTROL_TOKEN_FILE -> control.token_file
+	byFlag       map[string]string // control-token-file -> control.token_file
+	serverFields []leaf
+	serverByKey  map[string]leaf
+}
+
+var keys = sync.OnceValue(func() *schema {
+	s, err := buildSchema()
+	if err != nil {
+		panic(err)
+	}
+	return s
+})
+
+// buildSchema derives the schema and fails if two keys would share an
+// environment variable or flag name.
+func buildSchema() (*schema, error) {
+	s := &schema{
+		leaves:      walk(reflect.TypeFor[Config](), "", nil),
+		byKey:       map[string]leaf{},
+		sections:    map[string]bool{},
+		byEnv:       map[string]string{},
+		byFlag:      map[string]string{},
+		serverByKey: map[string]leaf{},
+	}
+	for _, l := range s.leaves {
+		s.byKey[l.key] = l
+		parts := strings.Split(l.key, ".")
+		for i := 1; i < len(parts); i++ {
+			s.sections[strings.Join(parts[:i], ".")] = true
+		}
+		if !l.scalar() {
+			continue
+		}
+		if other, dup := s.byEnv[envName(l.key)]; dup {
+			return nil, fmt.Errorf("config: keys %s and %s share variable %s", other, l.key, envName(l.key))
+		}
+		s.byEnv[envName(l.key)] = l.key
+		if other, dup := s.byFlag[flagName(l.key)]; dup {
+			return nil, fmt.Errorf("config: keys %s and %s share flag --%s", other, l.key, flagName(l.key))
+		}
+		s.byFlag[flagName(l.key)] = l.key
+	}
+	if _, clash := s.byEnv[envConfig]; clash {
+		return nil, fmt.Errorf("config: a key maps to %s, which names the config file", envConfig)
+	}
+	s.serverFields = walk(reflect.TypeFor[Server](), "", nil)
+	for _, l := range s.serverFields {
+		s.serverByKey[l.key] = l
+	}
+	return s, nil
+}

@@ -1,0 +1,268 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// specDefaults is every key with its default as the design states it, in
+// the form Redacted shows. It pins the key names and defaults independently
+// of the struct tags they are derived from.
+var specDefaults = map[string]any{
+	"data.dir":                  "",
+	"log.level":                 "info",
+	"log.format":                "text",
+	"control.listen":            "127.0.0.1:0",
+	"control.token_file":        "",
+	"control.state_file":        "",
+	"journal.snapshot_every":    100,
+	"journal.cache_size_mb":     32,
+	"actors.passivate_after":    "5m",
+	"supervisor.max_restarts":   5,
+	"supervisor.restart_window": "1m",
+	"supervisor.backoff_base":   "50ms",
+	"supervisor.backoff_max":    "30s",
+	"opencode.buffer_limit":     20,
+	"opencode.stale_after":      "15m",
+	"opencode.finish_grace":     "10s",
+	"opencode.request_timeout":  "10s",
+	"opencode.servers":          []any{},
+	"memory.embedder":           "local",
+	"memory.embeddings_url":     "",
+	"memory.embeddings_model":   "",
+	"memory.embeddings_api_key": "",
+	"memory.dedup_threshold":    0.85,
+	"memory.stale_after":        "2160h",
+	"sweep.interval":            "1m",
+	"sweep.runtime_state_ttl":   "24h",
+}
+
+func TestDefaultsMatchSpec(t *testing.T) {
+	got := flatten(Defaults().Redacted())
+	if !reflect.DeepEqual(got, specDefaults) {
+		for k, want := range specDefaults {
+			if !reflect.DeepEqual(got[k], want) {
+				t.Errorf("%s = %#v, want %#v", k, got[k], want)
+			}
+		}
+		for k := range got {
+			if _, ok := specDefaults[k]; !ok {
+				t.Errorf("unexpected key %s", k)
+			}
+		}
+	}
+}
+
+func TestSchemaHasNoNameClashes(t *testing.T) {
+	if _, err := buildSchema(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDefaultsValidAfterResolution(t *testing.T) {
+	c := Defaults()
+	if err := c.Validate(); err == nil {
+		t.Fatal("unresolved Defaults validated; data.dir must be reported as empty")
+	}
+	c.ResolvePaths([]string{"XDG_DATA_HOME=/xdg/data"}, "/home/u")
+	if err := c.Validate(); err != nil {
+		t.Fatalf("resolved defaults: %v", err)
+	}
+}
+
+func TestExampleLoadsToDefaults(t *testing.T) {
+	o := isolated(t)
+	o.File = writeFile(t, t.TempDir(), "thatch.toml", string(ExampleTOML))
+	o.Env = []string{"XDG_DATA_HOME=/xdg/data"}
+	got, err := Load(o)
+	if err != nil {
+		t.Fatalf("example does not load cleanly: %v", err)
+	}
+	want := Defaults()
+	want.ResolvePaths(o.Env, o.HomeDir)
+	if !reflect.DeepEqual(stripLoadState(got), want) {
+		t.Errorf("example loads to\n%v\nwant defaults\n%v", got.Redacted(), want.Redacted())
+	}
+}
+
+// parseExample reads the live (uncommented) part of the example.
+func parseExample(t *testing.T) *koanf.Koanf {
+	t.Helper()
+	k := koanf.New(".")
+	if err := k.Load(rawBytes(ExampleTOML), toml.Parser()); err != nil {
+		t.Fatalf("example is not valid TOML: %v", err)
+	}
+	return k
+}
+
+type rawBytes []byte
+
+func (b rawBytes) ReadBytes() ([]byte, error)    { return b, nil }
+func (b rawBytes) Read() (map[string]any, error) { return nil, fmt.Errorf("unused") }
+
+func TestExampleHasEveryKey(t *testing.T) {
+	k := parseExample(t)
+	for key := range flatten(Defaults().Redacted()) {
+		if key == "opencode.servers" {
+			continue // a commented example, checked below
+		}
+		if !k.Exists(key) {
+			t.Errorf("example lacks key %s", key)
+		}
+	}
+	if problems := unknownFileKeys(k); len(problems) > 0 {
+		t.Errorf("example has unknown keys: %v", problems)
+	}
+}
+
+// TestExampleServersBlock uncomments the example server table and checks
+// that it is valid and shows every server field.
+func TestExampleServersBlock(t *testing.T) {
+	var block []string
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(ExampleTOML))
+	assign := regexp.MustCompile(`^#\s*(\[\[opencode\.servers\]\]|[a-z_]+ = .*)$`)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "# [[opencode.servers]]" {
+			in = true
+		}
+		if in && !strings.HasPrefix(line, "#") {
+			break
+		}
+		if in {
+			if m := assign.FindStringSubmatch(line); m != nil {
+				block = append(block, m[1])
+			}
+		}
+	}
+	if len(block) == 0 {
+		t.Fatal("example has no commented [[opencode.servers]] table")
+	}
+	o := isolated(t)
+	o.File = writeFile(t, t.TempDir(), "s.toml", strings.Join(block, "\n")+"\n")
+	c, err := Load(o)
+	if err != nil {
+		t.Fatalf("uncommented server example: %v\n%s", err, strings.Join(block, "\n"))
+	}
+	if len(c.OpenCode.Servers) != 1 {
+		t.Fatalf("got %d servers, want 1", len(c.OpenCode.Servers))
+	}
+	shown := strings.Join(block, "\n")
+	for _, f := range keys().serverFields {
+		if !regexp.MustCompile(`(?m)^` + f.key + ` = `).MatchString(shown) {
+			t.Errorf("example server table lacks %s", f.key)
+		}
+	}
+}
+
+// TestExampleCommentsStateDefaults checks that each live key is preceded by
+// a "# Default: <value>" line that agrees with its value.
+func TestExampleCommentsStateDefaults(t *testing.T) {
+	lines := strings.Split(string(ExampleTOML), "\n")
+	assign := regexp.MustCompile(`^([a-z_]+) = (.*)$`)
+	for i, line := range lines {
+		m := assign.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if i == 0 || !strings.HasPrefix(lines[i-1], "# Default: "+m[2]) {
+			t.Errorf("line %d %q: previous line should be \"# Default: %s\"", i+1, line, m[2])
+		}
+		if i < 2 || !strings.HasPrefix(lines[i-2], "#") {
+			t.Errorf("line %d %q: needs a comment saying what it does", i+1, line)
+		}
+	}
+}
+
+func TestRegisterFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	for _, name := range []string{"data-dir", "control-listen", "control-token-file",
+		"opencode-stale-after", "memory-embeddings-api-key", "sweep-runtime-state-ttl"} {
+		if fs.Lookup(name) == nil {
+			t.Errorf("no flag --%s", name)
+		}
+	}
+	if fs.Lookup("opencode-servers") != nil {
+		t.Error("opencode.servers must not have a flag")
+	}
+	n := 0
+	fs.VisitAll(func(f *pflag.Flag) {
+		n++
+		if f.Usage == "" {
+			t.Errorf("--%s has no usage", f.Name)
+		}
+	})
+	if want := len(specDefaults) - 1; n != want {
+		t.Errorf("%d flags, want one per scalar key (%d)", n, want)
+	}
+	if got := fs.Lookup("log-level").DefValue; got != "info" {
+		t.Errorf("--log-level default shown as %q, want info", got)
+	}
+	if got := fs.Lookup("opencode-stale-after").DefValue; got != (15 * time.Minute).String() {
+		t.Errorf("--opencode-stale-after default shown as %q", got)
+	}
+}
+
+func TestSecretNeverFormats(t *testing.T) {
+	const pw = "pw-Hunter2"
+	c := Defaults()
+	c.OpenCode.Servers = []Server{{Name: "a", URL: "http://127.0.0.1:1", Password: pw}}
+	c.Memory.EmbeddingsAPIKey = "sk-" + pw
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		fmt.Sprintf("%v", c), fmt.Sprintf("%+v", *c), fmt.Sprintf("%#v", *c),
+		fmt.Sprint(c.OpenCode.Servers), string(js), fmt.Sprint(c.Redacted()),
+	} {
+		if strings.Contains(s, pw) {
+			t.Errorf("secret leaked in %s", s)
+		}
+	}
+	if got := c.OpenCode.Servers[0].Password.Reveal(); got != pw {
+		t.Errorf("Reveal() = %q, want the secret", got)
+	}
+	if got := Secret("").String(); got != "" {
+		t.Errorf("empty secret shows as %q, want empty", got)
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 50 * time.Millisecond: "50ms", time.Minute: "1m", 90 * time.Minute: "1h30m",
+		2160 * time.Hour: "2160h", 90 * time.Second: "1m30s", -time.Second: "-1s",
+	} {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := time.ParseDuration(formatDuration(d)); err != nil || back != d {
+			t.Errorf("formatDuration(%v) does not parse back: %v %v", d, back, err)
+		}
+	}
+}
+
+func TestServerFieldsStable(t *testing.T) {
+	var got []string
+	for _, f := range keys().serverFields {
+		got = append(got, f.key)
+	}
+	want := []string{"name", "url", "api", "username", "password"}
+	if !slices.Equal(got, want) {
+		t.Errorf("server keys %v, want %v", got, want)
+	}
+}

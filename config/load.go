@@ -1,0 +1,501 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// Errors Load returns when it cannot build a configuration at all. Problems
+// with values are not among them: those come back from Validate.
+var (
+	// ErrFileNotFound means a config file named by --config or
+	// $THATCH_CONFIG does not exist. The default path may be missing.
+	ErrFileNotFound = errors.New("config: file not found")
+	// ErrUnsupportedFormat means the file's extension is not .toml, .yaml
+	// or .yml.
+	ErrUnsupportedFormat = errors.New("config: unsupported file format")
+	// ErrParse means the file could not be read or is not valid TOML/YAML.
+	ErrParse = errors.New("config: cannot parse file")
+)
+
+// LoadOptions are the inputs of Load. They are explicit so that tests and
+// embedders never depend on the process environment.
+type LoadOptions struct {
+	// File is the --config path, "" if none. When set it must exist.
+	File string
+	// Env holds the environment in os.Environ form ("KEY=value"); later
+	// entries win. nil means an empty environment: cmd passes os.Environ().
+	Env []string
+	// Flags are consulted for the flags RegisterFlags added, and only for
+	// those the user set (Changed). May be nil.
+	Flags *pflag.FlagSet
+	// HomeDir expands ~ and anchors the XDG fallbacks. "" means
+	// os.UserHomeDir().
+	HomeDir string
+}
+
+// Load builds the configuration in layers, each overriding the one before:
+// Defaults, then the config file, then THATCH_* variables, then the flags
+// the user set. It then resolves the derived paths and validates.
+//
+// If the file cannot be found or parsed, Load returns (nil, err). Otherwise
+// it returns the config together with Validate's result, so that
+// `thatch check-config` can show the effective config and every problem.
+func Load(o LoadOptions) (*Config, error) {
+	home := o.HomeDir
+	if home == "" {
+		home, _ = os.UserHomeDir() // an unknown home only matters if a fallback needs it
+	}
+	c := Defaults()
+	k := koanf.New(".")
+
+	path, err := findFile(o.File, o.Env, home)
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		fk, err := readFile(path)
+		if err != nil {
+			return nil, err
+		}
+		c.problems = append(c.problems, unknownFileKeys(fk)...)
+		if err := k.Merge(fk); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrParse, path, err)
+		}
+		c.source = path
+	}
+
+	var unknownEnv []*FieldError
+	ep := env.Provider(".", env.Opt{
+		Prefix:      envPrefix,
+		EnvironFunc: func() []string { return o.Env },
+		TransformFunc: func(name, value string) (string, any) {
+			if name == envConfig {
+				return "", nil
+			}
+			if key, ok := keys().byEnv[name]; ok {
+				return key, value
+			}
+			unknownEnv = append(unknownEnv, envProblem(name))
+			return "", nil
+		},
+	})
+	if err := k.Load(ep, nil); err != nil {
+		return nil, fmt.Errorf("config: read environment: %w", err)
+	}
+	// Several entries may name the same unknown variable; report it once.
+	slices.SortFunc(unknownEnv, func(a, b *FieldError) int { return strings.Compare(a.Key, b.Key) })
+	unknownEnv = slices.CompactFunc(unknownEnv, func(a, b *FieldError) bool { return a.Key == b.Key })
+	c.problems = append(c.problems, unknownEnv...)
+
+	if o.Flags != nil {
+		// A nil koanf makes posflag skip every flag the user did not set, so
+		// a flag's default never overrides the file or the environment.
+		fp := posflag.ProviderWithFlag(o.Flags, ".", nil, func(f *pflag.Flag) (string, any) {
+			key, ok := keys().byFlag[f.Name]
+			if !ok {
+				return "", nil // a flag of the command, not a config key
+			}
+			return key, posflag.FlagVal(o.Flags, f)
+		})
+		if err := k.Load(fp, nil); err != nil {
+			return nil, fmt.Errorf("config: read flags: %w", err)
+		}
+	}
+
+	c.problems = append(c.problems, c.decode(k, o.Env)...)
+	c.resolvePaths(o.Env, home)
+	return c, c.Validate()
+}
+
+// findFile picks the config file: the explicit path, else $THATCH_CONFIG,
+// else the XDG default if it exists. It returns "" when there is none.
+func findFile(explicit string, environ []string, home string) (string, error) {
+	origin := "--config"
+	path := explicit
+	if path == "" {
+		path, _ = lookupEnv(environ, envConfig)
+		origin = "$" + envConfig
+	}
+	if path != "" {
+		path = expandHome(path, home)
+		if _, err := os.Stat(path); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("%w: %s (named by %s)", ErrFileNotFound, path, origin)
+			}
+			return "", fmt.Errorf("%w: %s: %w", ErrParse, path, err)
+		}
+		return path, nil
+	}
+
+	base := xdgDir(environ, "XDG_CONFIG_HOME", home, ".config")
+	if base == "" {
+		return "", nil
+	}
+	path = filepath.Join(base, "thatch", "config.toml")
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("%w: %s: %w", ErrParse, path, err)
+	}
+	return path, nil
+}
+
+// readFile parses path into its own koanf so that its keys can be checked
+// before they are merged.
+func readFile(path string) (*koanf.Koanf, error) {
+	var p koanf.Parser
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".toml":
+		p = toml.Parser()
+	case ".yaml", ".yml":
+		p = yaml.Parser()
+	default:
+		return nil, fmt.Errorf("%w: %s (want .toml, .yaml or .yml)", ErrUnsupportedFormat, path)
+	}
+	fk := koanf.New(".")
+	if err := fk.Load(file.Provider(path), p); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrParse, path, err)
+	}
+	return fk, nil
+}
+
+// unknownFileKeys reports every key in the file that is not a config key, so
+// that a typo is an error rather than a silently ignored setting.
+func unknownFileKeys(fk *koanf.Koanf) []*FieldError {
+	var out []*FieldError
+	s := keys()
+	for _, key := range fk.Keys() {
+		if _, ok := s.byKey[key]; ok {
+			continue
+		}
+		if s.sections[key] {
+			// An empty table ([log] with nothing under it, or YAML "log:")
+			// names a section and sets nothing.
+			if v := fk.Get(key); !isEmpty(v) {
+				out = append(out, &FieldError{Key: key, Msg: "must be a table, got " + describe(v, false)})
+			}
+			continue
+		}
+		if underList(s, key) {
+			continue // decodeServers reports a list written as a table
+		}
+		out = append(out, &FieldError{Key: key, Msg: "unknown key"})
+	}
+	return out
+}
+
+// underList reports whether key lies inside a list-valued key.
+func underList(s *schema, key string) bool {
+	for _, l := range s.leaves {
+		if !l.scalar() && strings.HasPrefix(key, l.key+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func isEmpty(v any) bool {
+	if v == nil {
+		return true
+	}
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 0
+}
+
+// envProblem explains an unknown THATCH_* variable without echoing its
+// value, which may be a misnamed secret.
+func envProblem(name string) *FieldError {
+	if key, ok := strings.CutPrefix(name, envPrefix); ok {
+		for _, l := range keys().leaves {
+			if !l.scalar() && envName(l.key) == envPrefix+key {
+				return &FieldError{Key: name, Msg: l.key + " can only be set in a config file"}
+			}
+		}
+	}
+	return &FieldError{Key: name, Msg: "unknown environment variable: no config key maps to it"}
+}
+
+// decode copies every key present in k into c, keeping the default and
+// recording a problem for a value of the wrong type.
+func (c *Config) decode(k *koanf.Koanf, environ []string) []*FieldError {
+	var out []*FieldError
+	root := reflect.ValueOf(c).Elem()
+	for _, l := range keys().leaves {
+		if !k.Exists(l.key) {
+			continue
+		}
+		v := k.Get(l.key)
+		if l.kind == kindServers {
+			servers, problems := decodeServers(l.key, v)
+			out = append(out, problems...)
+			c.OpenCode.Servers = servers
+			continue
+		}
+		if v == nil {
+			continue // YAML "key:" with no value keeps the default
+		}
+		if p := decodeScalar(l, l.field(root), v); p != nil {
+			out = append(out, p)
+		}
+	}
+	if pw, ok := lookupEnv(environ, envServerPassword); ok && pw != "" {
+		for i := range c.OpenCode.Servers {
+			if c.OpenCode.Servers[i].Password == "" {
+				c.OpenCode.Servers[i].Password = Secret(pw)
+			}
+		}
+	}
+	return out
+}
+
+// decodeServers decodes the opencode.servers list of tables.
+func decodeServers(key string, v any) ([]Server, []*FieldError) {
+	if v == nil {
+		return nil, nil
+	}
+	var items []any
+	switch t := v.(type) {
+	case []any:
+		items = t
+	case []map[string]any:
+		for _, m := range t {
+			items = append(items, m)
+		}
+	default:
+		return nil, []*FieldError{{Key: key, Msg: "must be a list of tables ([[opencode.servers]]), got " + describe(v, false)}}
+	}
+	var (
+		out      []Server
+		problems []*FieldError
+		s        = keys()
+	)
+	for i, item := range items {
+		at := fmt.Sprintf("%s[%d]", key, i)
+		m, ok := item.(map[string]any)
+		if !ok {
+			problems = append(problems, &FieldError{Key: at, Msg: "must be a table, got " + describe(item, false)})
+			continue
+		}
+		srv := defaultServer()
+		rv := reflect.ValueOf(&srv).Elem()
+		names := make([]string, 0, len(m))
+		for name := range m {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			l, ok := s.serverByKey[name]
+			if !ok {
+				problems = append(problems, &FieldError{Key: at + "." + name, Msg: "unknown key"})
+				continue
+			}
+			if m[name] == nil {
+				continue
+			}
+			l.key = at + "." + name
+			if p := decodeScalar(l, l.field(rv), m[name]); p != nil {
+				problems = append(problems, p)
+			}
+		}
+		out = append(out, srv)
+	}
+	return out, problems
+}
+
+// decodeScalar sets dst from v according to l's kind. Files give typed
+// values, the environment gives strings, flags give the flag's Go type.
+func decodeScalar(l leaf, dst reflect.Value, v any) *FieldError {
+	bad := func(want string) *FieldError {
+		return &FieldError{Key: l.key, Msg: "must be " + want + ", got " + describe(v, l.kind == kindSecret)}
+	}
+	switch l.kind {
+	case kindString, kindSecret:
+		s, ok := v.(string)
+		if !ok {
+			return bad("a string")
+		}
+		dst.SetString(s)
+	case kindInt:
+		n, ok := toInt(v)
+		if !ok {
+			return bad("an integer")
+		}
+		dst.SetInt(n)
+	case kindFloat:
+		f, ok := toFloat(v)
+		if !ok {
+			return bad("a number")
+		}
+		dst.SetFloat(f)
+	case kindDuration:
+		var d time.Duration
+		switch t := v.(type) {
+		case time.Duration:
+			d = t
+		case string:
+			var err error
+			if d, err = time.ParseDuration(strings.TrimSpace(t)); err != nil {
+				return bad(`a duration such as "15m" or "10s"`)
+			}
+		default:
+			return bad(`a duration string such as "15m" or "10s"`)
+		}
+		dst.SetInt(int64(d))
+	}
+	return nil
+}
+
+func toInt(v any) (int64, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if rv.Uint() > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(rv.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		f := rv.Float()
+		if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return 0, false
+		}
+		return int64(f), true
+	case reflect.String:
+		n, err := strconv.ParseInt(strings.TrimSpace(rv.String()), 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func toFloat(v any) (float64, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(rv.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return float64(rv.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		return rv.Float(), true
+	case reflect.String:
+		f, err := strconv.ParseFloat(strings.TrimSpace(rv.String()), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// describe names what a wrong value is, with the value itself unless it
+// belongs to a secret.
+func describe(v any, secret bool) string {
+	var what string
+	switch v.(type) {
+	case map[string]any:
+		return "a table"
+	case []any, []map[string]any:
+		return "a list"
+	case bool:
+		what = "a boolean"
+	case string:
+		what = "a string"
+	default:
+		what = "a " + reflect.TypeOf(v).String()
+		if rv := reflect.ValueOf(v); rv.CanInt() || rv.CanUint() || rv.CanFloat() {
+			what = "a number"
+		}
+	}
+	if secret {
+		return what
+	}
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%s %v", what, v)
+}
+
+// ResolvePaths fills the paths left empty from their documented defaults
+// and expands a leading ~ in them. Load calls it; an embedder that starts
+// from Defaults calls it before Validate. environ supplies XDG_DATA_HOME;
+// homeDir "" means os.UserHomeDir(). A path it cannot derive stays empty
+// and Validate reports it.
+func (c *Config) ResolvePaths(environ []string, homeDir string) {
+	if homeDir == "" {
+		homeDir, _ = os.UserHomeDir()
+	}
+	c.resolvePaths(environ, homeDir)
+}
+
+func (c *Config) resolvePaths(environ []string, home string) {
+	c.Data.Dir = expandHome(c.Data.Dir, home)
+	if c.Data.Dir == "" {
+		if base := xdgDir(environ, "XDG_DATA_HOME", home, filepath.Join(".local", "share")); base != "" {
+			c.Data.Dir = filepath.Join(base, "thatch")
+		}
+	}
+	c.Control.TokenFile = expandHome(c.Control.TokenFile, home)
+	c.Control.StateFile = expandHome(c.Control.StateFile, home)
+	if filepath.IsAbs(c.Data.Dir) {
+		if c.Control.TokenFile == "" {
+			c.Control.TokenFile = filepath.Join(c.Data.Dir, "control.token")
+		}
+		if c.Control.StateFile == "" {
+			c.Control.StateFile = filepath.Join(c.Data.Dir, "control.json")
+		}
+	}
+}
+
+// xdgDir returns $name, or home/fallback when it is unset or not absolute
+// (the XDG spec says relative values are to be ignored), or "" when neither
+// is known.
+func xdgDir(environ []string, name, home, fallback string) string {
+	if v, _ := lookupEnv(environ, name); filepath.IsAbs(v) {
+		return v
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, fallback)
+}
+
+// expandHome expands "~" and a leading "~/" when the home is known.
+func expandHome(path, home string) string {
+	if home == "" {
+		return path
+	}
+	if path == "~" {
+		return home
+	}
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	return path
+}
+
+// lookupEnv finds name in an os.Environ style list; the last entry wins,
+// as it does for exec.Cmd.Env.
+func lookupEnv(environ []string, name string) (string, bool) {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,238 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalid is matched (errors.Is) by every error Validate returns.
+var ErrInvalid = errors.New("config: invalid configuration")
+
+// FieldError is one problem with the configuration. Key names what the user
+// must fix: a config key such as "control.listen", an element such as
+// "opencode.servers[1].url", or an environment variable such as
+// "THATCH_LOG_LEVL". Msg never contains the value of a secret.
+type FieldError struct {
+	Key string
+	Msg string
+}
+
+// Error returns "key: message".
+func (e *FieldError) Error() string { return e.Key + ": " + e.Msg }
+
+// ValidationError carries every problem Validate found, so that one run of
+// `thatch check-config` shows them all. It matches ErrInvalid, and
+// errors.As finds each *FieldError.
+type ValidationError struct {
+	Problems []*FieldError
+}
+
+// Error lists every problem, one per line after a summary line.
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	n := len(e.Problems)
+	fmt.Fprintf(&b, "%s (%d problem", ErrInvalid.Error(), n)
+	if n != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString("):")
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// Unwrap exposes each problem to errors.As.
+func (e *ValidationError) Unwrap() []error {
+	out := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = p
+	}
+	return out
+}
+
+// Validate reports every problem at once, as a *ValidationError, or returns
+// nil. It includes what Load found while reading (unknown keys and
+// variables, values of the wrong type) and then checks each value's range.
+// Paths must already be resolved (Load does it; see ResolvePaths).
+func (c *Config) Validate() error {
+	v := &validator{problems: slices.Clone(c.problems)}
+
+	v.path("data.dir", c.Data.Dir, "set it, or set XDG_DATA_HOME or HOME to derive it")
+	v.oneOf("log.level", c.Log.Level, "trace", "debug", "info", "warn", "error")
+	v.oneOf("log.format", c.Log.Format, "text", "json")
+
+	v.loopback("control.listen", c.Control.Listen)
+	v.path("control.token_file", c.Control.TokenFile, "set it or data.dir")
+	v.path("control.state_file", c.Control.StateFile, "set it or data.dir")
+	if c.Control.TokenFile != "" && filepath.Clean(c.Control.TokenFile) == filepath.Clean(c.Control.StateFile) {
+		v.add("control.state_file", "must differ from control.token_file, both are %q", c.Control.StateFile)
+	}
+
+	v.atLeast("journal.snapshot_every", c.Journal.SnapshotEvery, 1)
+	v.atLeast("journal.cache_size_mb", c.Journal.CacheSizeMB, 1)
+
+	v.positive("actors.passivate_after", c.Actors.PassivateAfter)
+
+	v.atLeast("supervisor.max_restarts", c.Supervisor.MaxRestarts, 0)
+	v.positive("supervisor.restart_window", c.Supervisor.RestartWindow)
+	v.positive("supervisor.backoff_base", c.Supervisor.BackoffBase)
+	if c.Supervisor.BackoffMax < c.Supervisor.BackoffBase {
+		v.add("supervisor.backoff_max", "must be >= supervisor.backoff_base (%s), got %s",
+			formatDuration(c.Supervisor.BackoffBase), formatDuration(c.Supervisor.BackoffMax))
+	}
+
+	if n := c.OpenCode.BufferLimit; n < 1 || n > 1000 {
+		v.add("opencode.buffer_limit", "must be between 1 and 1000, got %d", n)
+	}
+	v.positive("opencode.stale_after", c.OpenCode.StaleAfter)
+	if d := c.OpenCode.FinishGrace; d < 0 {
+		v.add("opencode.finish_grace", "must be >= 0, got %s", formatDuration(d))
+	}
+	v.positive("opencode.request_timeout", c.OpenCode.RequestTimeout)
+	v.servers(c.OpenCode.Servers)
+
+	v.oneOf("memory.embedder", c.Memory.Embedder, EmbedderLocal, EmbedderOpenAI)
+	if c.Memory.EmbeddingsURL != "" {
+		v.httpURL("memory.embeddings_url", c.Memory.EmbeddingsURL)
+	}
+	if c.Memory.Embedder == EmbedderOpenAI {
+		if c.Memory.EmbeddingsURL == "" {
+			v.add("memory.embeddings_url", "is required when memory.embedder is %q", EmbedderOpenAI)
+		}
+		if c.Memory.EmbeddingsModel == "" {
+			v.add("memory.embeddings_model", "is required when memory.embedder is %q", EmbedderOpenAI)
+		}
+	}
+	if t := c.Memory.DedupThreshold; !(t > 0 && t <= 1) { // also rejects NaN
+		v.add("memory.dedup_threshold", "must be > 0 and <= 1, got %v", t)
+	}
+	v.positive("memory.stale_after", c.Memory.StaleAfter)
+
+	v.positive("sweep.interval", c.Sweep.Interval)
+	v.positive("sweep.runtime_state_ttl", c.Sweep.RuntimeStateTTL)
+
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+// validator collects problems in the order of the keys.
+type validator struct {
+	problems []*FieldError
+}
+
+func (v *validator) add(key, format string, args ...any) {
+	v.problems = append(v.problems, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) oneOf(key, got string, allowed ...string) {
+	if !slices.Contains(allowed, got) {
+		v.add(key, "must be one of %s, got %q", strings.Join(allowed, ", "), got)
+	}
+}
+
+func (v *validator) atLeast(key string, got, min int) {
+	if got < min {
+		v.add(key, "must be >= %d, got %d", min, got)
+	}
+}
+
+func (v *validator) positive(key string, got time.Duration) {
+	if got <= 0 {
+		v.add(key, "must be a duration > 0, got %s", formatDuration(got))
+	}
+}
+
+func (v *validator) path(key, got, hint string) {
+	switch {
+	case got == "":
+		v.add(key, "is empty and could not be derived; %s", hint)
+	case !filepath.IsAbs(got):
+		v.add(key, "must be an absolute path or start with ~/, got %q", got)
+	}
+}
+
+func (v *validator) loopback(key, got string) {
+	host, port, err := net.SplitHostPort(got)
+	if err != nil || !isLoopback(host) {
+		v.add(key, "must be a loopback address (127.0.0.1:port), got %q", got)
+		return
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		v.add(key, "port must be a number from 0 to 65535 (0 picks a free port), got %q", got)
+	}
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (v *validator) httpURL(key, got string) {
+	u, err := url.Parse(got)
+	switch {
+	case err != nil:
+		v.add(key, "must be an http(s) URL, got %q", showURL(got))
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.add(key, "must be an http(s) URL such as http://127.0.0.1:4096, got %q", showURL(got))
+	case u.Host == "":
+		v.add(key, "must name a host, got %q", showURL(got))
+	}
+}
+
+func (v *validator) servers(servers []Server) {
+	seen := map[string]int{}
+	for i, s := range servers {
+		at := fmt.Sprintf("opencode.servers[%d]", i)
+		if s.Name == "" {
+			v.add(at+".name", "is required")
+		} else if j, dup := seen[s.Name]; dup {
+			v.add(at+".name", "duplicate name %q, also used by opencode.servers[%d]", s.Name, j)
+		} else {
+			seen[s.Name] = i
+		}
+		if s.URL == "" {
+			v.add(at+".url", "is required")
+		} else {
+			v.httpURL(at+".url", s.URL)
+		}
+		v.oneOf(at+".api", s.API, APIAuto, APIV1, APIV2)
+	}
+}
+
+// showURL hides the password of a URL's user info before it is shown.
+func showURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+// formatDuration writes a duration as people write it in config files:
+// "5m", not "5m0s".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

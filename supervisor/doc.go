@@ -1,0 +1,29 @@
+// Package supervisor builds thatch's supervision tree and owns the entities'
+// life cycle: root, then one supervisor per entity kind, then the entities.
+//
+// # What it does
+//
+//   - Routes a message to an entity by identity, spawning the entity (named
+//     by its id, so the name survives restarts) when it is not live.
+//   - Restarts a failed entity with exponential backoff and jitter, within
+//     Erlang-style restart intensity (at most MaxRestarts within Window);
+//     past that the entity is stopped and comes back on its next message.
+//   - Passivates idle entities: an entity asks to stop, its supervisor stops
+//     it after every message already routed to it, and holds messages that
+//     arrive meanwhile until it can respawn it. One writer per entity, always.
+//   - On start (and when a kind supervisor itself restarts) it scans the
+//     journal index and rehydrates every entity marked active (unfinished
+//     work); the others stay passivated until their first message.
+//
+// # The message that crashed an actor
+//
+// protoactor drops the message whose handling panicked. thatch does not: the
+// entity keeps it across the restart, replays its journal, and handles it
+// again (MaxRedeliveries times, default 1). A message that fails again is a
+// poison message: it is dropped, logged, recorded in the tree's last errors,
+// and a requester gets *actors.Rejected instead of waiting for a timeout.
+//
+// # Imports
+//
+// supervisor may import actors, persistence, messages, protoactor and hclog.
+package supervisor

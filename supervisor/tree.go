@@ -1,0 +1,445 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/persistence"
+)
+
+var (
+	// ErrUnknownKind is returned when a message is addressed to a kind that
+	// was not registered with the tree.
+	ErrUnknownKind = errors.New("supervisor: unknown entity kind")
+	// ErrStopped is returned by calls made after Stop.
+	ErrStopped = errors.New("supervisor: stopped")
+)
+
+// Options configure Start.
+type Options struct {
+	// System is the actor system to build the tree in. Required.
+	System *actor.ActorSystem
+	// Journal is the persistence journal: entities write to it and the tree
+	// scans its index on start. Required.
+	Journal *persistence.Journal
+	// Env is shared by every entity. Its Journal defaults to Journal and its
+	// Sender is set to the tree.
+	Env actors.Env
+	// Kinds are the entity kinds the tree supervises.
+	Kinds []actors.Spec
+	// Policy is the restart policy.
+	Policy Policy
+	// Logger is the tree's logger. Default: a null logger.
+	Logger hclog.Logger
+	// KeepErrors is how many recent failures Status reports. Default: 20.
+	KeepErrors int
+	// RestartAfter schedules a delayed restart. Default: time.AfterFunc.
+	// Backoff runs on real time even when entities use a fake clock, so a
+	// test that freezes time still sees failed entities come back.
+	RestartAfter func(time.Duration, func())
+}
+
+// Tree is a running supervision tree. It implements actors.Sender.
+type Tree struct {
+	sys     *actor.ActorSystem
+	journal *persistence.Journal
+	env     *actors.Env
+	log     hclog.Logger
+	root    *actor.PID
+	kinds   map[string]*actor.PID
+	started time.Time
+
+	mu       sync.Mutex
+	errs     []Failure
+	keepErrs int
+	stopped  bool
+}
+
+// Failure is one recorded entity failure.
+type Failure struct {
+	Time     time.Time `json:"time"`
+	Entity   string    `json:"entity"`
+	Error    string    `json:"error"`
+	Restarts int       `json:"restarts"`
+	Action   string    `json:"action"` // restart, stop, drop
+}
+
+type envelope struct {
+	id    string
+	msg   any
+	spawn bool // spawn the entity if needed; deliver nothing
+}
+
+type rehydrated struct {
+	kind  string
+	count int
+	err   error
+}
+
+// Start builds the tree, rebuilds the journal index and rehydrates every
+// entity with unfinished work. It returns once every kind supervisor has
+// spawned its active entities; messages sent after Start returns queue
+// behind their recovery.
+func Start(o Options) (*Tree, error) {
+	if o.System == nil || o.Journal == nil {
+		return nil, errors.New("supervisor: System and Journal are required")
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.KeepErrors <= 0 {
+		o.KeepErrors = 20
+	}
+	t := &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, keepErrs: o.KeepErrors, started: time.Now()}
+	env := o.Env
+	if env.Journal == nil {
+		env.Journal = o.Journal
+	}
+	if env.Clock == nil {
+		env.Clock = actors.RealClock{}
+	}
+	if env.Logger == nil {
+		env.Logger = o.Logger.Named("entity")
+	}
+	env.Sender = t
+	prevPoison := env.OnPoison
+	env.OnPoison = func(id actors.Identity, msg any, reason string) {
+		t.record(Failure{Time: time.Now(), Entity: id.String(), Error: reason, Action: "drop"})
+		if prevPoison != nil {
+			prevPoison(id, msg, reason)
+		}
+	}
+	t.env = &env
+	after := o.RestartAfter
+	if after == nil {
+		after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+	}
+	strat := newStrategy(o.Policy, after, t.onFailure)
+
+	done := make(chan rehydrated, len(o.Kinds))
+	rootProps := actor.PropsFromProducer(func() actor.Actor { return &rootActor{} },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)))
+	root, err := o.System.Root.SpawnNamed(rootProps, "thatch")
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: spawn root: %w", err)
+	}
+	t.root = root
+	for _, spec := range o.Kinds {
+		spec := spec
+		props := actor.PropsFromProducer(func() actor.Actor {
+			return &kindSupervisor{tree: t, spec: spec, strategy: strat, done: done}
+		})
+		res, err := o.System.Root.RequestFuture(root, &spawnKind{name: spec.KindName(), props: props}, 10*time.Second).Result()
+		if err != nil {
+			return nil, fmt.Errorf("supervisor: spawn %s supervisor: %w", spec.KindName(), err)
+		}
+		pid, ok := res.(*actor.PID)
+		if !ok {
+			return nil, fmt.Errorf("supervisor: spawn %s supervisor: %v", spec.KindName(), res)
+		}
+		t.kinds[spec.KindName()] = pid
+	}
+	for range o.Kinds {
+		r := <-done
+		if r.err != nil {
+			return nil, fmt.Errorf("supervisor: rehydrate %s: %w", r.kind, r.err)
+		}
+		if r.count > 0 {
+			t.log.Info("rehydrated entities with unfinished work", "kind", r.kind, "count", r.count)
+		}
+	}
+	return t, nil
+}
+
+func (t *Tree) onFailure(child *actor.PID, reason any, restarts int, stopped bool, delay time.Duration) {
+	action := "restart"
+	if stopped {
+		action = "stop"
+		t.log.Error("entity failed too often; stopping it until its next message", "actor", child.Id, "failures", restarts, "error", reason)
+	} else {
+		t.log.Warn("entity failed; restarting", "actor", child.Id, "failures", restarts, "backoff", delay, "error", reason)
+	}
+	t.record(Failure{Time: time.Now(), Entity: child.Id, Error: fmt.Sprint(reason), Restarts: restarts, Action: action})
+}
+
+func (t *Tree) record(f Failure) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errs = append(t.errs, f)
+	if len(t.errs) > t.keepErrs {
+		t.errs = t.errs[len(t.errs)-t.keepErrs:]
+	}
+}
+
+// Send delivers msg to the entity, spawning it if needed. It implements
+// actors.Sender. Messages to an unknown kind are logged and dropped.
+func (t *Tree) Send(to actors.Identity, msg any) {
+	pid, ok := t.kinds[to.Kind]
+	if !ok {
+		t.log.Error("message for unknown kind dropped", "to", to.String(), "message", fmt.Sprintf("%T", msg))
+		return
+	}
+	t.sys.Root.Send(pid, &envelope{id: to.ID, msg: msg})
+}
+
+// Request delivers msg and waits up to timeout for the entity's reply. A
+// message dropped as poison answers with an error wrapping *actors.Rejected.
+func (t *Tree) Request(to actors.Identity, msg any, timeout time.Duration) (any, error) {
+	pid, ok := t.kinds[to.Kind]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, to.Kind)
+	}
+	res, err := t.sys.Root.RequestFuture(pid, &envelope{id: to.ID, msg: msg}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: request %s: %w", to, err)
+	}
+	if rej, ok := res.(*actors.Rejected); ok {
+		return nil, fmt.Errorf("supervisor: request %s: %w", to, rej)
+	}
+	return res, nil
+}
+
+// Env is the environment the tree's entities share.
+func (t *Tree) Env() *actors.Env { return t.env }
+
+// KindStats describes one kind for status.
+type KindStats struct {
+	Kind       string `json:"kind"`
+	Live       int    `json:"live"`
+	Persisted  int    `json:"persisted"`
+	Passivated int    `json:"passivated"`
+	Active     int    `json:"active"`
+}
+
+// Stats reports, per kind, how many entities are live, how many the journal
+// knows and how many of those are passivated, plus the recent failures.
+func (t *Tree) Stats(timeout time.Duration) ([]KindStats, []Failure, error) {
+	var out []KindStats
+	for name, pid := range t.kinds {
+		res, err := t.sys.Root.RequestFuture(pid, &liveQuery{}, timeout).Result()
+		if err != nil {
+			return nil, nil, fmt.Errorf("supervisor: stats of %s: %w", name, err)
+		}
+		live, _ := res.(*liveAnswer)
+		ks := KindStats{Kind: name}
+		if live != nil {
+			ks.Live = len(live.ids)
+		}
+		liveSet := map[string]bool{}
+		if live != nil {
+			for _, id := range live.ids {
+				liveSet[id] = true
+			}
+		}
+		if err := t.journal.Entities(name, func(id persistence.Identity, _ uint64) error {
+			ks.Persisted++
+			if !liveSet[id.ID] {
+				ks.Passivated++
+			}
+			return nil
+		}); err != nil {
+			return nil, nil, err
+		}
+		if err := t.journal.Active(name, func(persistence.Identity) error { ks.Active++; return nil }); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, ks)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	t.mu.Lock()
+	errs := append([]Failure(nil), t.errs...)
+	t.mu.Unlock()
+	return out, errs, nil
+}
+
+// LiveIDs lists the ids of the live entities of a kind.
+func (t *Tree) LiveIDs(kind string, timeout time.Duration) ([]string, error) {
+	pid, ok := t.kinds[kind]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
+	}
+	res, err := t.sys.Root.RequestFuture(pid, &liveQuery{}, timeout).Result()
+	if err != nil {
+		return nil, err
+	}
+	ids := res.(*liveAnswer).ids
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// WaitIdle waits until every live entity has handled what was sent to it
+// before this call (it pings each one).
+func (t *Tree) WaitIdle(timeout time.Duration) error {
+	for kind := range t.kinds {
+		ids, err := t.LiveIDs(kind, timeout)
+		if err != nil {
+			return err
+		}
+		futures := make([]*actor.Future, 0, len(ids))
+		for _, id := range ids {
+			futures = append(futures, t.sys.Root.RequestFuture(t.kinds[kind], &envelope{id: id, msg: &actors.Ping{}}, timeout))
+		}
+		for _, f := range futures {
+			if _, err := f.Result(); err != nil {
+				return fmt.Errorf("supervisor: wait for %s: %w", kind, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Stop stops every entity (they are already durable) and the tree.
+func (t *Tree) Stop(timeout time.Duration) error {
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return ErrStopped
+	}
+	t.stopped = true
+	t.mu.Unlock()
+	return t.sys.Root.StopFuture(t.root).Wait()
+}
+
+// rootActor is the top of the tree; kind supervisors are its children.
+type rootActor struct{}
+
+type spawnKind struct {
+	name  string
+	props *actor.Props
+}
+
+func (r *rootActor) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*spawnKind); ok {
+		pid, err := ctx.SpawnNamed(m.props, m.name)
+		if err != nil {
+			ctx.Respond(err)
+			return
+		}
+		ctx.Respond(pid)
+	}
+}
+
+type liveQuery struct{}
+type liveAnswer struct{ ids []string }
+
+type stashed struct {
+	env    *envelope
+	sender *actor.PID
+}
+
+// kindSupervisor routes messages to the entities of one kind, spawns them
+// on demand, and runs the passivation handoff.
+type kindSupervisor struct {
+	tree     *Tree
+	spec     actors.Spec
+	strategy *strategy
+	done     chan rehydrated
+
+	live     map[string]*actor.PID
+	byPID    map[string]string
+	stopping map[string][]stashed
+}
+
+func (k *kindSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason any, msg any) {
+	k.strategy.HandleFailure(sys, sup, child, rs, reason, msg)
+}
+
+func (k *kindSupervisor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		k.live, k.byPID, k.stopping = map[string]*actor.PID{}, map[string]string{}, map[string][]stashed{}
+		n, err := k.rehydrate(ctx)
+		if k.done != nil {
+			k.done <- rehydrated{kind: k.spec.KindName(), count: n, err: err}
+			k.done = nil
+		}
+	case *envelope:
+		k.route(ctx, m, ctx.Sender())
+	case *actors.PassivateRequest:
+		pid, ok := k.live[m.ID]
+		if !ok {
+			return
+		}
+		delete(k.live, m.ID)
+		k.stopping[m.ID] = nil
+		// The poison pill queues behind every message already routed, so
+		// none of them is lost; later ones wait in stopping.
+		ctx.Poison(pid)
+	case *actor.Terminated:
+		id, ok := k.byPID[m.Who.Id]
+		if !ok {
+			return
+		}
+		delete(k.byPID, m.Who.Id)
+		if k.live[id] != nil && k.live[id].Id == m.Who.Id {
+			delete(k.live, id)
+		}
+		held, wasStopping := k.stopping[id]
+		delete(k.stopping, id)
+		if wasStopping {
+			for _, s := range held {
+				k.route(ctx, s.env, s.sender)
+			}
+		}
+	case *liveQuery:
+		ids := make([]string, 0, len(k.live))
+		for id := range k.live {
+			ids = append(ids, id)
+		}
+		ctx.Respond(&liveAnswer{ids: ids})
+	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		k.tree.log.Warn("kind supervisor got an unexpected message", "kind", k.spec.KindName(), "message", fmt.Sprintf("%T", m))
+	}
+}
+
+func (k *kindSupervisor) route(ctx actor.Context, env *envelope, sender *actor.PID) {
+	if held, ok := k.stopping[env.id]; ok {
+		k.stopping[env.id] = append(held, stashed{env: env, sender: sender})
+		return
+	}
+	pid, ok := k.live[env.id]
+	if !ok {
+		var err error
+		pid, err = ctx.SpawnNamed(k.spec.Props(env.id, k.tree.env), env.id)
+		if err != nil {
+			k.tree.log.Error("cannot spawn entity", "kind", k.spec.KindName(), "id", env.id, "error", err)
+			if sender != nil {
+				ctx.Send(sender, &actors.Rejected{Reason: "spawn failed: " + err.Error()})
+			}
+			return
+		}
+		k.live[env.id] = pid
+		k.byPID[pid.Id] = env.id
+	}
+	if env.spawn {
+		return
+	}
+	if sender != nil {
+		ctx.RequestWithCustomSender(pid, env.msg, sender)
+	} else {
+		ctx.Send(pid, env.msg)
+	}
+}
+
+func (k *kindSupervisor) rehydrate(ctx actor.Context) (int, error) {
+	var ids []string
+	err := k.tree.journal.Active(k.spec.KindName(), func(id persistence.Identity) error {
+		ids = append(ids, id.ID)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		k.route(ctx, &envelope{id: id, spawn: true}, nil)
+	}
+	return len(ids), nil
+}
