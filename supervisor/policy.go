@@ -60,10 +60,10 @@ func (p Policy) Backoff(n int, rnd func() float64) time.Duration {
 // replaces protoactor's own "exponential backoff" strategy, whose delay
 // grows linearly and which never gives up.
 type strategy struct {
-	policy  Policy
-	after   func(time.Duration, func())
-	rnd     func() float64
-	onFail  func(child *actor.PID, reason any, restarts int, stopped bool, delay time.Duration)
+	policy Policy
+	after  func(time.Duration, func())
+	rnd    func() float64
+	onFail func(child *actor.PID, reason any, restarts int, stopped bool, delay time.Duration)
 }
 
 func newStrategy(p Policy, after func(time.Duration, func()), onFail func(*actor.PID, any, int, bool, time.Duration)) *strategy {

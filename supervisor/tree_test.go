@@ -60,9 +60,9 @@ type counterKind struct {
 	crashTimes int64
 }
 
-func (counterKind) Name() string                       { return "counter" }
-func (counterKind) Initial(string) *counterState        { return &counterState{} }
-func (counterKind) Active(s *counterState) bool         { return s.Armed }
+func (counterKind) Name() string                 { return "counter" }
+func (counterKind) Initial(string) *counterState { return &counterState{} }
+func (counterKind) Active(s *counterState) bool  { return s.Armed }
 func (c counterKind) Decide(s *counterState, msg any, _ time.Time) actors.Decision {
 	switch m := msg.(type) {
 	case *addMsg:
