@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/thatch-run/thatch"
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/hosts/control"
+)
+
+func versionString() string {
+	return fmt.Sprintf("thatch %s (%s, %s/%s)", thatch.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// loadConfig parses the command's flags and loads the layered config.
+// It returns exit code 2 for flag errors.
+func loadConfig(name string, args []string, extra func(*pflag.FlagSet)) (*config.Config, *pflag.FlagSet, error, int) {
+	fs := pflag.NewFlagSet("thatch "+name, pflag.ContinueOnError)
+	file := fs.String("config", "", "config file (TOML or YAML); default $THATCH_CONFIG or $XDG_CONFIG_HOME/thatch/config.toml")
+	config.RegisterFlags(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, fs, nil, 0
+		}
+		return nil, fs, err, 2
+	}
+	cfg, err := config.Load(config.LoadOptions{File: *file, Env: os.Environ(), Flags: fs})
+	return cfg, fs, err, 1
+}
+
+func runServe(args []string) int {
+	cfg, _, err, code := loadConfig("serve", args, nil)
+	if cfg == nil && err == nil {
+		return code
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
+		return code
+	}
+	rt, err := thatch.New(cfg, thatch.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
+		return 1
+	}
+	log := rt.Logger()
+	if src := cfg.Source(); src != "" {
+		log.Info("config loaded", "file", src)
+	} else {
+		log.Info("no config file; running on embedded defaults")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := wire(ctx, rt, cfg); err != nil {
+		log.Error("cannot start", "error", err)
+		return 1
+	}
+	if err := rt.Start(ctx); err != nil {
+		log.Error("cannot start", "error", err)
+		return 1
+	}
+	log.Info("thatch is running; stop it with Ctrl-C or SIGTERM", "version", thatch.Version, "pid", os.Getpid())
+	<-ctx.Done()
+	stop()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := rt.Stop(sctx); err != nil {
+		log.Error("unclean shutdown", "error", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func runCheckConfig(args []string) int {
+	cfg, _, err, code := loadConfig("check-config", args, nil)
+	if cfg == nil && err == nil {
+		return code
+	}
+	if cfg == nil {
+		fmt.Fprintf(os.Stderr, "thatch check-config: %v\n", err)
+		return code
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch check-config: %v\n", err)
+		return 1
+	}
+	src := cfg.Source()
+	if src == "" {
+		src = "(none: embedded defaults)"
+	}
+	fmt.Printf("# config file: %s\n", src)
+	b, _ := json.MarshalIndent(cfg.Redacted(), "", "  ")
+	fmt.Println(string(b))
+	return 0
+}
+
+func runStatus(args []string) int {
+	var asJSON bool
+	cfg, _, err, code := loadConfig("status", args, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print the raw JSON status")
+	})
+	if cfg == nil && err == nil {
+		return code
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch status: %v\n", err)
+		return code
+	}
+	c, _, err := control.Dial(cfg.Control.StateFile, cfg.Control.TokenFile, 10*time.Second)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch status: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var raw json.RawMessage
+	if err := c.Do(ctx, "GET", "/v1/status", nil, &raw); err != nil {
+		fmt.Fprintf(os.Stderr, "thatch status: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		fmt.Println(string(raw))
+		return 0
+	}
+	var st thatch.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		fmt.Fprintf(os.Stderr, "thatch status: %v\n", err)
+		return 1
+	}
+	printStatus(&st)
+	return 0
+}
+
+func printStatus(st *thatch.Status) {
+	fmt.Printf("thatch %s, pid %d, up %s\n", st.Version, st.PID, (time.Duration(st.UptimeSeconds) * time.Second).String())
+	fmt.Printf("data:    %s (journal %s)\n", st.DataDir, humanBytes(st.JournalBytes))
+	fmt.Printf("control: http://%s\n\n", st.ControlAddr)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tLIVE\tPASSIVATED\tPERSISTED\tWITH WORK")
+	sort.Slice(st.Kinds, func(i, j int) bool { return st.Kinds[i].Kind < st.Kinds[j].Kind })
+	for _, k := range st.Kinds {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Live, k.Passivated, k.Persisted, k.Active)
+	}
+	tw.Flush()
+	if len(st.Sessions) > 0 {
+		fmt.Printf("\nsessions (use --json for every field):\n")
+		for _, s := range st.Sessions {
+			b, _ := json.Marshal(s)
+			fmt.Printf("  %s\n", b)
+		}
+	}
+	if len(st.LastErrors) > 0 {
+		fmt.Printf("\nlast errors:\n")
+		for _, e := range st.LastErrors {
+			fmt.Printf("  %s  %s  %s: %s\n", e.Time.Local().Format(time.DateTime), e.Action, e.Entity, strings.TrimSpace(e.Error))
+		}
+	}
+}
+
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

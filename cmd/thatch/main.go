@@ -1,0 +1,44 @@
+// Command thatch is the thatch daemon and its command-line tools. It wires
+// packages together and holds no logic of its own.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `thatch: a runtime for the sessions of AI coding agents
+
+Usage:
+  thatch serve [--config FILE] [flags]      run the daemon
+  thatch check-config [--config FILE]        print the effective config (secrets redacted) or every error
+  thatch status [--json] [--config FILE]     ask the running daemon for its status
+  thatch version                             print the version
+
+Run 'thatch COMMAND --help' for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	var code int
+	switch cmd {
+	case "serve":
+		code = runServe(args)
+	case "check-config":
+		code = runCheckConfig(args)
+	case "status":
+		code = runStatus(args)
+	case "version", "--version", "-v":
+		fmt.Println(versionString())
+	case "help", "--help", "-h":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "thatch: unknown command %q\n\n%s", cmd, usage)
+		code = 2
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,22 @@
+// Package control is thatch's control API: an HTTP server bound to loopback
+// that the opencode plugin, `thatch status` and other local clients use.
+//
+// # Security
+//
+// The server listens on a loopback address only (config validation refuses
+// anything else). Every route except /healthz needs the bearer token kept in
+// a 0600 file next to the data; clients read it from there. The token never
+// appears in logs or errors.
+//
+// # Discovery
+//
+// With a random port (the default), the bound address is published in a
+// state file (JSON: address, pid, start time, version), written atomically
+// with mode 0600 once the listener is open and removed on a clean stop.
+//
+// # Imports
+//
+// control may import net/http, hclog and messages. Routes that reach actors
+// are mounted by the caller through Mount, so this package knows nothing of
+// actors or persistence.
+package control

@@ -1,0 +1,251 @@
+package thatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/supervisor"
+)
+
+// Version is the build's version, set with -ldflags "-X github.com/thatch-run/thatch.Version=...".
+var Version = "dev"
+
+// ErrStarted is returned by Start on a runtime that was already started.
+var ErrStarted = errors.New("thatch: runtime already started")
+
+// Options are what an embedder may supply beyond the config.
+type Options struct {
+	// Logger is the root logger. Default: built from cfg.Log, on stderr.
+	Logger hclog.Logger
+	// Clock drives entity timers and decisions. Default: the wall clock.
+	Clock actors.Clock
+	// Executor runs entity effects. Default: the runtime's own executor.
+	Executor actors.Executor
+	// Kinds are extra entity kinds to supervise besides thatch's own.
+	Kinds []actors.Spec
+}
+
+// Runtime is one running thatch: store, supervision tree, control API.
+type Runtime struct {
+	cfg   *config.Config
+	o     Options
+	log   hclog.Logger
+	kinds []actors.Spec
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	start   time.Time
+	store   *persistence.Store
+	sys     *actor.ActorSystem
+	tree    *supervisor.Tree
+	control *control.Server
+	stopFns []func(context.Context) error
+}
+
+// New checks the config and prepares a runtime. Nothing is opened yet.
+func New(cfg *config.Config, o Options) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = NewLogger(cfg.Log, os.Stderr)
+	}
+	if o.Clock == nil {
+		o.Clock = actors.RealClock{}
+	}
+	r := &Runtime{cfg: cfg, o: o, log: o.Logger}
+	r.kinds = append(r.kinds, o.Kinds...)
+	return r, nil
+}
+
+// NewLogger builds the root logger described by the log config.
+func NewLogger(c config.Log, out *os.File) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "thatch",
+		Level:      hclog.LevelFromString(c.Level),
+		JSONFormat: c.Format == "json",
+		Output:     out,
+	})
+}
+
+// Start opens the store, builds the tree (rehydrating entities with
+// unfinished work) and opens the control API, in that order, so that no
+// input is accepted before recovery.
+func (r *Runtime) Start(ctx context.Context) (err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return ErrStarted
+	}
+	r.started = true
+	r.start = time.Now()
+	defer func() {
+		if err != nil {
+			r.stopLocked(context.Background())
+		}
+	}()
+	dir := filepath.Join(r.cfg.Data.Dir, "journal")
+	r.store, err = persistence.Open(dir, persistence.Options{CacheSize: int64(r.cfg.Journal.CacheSizeMB) << 20})
+	if err != nil {
+		return err
+	}
+	r.log.Info("data directory", "path", r.cfg.Data.Dir)
+	r.sys = supervisor.NewActorSystem(r.log)
+	r.tree, err = supervisor.Start(supervisor.Options{
+		System:  r.sys,
+		Journal: r.store.Journal(),
+		Env: actors.Env{
+			Clock:          r.o.Clock,
+			Executor:       r.o.Executor,
+			Logger:         r.log.Named("entity"),
+			SnapshotEvery:  r.cfg.Journal.SnapshotEvery,
+			PassivateAfter: r.cfg.Actors.PassivateAfter,
+		},
+		Kinds: r.kinds,
+		Policy: supervisor.Policy{
+			MaxRestarts: r.cfg.Supervisor.MaxRestarts,
+			Window:      r.cfg.Supervisor.RestartWindow,
+			BackoffBase: r.cfg.Supervisor.BackoffBase,
+			BackoffMax:  r.cfg.Supervisor.BackoffMax,
+		},
+		Logger: r.log.Named("supervisor"),
+	})
+	if err != nil {
+		return err
+	}
+	r.control, err = control.New(control.Options{
+		Listen:    r.cfg.Control.Listen,
+		TokenFile: r.cfg.Control.TokenFile,
+		StateFile: r.cfg.Control.StateFile,
+		Version:   Version,
+		DataDir:   r.cfg.Data.Dir,
+		Logger:    r.log.Named("control"),
+	})
+	if err != nil {
+		return err
+	}
+	r.control.MountFunc("GET /v1/status", r.serveStatus)
+	if err := r.control.Start(); err != nil {
+		return err
+	}
+	r.log.Info("control API listening", "addr", "http://"+r.control.Addr(), "token_file", r.cfg.Control.TokenFile, "state_file", r.cfg.Control.StateFile)
+	return nil
+}
+
+// OnStop registers a function that Stop calls (in reverse order of
+// registration) before the tree and store close.
+func (r *Runtime) OnStop(f func(context.Context) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopFns = append(r.stopFns, f)
+}
+
+// Stop closes the control API, stops every entity and closes the store.
+// Every acknowledged write is already durable, so Stop loses nothing even
+// when ctx ends early.
+func (r *Runtime) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopLocked(ctx)
+}
+
+func (r *Runtime) stopLocked(ctx context.Context) error {
+	if r.stopped {
+		return nil
+	}
+	r.stopped = true
+	var errs []error
+	if r.control != nil {
+		errs = append(errs, r.control.Stop(ctx))
+	}
+	for i := len(r.stopFns) - 1; i >= 0; i-- {
+		errs = append(errs, r.stopFns[i](ctx))
+	}
+	if r.tree != nil {
+		errs = append(errs, r.tree.Stop(10*time.Second))
+	}
+	if r.sys != nil {
+		r.sys.Shutdown()
+	}
+	if r.store != nil {
+		errs = append(errs, r.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ControlAddr is the control API's bound address.
+func (r *Runtime) ControlAddr() string {
+	if r.control == nil {
+		return ""
+	}
+	return r.control.Addr()
+}
+
+// Tree is the supervision tree (nil before Start).
+func (r *Runtime) Tree() *supervisor.Tree { return r.tree }
+
+// Store is the open store (nil before Start).
+func (r *Runtime) Store() *persistence.Store { return r.store }
+
+// Control is the control API server, for mounting routes (nil before Start).
+func (r *Runtime) Control() *control.Server { return r.control }
+
+// Logger is the runtime's root logger.
+func (r *Runtime) Logger() hclog.Logger { return r.log }
+
+// Status is what `thatch status` shows.
+type Status struct {
+	Version       string                 `json:"version"`
+	PID           int                    `json:"pid"`
+	UptimeSeconds float64                `json:"uptimeSeconds"`
+	DataDir       string                 `json:"dataDir"`
+	ControlAddr   string                 `json:"controlAddr"`
+	JournalBytes  uint64                 `json:"journalBytes"`
+	Kinds         []supervisor.KindStats `json:"kinds"`
+	LastErrors    []supervisor.Failure   `json:"lastErrors"`
+	Sessions      []any                  `json:"sessions,omitempty"`
+}
+
+// StatusReport gathers the runtime's status.
+func (r *Runtime) StatusReport() (*Status, error) {
+	kinds, errs, err := r.tree.Stats(5 * time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if errs == nil {
+		errs = []supervisor.Failure{}
+	}
+	return &Status{
+		Version:       Version,
+		PID:           os.Getpid(),
+		UptimeSeconds: time.Since(r.start).Seconds(),
+		DataDir:       r.cfg.Data.Dir,
+		ControlAddr:   r.ControlAddr(),
+		JournalBytes:  r.store.DiskUsage(),
+		Kinds:         kinds,
+		LastErrors:    errs,
+	}, nil
+}
+
+func (r *Runtime) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	st, err := r.StatusReport()
+	if err != nil {
+		control.WriteError(w, http.StatusInternalServerError, fmt.Sprintf("status: %v", err))
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, st)
+}
