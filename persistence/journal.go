@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -302,6 +303,9 @@ func (j *Journal) Active(kind string, fn func(id Identity) error) error {
 func (j *Journal) scanIndex(p byte, kind string, fn func(Identity, []byte) error) error {
 	if err := j.s.check(); err != nil {
 		return err
+	}
+	if strings.IndexByte(kind, 0) >= 0 {
+		return fmt.Errorf("%w: kind %q", ErrBadIdentity, kind)
 	}
 	lower := []byte{p}
 	if kind != "" {

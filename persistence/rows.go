@@ -48,6 +48,8 @@ func (r *Rows) Put(table, key string, value []byte) error {
 		return err
 	}
 	v := make([]byte, 8+len(value))
+	r.s.rowsMu.RLock()
+	defer r.s.rowsMu.RUnlock()
 	binary.BigEndian.PutUint64(v, uint64(r.s.now().UnixNano()))
 	copy(v[8:], value)
 	if err := r.s.db.Set(k, v, r.s.wo); err != nil {
@@ -98,6 +100,8 @@ func (r *Rows) Delete(table, key string) error {
 	if err != nil {
 		return err
 	}
+	r.s.rowsMu.RLock()
+	defer r.s.rowsMu.RUnlock()
 	if err := r.s.db.Delete(k, r.s.wo); err != nil {
 		return fmt.Errorf("persistence: delete row %s/%s: %w", table, key, err)
 	}
@@ -131,8 +135,10 @@ func (r *Rows) Scan(table string, fn func(Row) error) error {
 }
 
 // DeleteWrittenBefore removes the rows of table last written before cutoff
-// and returns how many it removed.
+// and returns how many it removed. Rows written while it runs are kept.
 func (r *Rows) DeleteWrittenBefore(table string, cutoff time.Time) (int, error) {
+	r.s.rowsMu.Lock()
+	defer r.s.rowsMu.Unlock()
 	var stale []string
 	err := r.Scan(table, func(row Row) error {
 		if row.WrittenAt.Before(cutoff) {

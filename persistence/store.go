@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,11 @@ var (
 	// ErrSequence is returned by Append when the first sequence number is
 	// zero or the events would wrap around.
 	ErrSequence = errors.New("persistence: bad sequence number")
+	// ErrFailed is returned by every method after Pebble hit a fatal error,
+	// such as a failed WAL write or sync. Unsynced writes may then be
+	// readable in memory but absent on disk, so the store serves nothing
+	// more: exit and reopen it, which recovers exactly what was synced.
+	ErrFailed = errors.New("persistence: store failed")
 )
 
 // Options configure Open. The zero value is usable.
@@ -47,13 +53,30 @@ type Store struct {
 	now    func() time.Time
 	wo     *pebble.WriteOptions
 	closed atomic.Bool
+	failed atomic.Bool
+	// rowsMu lets DeleteWrittenBefore scan and delete with no row write in
+	// between; row writes share it.
+	rowsMu sync.RWMutex
 }
 
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any)  {}
 func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
+func (quietLogger) Fatalf(string, ...any) {}
+
+// fatalLogger stops the store on Pebble's fatal errors. Pebble calls Fatalf
+// when a WAL write or sync fails, after the batch is already visible in
+// memory, and reports the commit as a success if Fatalf returns. So Fatalf
+// marks the store failed and panics, whatever the wrapped logger does.
+type fatalLogger struct {
+	pebble.Logger
+	failed *atomic.Bool
+}
+
+func (l fatalLogger) Fatalf(format string, args ...any) {
+	l.failed.Store(true)
+	l.Logger.Fatalf(format, args...)
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
 
@@ -75,12 +98,13 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.Logger != nil {
 		logger = o.Logger
 	}
+	s := &Store{dir: dir, fs: o.FS, now: o.Now}
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{
 		FS:                          o.FS,
 		Cache:                       cache,
-		Logger:                      logger,
+		Logger:                      fatalLogger{Logger: logger, failed: &s.failed},
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
@@ -92,11 +116,11 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open %s: %w", filepath.Clean(dir), err)
 	}
-	wo := pebble.Sync
+	s.db, s.wo = db, pebble.Sync
 	if o.NoSync {
-		wo = pebble.NoSync
+		s.wo = pebble.NoSync
 	}
-	return &Store{db: db, dir: dir, fs: o.FS, now: o.Now, wo: wo}, nil
+	return s, nil
 }
 
 // Close flushes nothing extra (every acknowledged write is already synced)
@@ -135,6 +159,9 @@ func (s *Store) WriteOptions() *pebble.WriteOptions { return s.wo }
 func (s *Store) check() error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if s.failed.Load() {
+		return ErrFailed
 	}
 	return nil
 }

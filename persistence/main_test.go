@@ -1,0 +1,20 @@
+package persistence
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// crashChildEnv, when set to a folder, turns the test binary into the child
+// of TestProcessCrashLosesNoAcknowledgedEvent: it appends to the store in
+// that folder until it is killed, and runs no tests.
+const crashChildEnv = "THATCH_PERSISTENCE_CRASH_CHILD"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		os.Exit(runCrashChild(dir))
+	}
+	goleak.VerifyTestMain(m)
+}
