@@ -62,9 +62,9 @@ func (f *walFault) MaybeError(op errorfs.Op) error {
 }
 
 // appendOutcome runs an Append and reports its error and any panic.
-func appendOutcome(j *Journal, id Identity, first uint64, evs [][]byte) (err error, panicked any) {
+func appendOutcome(j *Journal, id Identity, first uint64, evs [][]byte) (panicked any, err error) {
 	defer func() { panicked = recover() }()
-	return j.Append(id, first, evs, MarkUnchanged), nil
+	return nil, j.Append(id, first, evs, MarkUnchanged)
 }
 
 var syncKinds = []errorfs.OpKind{errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo}
@@ -94,7 +94,7 @@ func TestWALFaultNeverAcknowledgesLostEvents(t *testing.T) {
 				wg.Go(func() {
 					id := Identity{Kind: "fault", ID: fmt.Sprint(w)}
 					for seq := uint64(1); ; seq++ {
-						err, p := appendOutcome(j, id, seq, [][]byte{payload(id, seq)})
+						p, err := appendOutcome(j, id, seq, [][]byte{payload(id, seq)})
 						switch {
 						case p != nil:
 							outcomes <- fmt.Sprintf("panic: %v", p)
@@ -138,7 +138,7 @@ func TestWALFaultNeverAcknowledgesLostEvents(t *testing.T) {
 			if err := j.Replay(id0, 1, math.MaxUint64, NoLimit, func(uint64, []byte) error { return nil }); !errors.Is(err, ErrFailed) {
 				t.Errorf("Replay after the fault: %v, want ErrFailed", err)
 			}
-			if err, p := appendOutcome(j, id0, acked[0].Load()+1, [][]byte{[]byte("x")}); !errors.Is(err, ErrFailed) || p != nil {
+			if p, err := appendOutcome(j, id0, acked[0].Load()+1, [][]byte{[]byte("x")}); !errors.Is(err, ErrFailed) || p != nil {
 				t.Errorf("Append after the fault: err=%v panic=%v, want ErrFailed", err, p)
 			}
 			if err := st.Rows().Put("t", "k", nil); !errors.Is(err, ErrFailed) {
@@ -173,7 +173,7 @@ func TestFatalErrorStopsAcknowledgementWithAnyLogger(t *testing.T) {
 	j := st.Journal()
 	mustAppend(t, j, idA, 1, 2, MarkUnchanged)
 	fault.armed.Store(true)
-	err, p := appendOutcome(j, idA, 3, payloads(idA, 3, 1))
+	p, err := appendOutcome(j, idA, 3, payloads(idA, 3, 1))
 	if err == nil && p == nil {
 		t.Fatal("append whose WAL sync failed was acknowledged")
 	}

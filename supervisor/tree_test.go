@@ -45,7 +45,6 @@ type (
 	crashMsg  struct{}
 	armMsg    struct{ On bool }
 	effectMsg struct{ Name string }
-	recovered struct{ Count int }
 )
 
 func init() {

@@ -27,7 +27,7 @@ func versionString() string {
 
 // loadConfig parses the command's flags and loads the layered config.
 // It returns exit code 2 for flag errors.
-func loadConfig(name string, args []string, extra func(*pflag.FlagSet)) (*config.Config, *pflag.FlagSet, error, int) {
+func loadConfig(name string, args []string, extra func(*pflag.FlagSet)) (*config.Config, int, error) {
 	fs := pflag.NewFlagSet("thatch "+name, pflag.ContinueOnError)
 	file := fs.String("config", "", "config file (TOML or YAML); default $THATCH_CONFIG or $XDG_CONFIG_HOME/thatch/config.toml")
 	config.RegisterFlags(fs)
@@ -36,16 +36,16 @@ func loadConfig(name string, args []string, extra func(*pflag.FlagSet)) (*config
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return nil, fs, nil, 0
+			return nil, 0, nil
 		}
-		return nil, fs, err, 2
+		return nil, 2, err
 	}
 	cfg, err := config.Load(config.LoadOptions{File: *file, Env: os.Environ(), Flags: fs})
-	return cfg, fs, err, 1
+	return cfg, 1, err
 }
 
 func runServe(args []string) int {
-	cfg, _, err, code := loadConfig("serve", args, nil)
+	cfg, code, err := loadConfig("serve", args, nil)
 	if cfg == nil && err == nil {
 		return code
 	}
@@ -89,7 +89,7 @@ func runServe(args []string) int {
 }
 
 func runCheckConfig(args []string) int {
-	cfg, _, err, code := loadConfig("check-config", args, nil)
+	cfg, code, err := loadConfig("check-config", args, nil)
 	if cfg == nil && err == nil {
 		return code
 	}
@@ -113,7 +113,7 @@ func runCheckConfig(args []string) int {
 
 func runStatus(args []string) int {
 	var asJSON bool
-	cfg, _, err, code := loadConfig("status", args, func(fs *pflag.FlagSet) {
+	cfg, code, err := loadConfig("status", args, func(fs *pflag.FlagSet) {
 		fs.BoolVar(&asJSON, "json", false, "print the raw JSON status")
 	})
 	if cfg == nil && err == nil {

@@ -1,0 +1,45 @@
+# thatch — run `make help` for the targets.
+GO        ?= go
+PKGS      := $(shell $(GO) list ./... | grep -v -e /e2e -e /bench)
+STATICCHECK_VERSION := v0.8.2
+GOBIN     ?= $(shell $(GO) env GOPATH)/bin
+
+.PHONY: help build run test check vet lint unit e2e bench bench-quick crash clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/thatch
+	$(GO) build -o bin/thatch ./cmd/thatch
+
+run: build ## build and run the daemon on its embedded defaults
+	./bin/thatch serve
+
+test: vet lint unit e2e ## everything CI runs: vet, staticcheck, unit tests with -race, the Ginkgo e2e suite
+
+check: vet lint unit ## vet, staticcheck and unit tests with -race (no e2e)
+
+vet: ## go vet
+	$(GO) vet ./...
+
+lint: ## staticcheck (installed on first use)
+	@test -x $(GOBIN)/staticcheck || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(GOBIN)/staticcheck ./...
+
+unit: ## unit, property and crash tests with -race
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+e2e: ## Ginkgo end-to-end suite against the built binary (real Pebble, real opencode)
+	$(GO) test -count=1 -timeout 40m ./e2e/... -ginkgo.v
+
+bench: ## benchmarks with ratios against baselines measured in the same run; writes bench.json
+	$(GO) run ./bench -out bench.json
+
+bench-quick: ## a fast smoke run of the benchmarks
+	$(GO) run ./bench -quick -out bench.json
+
+crash: ## the long SIGKILL crash test (200 trials)
+	THATCH_CRASH_TRIALS=200 $(GO) test -count=1 -timeout 60m -run 'Crash|Kill' ./persistence/
+
+clean: ## remove build output
+	rm -rf bin bench.json
