@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/session"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
 )
@@ -36,6 +39,10 @@ type Options struct {
 	Executor actors.Executor
 	// Kinds are extra entity kinds to supervise besides thatch's own.
 	Kinds []actors.Spec
+	// Hosts are opencode hosts whose clients the embedder supplies, by host
+	// name; they have no event stream of their own (the embedder delivers
+	// events with DeliverHostEvent). Tests use recording fakes here.
+	Hosts map[string]HostInfo
 }
 
 // Runtime is one running thatch: store, supervision tree, control API.
@@ -53,6 +60,8 @@ type Runtime struct {
 	sys     *actor.ActorSystem
 	tree    *supervisor.Tree
 	control *control.Server
+	oc      *openCode
+	exec    *executor
 	stopFns []func(context.Context) error
 }
 
@@ -104,18 +113,41 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		return err
 	}
 	r.log.Info("data directory", "path", r.cfg.Data.Dir)
+	sessions, err := loadDirectory(r.store.Rows())
+	if err != nil {
+		return err
+	}
+	family := session.New(session.Config{
+		BufferLimit: r.cfg.OpenCode.BufferLimit,
+		StaleAfter:  r.cfg.OpenCode.StaleAfter,
+		FinishGrace: r.cfg.OpenCode.FinishGrace,
+	})
+	r.exec = newExecutor(r.log.Named("executor"), r.cfg.OpenCode.RequestTimeout)
+	r.exec.rows = r.store.Rows()
+	r.exec.now = r.o.Clock.Now
+	r.exec.reminder = r.reminderText
+	r.oc = &openCode{log: r.log.Named("opencode"), cfg: r.cfg, dir: sessions, exec: r.exec, kind: family, hosts: map[string]*hostConn{}}
+	r.exec.hosts = r.oc.hostInfo
+	for name, h := range r.o.Hosts {
+		r.oc.addStatic(name, h)
+	}
+	executor := r.o.Executor
+	if executor == nil {
+		executor = r.exec
+	}
+	kinds := append([]actors.Spec{actors.Entity[session.State](family)}, r.kinds...)
 	r.sys = supervisor.NewActorSystem(r.log)
 	r.tree, err = supervisor.Start(supervisor.Options{
 		System:  r.sys,
 		Journal: r.store.Journal(),
 		Env: actors.Env{
 			Clock:          r.o.Clock,
-			Executor:       r.o.Executor,
+			Executor:       executor,
 			Logger:         r.log.Named("entity"),
 			SnapshotEvery:  r.cfg.Journal.SnapshotEvery,
 			PassivateAfter: r.cfg.Actors.PassivateAfter,
 		},
-		Kinds: r.kinds,
+		Kinds: kinds,
 		Policy: supervisor.Policy{
 			MaxRestarts: r.cfg.Supervisor.MaxRestarts,
 			Window:      r.cfg.Supervisor.RestartWindow,
@@ -127,6 +159,8 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	r.exec.send = r.tree.Send
+	r.oc.tree = r.tree
 	r.control, err = control.New(control.Options{
 		Listen:    r.cfg.Control.Listen,
 		TokenFile: r.cfg.Control.TokenFile,
@@ -139,12 +173,48 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		return err
 	}
 	r.control.MountFunc("GET /v1/status", r.serveStatus)
+	r.oc.mount(r.control)
 	if err := r.control.Start(); err != nil {
 		return err
 	}
 	r.log.Info("control API listening", "addr", "http://"+r.control.Addr(), "token_file", r.cfg.Control.TokenFile, "state_file", r.cfg.Control.StateFile)
+	for _, s := range r.cfg.OpenCode.Servers {
+		if _, err := r.oc.connect(ctx, s, 0, ""); err != nil {
+			r.log.Error("cannot watch configured opencode server", "host", s.Name, "error", err)
+		}
+	}
 	return nil
 }
+
+// DeliverHostEvent hands a decoded host event (a *messages.SessionCreated,
+// *messages.SessionIdle, ...) to its session family and waits until it is
+// journaled. Embedders with their own host connection, and tests, use it.
+func (r *Runtime) DeliverHostEvent(msg any) error {
+	if r.oc == nil {
+		return errors.New("thatch: runtime not started")
+	}
+	return r.oc.deliver(msg)
+}
+
+// Reconcile delivers a host's session listing as after a reconnect.
+func (r *Runtime) Reconcile(host string, fr *messages.FamilyReconciled) error {
+	if r.oc == nil {
+		return errors.New("thatch: runtime not started")
+	}
+	fr.Host = host
+	return r.tree.Deliver(familyID(fr.Parent.SessionID), fr, deliverTimeout)
+}
+
+// reminderText is the session-start reminder for a session in directory.
+func (r *Runtime) reminderText(_ context.Context, _ string) string {
+	return sessionStartReminder
+}
+
+const sessionStartReminder = `thatch is watching this session. Memory tools are available:
+- memory_recall(query): look up durable facts saved from earlier sessions before you re-discover them;
+- memory_remember(label, content): save a fact that will still be true and useful weeks from now (one fact per memory, a specific label);
+- memory_forget(label) and memory_list(): correct or review what is stored.
+Buffered tool calls are turned into memories automatically when the session goes idle.`
 
 // OnStop registers a function that Stop calls (in reverse order of
 // registration) before the tree and store close.
@@ -172,11 +242,17 @@ func (r *Runtime) stopLocked(ctx context.Context) error {
 	if r.control != nil {
 		errs = append(errs, r.control.Stop(ctx))
 	}
+	if r.oc != nil {
+		errs = append(errs, r.oc.stop(ctx))
+	}
 	for i := len(r.stopFns) - 1; i >= 0; i-- {
 		errs = append(errs, r.stopFns[i](ctx))
 	}
 	if r.tree != nil {
 		errs = append(errs, r.tree.Stop(10*time.Second))
+	}
+	if r.exec != nil {
+		errs = append(errs, r.exec.Stop(ctx))
 	}
 	if r.sys != nil {
 		r.sys.Shutdown()
@@ -229,7 +305,23 @@ func (r *Runtime) StatusReport() (*Status, error) {
 	if errs == nil {
 		errs = []supervisor.Failure{}
 	}
+	var fams []string
+	if live, err := r.tree.LiveIDs(session.KindName, 5*time.Second); err == nil {
+		fams = live
+	}
+	seen := map[string]bool{}
+	for _, f := range fams {
+		seen[f] = true
+	}
+	_ = r.store.Journal().Active(session.KindName, func(id persistence.Identity) error {
+		if !seen[id.ID] {
+			fams = append(fams, id.ID)
+		}
+		return nil
+	})
+	sort.Strings(fams)
 	return &Status{
+		Sessions:      r.oc.sessionViews(fams),
 		Version:       Version,
 		PID:           os.Getpid(),
 		UptimeSeconds: time.Since(r.start).Seconds(),
