@@ -227,3 +227,7 @@ type RecordWatcherDeaths struct {
 type UnregisterChat struct {
 	SessionID string `json:"sessionID"`
 }
+
+// StaleSweep is sent by the stale reaper to families with outstanding
+// claims: accepted entries older than the stale window return to pending.
+type StaleSweep struct{}

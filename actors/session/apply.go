@@ -211,6 +211,9 @@ func removeSeqs(list []Entry, seqs []uint64) []Entry {
 	if len(seqs) == 0 {
 		return list
 	}
+	if len(seqs) <= len(list) && slices.EqualFunc(list[:len(seqs)], seqs, func(e Entry, s uint64) bool { return e.Seq == s }) {
+		return list[len(seqs):] // the usual overflow: the oldest entries
+	}
 	keep := list[:0:0]
 	for _, e := range list {
 		if !slices.Contains(seqs, e.Seq) {

@@ -1,0 +1,702 @@
+package session
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// KindName is the kind part of a family entity's identity; the id part is
+// the parent session id.
+const KindName = "opencode.session"
+
+// finishTimerPrefix names the grace timer of a child found idle after a
+// reconnect: "finish:" + child id.
+const finishTimerPrefix = "finish:"
+
+// Config tunes a Family. A zero field takes its default from DefaultConfig.
+type Config struct {
+	// BufferLimit is how many interactions a session's buffer holds; a new
+	// one beyond it drops the oldest. Default: 20.
+	BufferLimit int
+	// StaleAfter is how long an accepted entry may wait for its completion
+	// before the parent's next idle returns it to pending. Default: 15m.
+	StaleAfter time.Duration
+	// FinishGrace is how long an extraction child found idle after a
+	// reconnect is given before it is finished. Default: 10s.
+	FinishGrace time.Duration
+	// JournalOutputLimit cuts output and top-level string args, in
+	// characters, before an interaction is journaled. Default: 2000.
+	JournalOutputLimit int
+	// PayloadOutputLimit cuts output in the payload an extractor receives.
+	// Default: 500.
+	PayloadOutputLimit int
+	// PayloadArgsLimit is the length of the args summary in the payload.
+	// Default: 120.
+	PayloadArgsLimit int
+}
+
+// DefaultConfig returns the defaults the issue sets.
+func DefaultConfig() Config {
+	return Config{
+		BufferLimit:        20,
+		StaleAfter:         15 * time.Minute,
+		FinishGrace:        10 * time.Second,
+		JournalOutputLimit: 2000,
+		PayloadOutputLimit: 500,
+		PayloadArgsLimit:   120,
+	}
+}
+
+// Family is the opencode session family kind. It implements
+// actors.Kind[State]; it holds only configuration, so one value serves
+// every family and is safe for concurrent use.
+type Family struct {
+	cfg Config
+}
+
+var _ actors.Kind[State] = (*Family)(nil)
+
+// New returns the family kind with cfg; zero fields take their defaults.
+func New(cfg Config) *Family {
+	def := DefaultConfig()
+	if cfg.BufferLimit <= 0 {
+		cfg.BufferLimit = def.BufferLimit
+	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = def.StaleAfter
+	}
+	if cfg.FinishGrace <= 0 {
+		cfg.FinishGrace = def.FinishGrace
+	}
+	if cfg.JournalOutputLimit <= 0 {
+		cfg.JournalOutputLimit = def.JournalOutputLimit
+	}
+	if cfg.PayloadOutputLimit <= 0 {
+		cfg.PayloadOutputLimit = def.PayloadOutputLimit
+	}
+	if cfg.PayloadArgsLimit <= 0 {
+		cfg.PayloadArgsLimit = def.PayloadArgsLimit
+	}
+	return &Family{cfg: cfg}
+}
+
+// Config returns the configuration in effect, defaults filled in.
+func (f *Family) Config() Config { return f.cfg }
+
+// Name returns KindName.
+func (f *Family) Name() string { return KindName }
+
+// Initial returns the empty family of parent session id.
+func (f *Family) Initial(id string) *State { return &State{ID: id} }
+
+// Active reports unfinished work that must resume after a restart: an
+// extraction, an armed wrap-up, an outstanding claim (which may go stale)
+// or a pending finish timer. A tombstone is never active.
+func (f *Family) Active(s *State) bool {
+	if s.Deleted {
+		return false
+	}
+	return s.Extracting || s.WrapUp != nil || len(s.Claims) > 0 || s.finishing()
+}
+
+// Decide turns one message into events, effects and a reply. It never
+// changes s. Messages it does not know, or that do not concern this
+// family, yield an empty Decision.
+func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
+	d := &decider{f: f, orig: s, s: s, now: now}
+	switch m := msg.(type) {
+	case *messages.FetchPayload:
+		d.fetch(m)
+		return d.out
+	case *messages.ExtractionDone:
+		d.done(m)
+		return d.out
+	}
+	if s.Deleted {
+		return d.out
+	}
+	switch m := msg.(type) {
+	case *messages.ToolExecuted:
+		d.toolExecuted(m)
+	case *messages.SessionCreated:
+		d.created(m)
+	case *messages.SessionIdle:
+		d.idle(m)
+	case *messages.SessionErrored:
+		d.errored(m)
+	case *messages.SessionDeleted:
+		d.deleted(m)
+	case *messages.SessionCompacted:
+		if m.SessionID == s.ID && s.Compacting {
+			d.emit(&messages.FamilyCompactionFinished{})
+		}
+	case *messages.CommandExecuting:
+		d.command(m)
+	case *messages.MemoryWritten:
+		d.memoryWritten(m)
+	case *messages.MessagesFetched:
+		d.messagesFetched(m)
+	case *messages.ChildSessionCreated:
+		d.childCreated(m)
+	case *messages.SessionPrompted:
+		if m.Err != "" && s.Extracting && s.ExtractionChild != "" && m.SessionID == s.ExtractionChild {
+			d.emit(&messages.FamilyExtractionStopped{Cause: "prompt failed: " + m.Err})
+		}
+	case *messages.FamilyReconciled:
+		d.reconciled(m)
+	case *messages.StaleSweep:
+		d.requeueStale()
+	case *actors.Tick:
+		d.tick(m)
+	case *actors.Recovered:
+		d.recovered()
+	}
+	return d.out
+}
+
+// decider builds one Decision. s starts as the caller's state; the first
+// emitted event replaces it with a clone to which every event is applied,
+// so later steps of the same decision see their effect.
+type decider struct {
+	f    *Family
+	orig *State
+	s    *State
+	now  time.Time
+	out  actors.Decision
+}
+
+func (d *decider) emit(ev any) {
+	if d.s == d.orig {
+		d.s = d.orig.Clone()
+	}
+	d.out.Events = append(d.out.Events, ev)
+	d.f.Apply(d.s, ev)
+}
+
+// emitLast journals ev without applying it: for the last event of a hot
+// path, where nothing reads the state afterwards.
+func (d *decider) emitLast(ev any) {
+	d.out.Events = append(d.out.Events, ev)
+}
+
+func (d *decider) effect(e any) {
+	d.out.Effects = append(d.out.Effects, e)
+}
+
+func (d *decider) seeHost(host string) {
+	if host != "" && host != d.s.Host {
+		d.emit(&messages.FamilyHostSeen{Host: host})
+	}
+}
+
+// buffered reports whether a call of tool is kept for extraction: thatch's
+// own tools and the agent-dispatch tools carry no facts of their own.
+func buffered(tool string) bool {
+	switch tool {
+	case "", "skill", "task", "subagent":
+		return false
+	}
+	return !strings.HasPrefix(tool, "thatch_")
+}
+
+func (d *decider) toolExecuted(m *messages.ToolExecuted) {
+	in := m.Interaction
+	if !buffered(in.Tool) {
+		return
+	}
+	var buf []Entry
+	switch c := d.s.Children[in.SessionID]; {
+	case in.SessionID == d.s.ID:
+		buf = d.s.Pending
+	case c != nil:
+		buf = c.Buffer
+	default:
+		return // not a session of this family that we know
+	}
+	if in.ID != "" && d.s.holds(in.SessionID, in.ID) {
+		return // a redelivered call
+	}
+	d.seeHost(m.Host)
+	var dropped []uint64
+	for i := 0; len(buf)-i >= d.f.cfg.BufferLimit; i++ {
+		dropped = append(dropped, buf[i].Seq)
+	}
+	d.emitLast(&messages.FamilyInteractionBuffered{
+		SessionID:   in.SessionID,
+		Seq:         d.s.LastSeq + 1,
+		Interaction: forJournal(in, d.f.cfg.JournalOutputLimit),
+		Dropped:     dropped,
+	})
+}
+
+// holds reports whether the buffer of session (or, for the parent, a
+// claim) still holds the interaction with callID.
+func (s *State) holds(session, callID string) bool {
+	has := func(list []Entry) bool {
+		return slices.ContainsFunc(list, func(e Entry) bool { return e.Interaction.ID == callID })
+	}
+	if session != s.ID {
+		return has(s.Children[session].Buffer)
+	}
+	if has(s.Pending) {
+		return true
+	}
+	for _, c := range s.Claims {
+		if has(c.Entries) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decider) created(m *messages.SessionCreated) {
+	s := d.s
+	if m.ParentID == "" {
+		if m.SessionID != s.ID || s.Created {
+			return
+		}
+		d.seeHost(m.Host)
+		d.emit(&messages.FamilyParentCreated{Directory: m.Directory})
+		d.effect(&messages.SendStartReminder{Host: d.s.Host, SessionID: s.ID, Directory: m.Directory})
+		return
+	}
+	if m.SessionID == s.ID || m.SessionID == "" || s.Children[m.SessionID] != nil {
+		return
+	}
+	d.seeHost(m.Host)
+	d.emit(&messages.FamilyChildRecorded{ChildID: m.SessionID, Title: m.Title, Extraction: m.Title == ExtractionTitle})
+}
+
+// fetch serves thatch_get_extraction_payload: everything pending moves
+// into the caller's claim, and the caller receives it cut for the payload.
+func (d *decider) fetch(m *messages.FetchPayload) {
+	s := d.s
+	reply := &messages.PayloadFetched{ParentID: s.ID}
+	d.out.Reply = reply
+	if s.Deleted || m.CallerID == "" {
+		return
+	}
+	switch t := m.TargetID; {
+	case t == "", t == m.CallerID, t == s.ID, s.Children[t] != nil:
+	default:
+		return // another family's queue
+	}
+	child := s.Children[m.CallerID]
+	if len(s.Pending) == 0 && (child == nil || child.Fetched) {
+		return
+	}
+	seqs := make([]uint64, 0, len(s.Pending))
+	payload := make([]messages.Interaction, 0, len(s.Pending))
+	for _, e := range s.Pending {
+		seqs = append(seqs, e.Seq)
+		payload = append(payload, forPayload(e.Interaction, d.f.cfg.PayloadOutputLimit, d.f.cfg.PayloadArgsLimit))
+	}
+	d.emit(&messages.FamilyPayloadClaimed{FetcherID: m.CallerID, Seqs: seqs, At: d.now})
+	if len(payload) > 0 {
+		reply.Interactions = payload
+	}
+}
+
+// done serves thatch_extraction_done.
+func (d *decider) done(m *messages.ExtractionDone) {
+	s := d.s
+	reply := &messages.ExtractionAcked{}
+	d.out.Reply = reply
+	if s.Deleted || m.CallerID == "" {
+		return
+	}
+	if seqs := s.claimSeqs(m.CallerID); len(seqs) > 0 {
+		d.emit(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByAck})
+		reply.Completed = len(seqs)
+		return
+	}
+	if c := s.Children[m.CallerID]; c != nil && !c.Fetched {
+		if seqs := s.acceptedSeqs(); len(seqs) > 0 {
+			d.emit(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByFallback})
+			reply.Completed = len(seqs)
+		}
+	}
+}
+
+func (d *decider) memoryWritten(m *messages.MemoryWritten) {
+	if d.s.Children[m.CallerID] == nil {
+		return // only children's writes count or complete
+	}
+	if seqs := d.s.claimSeqs(m.CallerID); len(seqs) > 0 {
+		d.emit(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByMemory})
+	}
+	switch m.Op {
+	case messages.MemoryCreated, messages.MemoryUpdated, messages.MemoryDeleted:
+		d.emit(&messages.FamilyMemoryCounted{ChildID: m.CallerID, Op: m.Op})
+	}
+}
+
+func (d *decider) idle(m *messages.SessionIdle) {
+	if m.SessionID == d.s.ID {
+		d.seeHost(m.Host)
+		d.parentIdle()
+		return
+	}
+	if d.s.Children[m.SessionID] != nil {
+		d.childIdle(m.SessionID, false)
+	}
+}
+
+// parentIdle first resolves an armed wrap-up: its check needs the final
+// assistant text, so the rest of the idle waits for MessagesFetched.
+func (d *decider) parentIdle() {
+	if w := d.s.WrapUp; w != nil {
+		if !w.Checking {
+			d.emit(&messages.FamilyWrapUpCheckStarted{})
+		}
+		d.effect(&messages.FetchMessages{Host: d.s.Host, SessionID: d.s.ID})
+		return
+	}
+	d.normalIdle()
+}
+
+// normalIdle requeues stale entries, then starts an extraction if there is
+// something to extract and nothing stands in the way.
+func (d *decider) normalIdle() {
+	d.requeueStale()
+	s := d.s
+	if s.Compacting || s.Extracting || len(s.Pending) == 0 {
+		return
+	}
+	d.emit(&messages.FamilyExtractionStarted{At: d.now})
+	d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
+}
+
+// requeueStale returns to pending every accepted entry whose completion has
+// not come within StaleAfter. The parent's idle runs it, and so does the
+// stale reaper's sweep, so a claim held by an extractor that hung returns
+// even when the parent never goes idle again.
+func (d *decider) requeueStale() {
+	var stale []uint64
+	for _, c := range d.s.Claims {
+		for _, e := range c.Entries {
+			if d.now.Sub(e.AcceptedAt) >= d.f.cfg.StaleAfter {
+				stale = append(stale, e.Seq)
+			}
+		}
+	}
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		d.emit(&messages.FamilyEntriesRequeued{Seqs: stale, Cause: "stale"})
+	}
+}
+
+// View implements actors.Viewer: what `thatch status` shows of a family.
+func (f *Family) View(s *State) any {
+	v := s.Status()
+	return v
+}
+
+// childIdle handles a child that went idle, or an extraction child whose
+// finish timer fired (fired is then true: there is no timer to cancel).
+func (d *decider) childIdle(id string, fired bool) {
+	c := d.s.Children[id]
+	kind, metrics, finishing := c.Kind, c.Metrics, c.Finishing
+	cancel := finishing && !fired
+	if seqs := d.s.claimSeqs(id); len(seqs) > 0 {
+		d.emit(&messages.FamilyClaimCompleted{FetcherID: id, Seqs: seqs, Cause: messages.CompletedByIdle})
+	}
+	if kind == ChildTask {
+		if finishing {
+			d.emit(&messages.FamilyFinishCancelled{ChildID: id})
+		}
+		if cancel {
+			d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+		}
+		return
+	}
+	if d.s.ExtractionChild == id {
+		d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child idle"})
+	}
+	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "idle"})
+	if !metrics.zero() {
+		d.effect(&messages.ShowToast{
+			Host:    d.s.Host,
+			Title:   "thatch",
+			Message: fmt.Sprintf("memories saved: %d new, %d updated, %d deleted", metrics.New, metrics.Updated, metrics.Deleted),
+			Variant: "success",
+		})
+	}
+	if cancel {
+		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+	}
+	d.effect(&messages.DeleteSession{Host: d.s.Host, SessionID: id})
+}
+
+// errored handles session.error of a child. A parent's own errors change
+// nothing here.
+func (d *decider) errored(m *messages.SessionErrored) {
+	c := d.s.Children[m.SessionID]
+	if c == nil {
+		return
+	}
+	id, fetched, finishing := c.ID, c.Fetched, c.Finishing
+	if fetched {
+		d.requeue(d.s.claimSeqs(id), "child error")
+	} else {
+		d.requeue(d.s.acceptedSeqs(), "child error before fetch")
+	}
+	if d.s.Extracting {
+		d.emit(&messages.FamilyExtractionStopped{Cause: "child error"})
+	}
+	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "error"})
+	if finishing {
+		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+	}
+}
+
+func (d *decider) requeue(seqs []uint64, cause string) {
+	if len(seqs) > 0 {
+		d.emit(&messages.FamilyEntriesRequeued{Seqs: seqs, Cause: cause})
+	}
+}
+
+func (d *decider) deleted(m *messages.SessionDeleted) {
+	if m.SessionID == d.s.ID {
+		d.parentDeleted()
+		return
+	}
+	d.childGone(m.SessionID, "deleted")
+}
+
+// childGone hands back what a deleted child held. A task child hands back
+// only its own claim: task children are deleted routinely, and that must
+// never pull an extractor's payload back. An extraction child that never
+// fetched hands back the parent's whole accepted set.
+func (d *decider) childGone(id, cause string) {
+	c := d.s.Children[id]
+	if c == nil {
+		// Not a child we know, but it may have fetched: its claim can never
+		// complete now.
+		d.requeue(d.s.claimSeqs(id), cause)
+		return
+	}
+	kind, fetched, finishing := c.Kind, c.Fetched, c.Finishing
+	if kind == ChildExtraction && !fetched {
+		d.requeue(d.s.acceptedSeqs(), cause+" before fetch")
+	} else {
+		d.requeue(d.s.claimSeqs(id), cause)
+	}
+	if d.s.ExtractionChild == id {
+		d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child " + cause})
+	}
+	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: cause})
+	if finishing {
+		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+	}
+}
+
+// parentDeleted makes the family a tombstone: accepted entries go with the
+// parent, pending ones are dropped with it.
+func (d *decider) parentDeleted() {
+	var dropped []uint64
+	for _, e := range d.s.Pending {
+		dropped = append(dropped, e.Seq)
+	}
+	timers := d.s.finishingChildren()
+	d.emit(&messages.FamilyParentDeleted{Completed: d.s.acceptedSeqs(), Dropped: dropped})
+	for _, id := range timers {
+		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+	}
+}
+
+func (s *State) finishingChildren() []string {
+	var ids []string
+	for id, c := range s.Children {
+		if c.Finishing {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (d *decider) command(m *messages.CommandExecuting) {
+	if m.SessionID != d.s.ID {
+		return
+	}
+	var kind, token string
+	switch strings.TrimPrefix(m.Command, "/") {
+	case "thatch/compact":
+		kind, token = WrapUpCompact, TokenCompact
+	case "thatch/exit":
+		kind, token = WrapUpExit, TokenExit
+	default:
+		return
+	}
+	d.seeHost(m.Host)
+	d.emit(&messages.FamilyWrapUpArmed{Kind: kind, Token: token})
+}
+
+// hasToken reports whether text, trimmed, ends with token alone on its last
+// line. A token anywhere else does not count.
+func hasToken(text, token string) bool {
+	text = strings.TrimSpace(text)
+	last := text
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		last = text[i+1:]
+	}
+	return token != "" && strings.TrimSpace(last) == token
+}
+
+// messagesFetched resumes the parent idle that started a wrap-up check.
+func (d *decider) messagesFetched(m *messages.MessagesFetched) {
+	s := d.s
+	if m.SessionID != s.ID || s.WrapUp == nil || !s.WrapUp.Checking {
+		return // a repeated answer: the check already ended
+	}
+	w := *s.WrapUp
+	if m.Err != "" {
+		d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "messages unavailable: " + m.Err})
+		d.normalIdle()
+		return
+	}
+	if hasToken(m.FinalAssistantText, w.Token) {
+		switch w.Kind {
+		case WrapUpCompact:
+			d.emit(&messages.FamilyCompactionStarted{})
+			d.emit(&messages.FamilyWrapUpDisarmed{Cause: "compact greenlit"})
+			d.effect(&messages.CompactSession{Host: s.Host, SessionID: s.ID})
+		case WrapUpExit:
+			d.emit(&messages.FamilyWrapUpDisarmed{Cause: "exit greenlit"})
+			d.effect(&messages.RecordWatcherDeaths{SessionID: s.ID})
+			d.effect(&messages.UnregisterChat{SessionID: s.ID})
+			d.effect(&messages.ExitSession{Host: s.Host, SessionID: s.ID})
+		}
+		return
+	}
+	d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "token missing"})
+	d.effect(&messages.ShowToast{
+		Host:  s.Host,
+		Title: "thatch",
+		Message: fmt.Sprintf("/thatch/%s is waiting: finish the reply with %s alone on the last line once its blockers are resolved.",
+			w.Kind, w.Token),
+		Variant: "warning",
+	})
+	d.normalIdle()
+}
+
+// extractionPrompt is the prompt an extraction child of parentID receives.
+func extractionPrompt(parentID string) string {
+	return fmt.Sprintf(`Load the thatch-fact-extractor skill and use it for this task.
+1. Call thatch_get_extraction_payload with session_id %q to receive the tool interactions to review.
+2. Save every durable fact you find with memory_remember.
+3. Always call thatch_extraction_done when you are finished, even if you saved nothing.`, parentID)
+}
+
+func (d *decider) childCreated(m *messages.ChildSessionCreated) {
+	s := d.s
+	if m.ParentID != "" && m.ParentID != s.ID {
+		return
+	}
+	if m.Err != "" {
+		if s.Extracting && s.ExtractionChild == "" {
+			d.emit(&messages.FamilyExtractionStopped{Cause: "create failed: " + m.Err})
+		}
+		return
+	}
+	if m.ChildID == "" || m.ChildID == s.ID || m.ChildID == s.ExtractionChild {
+		return // a repeated answer
+	}
+	if s.Extracting && s.ExtractionChild == "" {
+		d.emit(&messages.FamilyExtractionChildAttached{ChildID: m.ChildID})
+		d.effect(&messages.PromptSession{Host: s.Host, SessionID: m.ChildID, Text: extractionPrompt(s.ID)})
+		return
+	}
+	// An extraction child nobody waits for (a create repeated after a
+	// restart made a second one). Delete it unless it already took work.
+	if c := s.Children[m.ChildID]; c != nil {
+		if c.Kind != ChildExtraction || c.Fetched {
+			return
+		}
+		d.emit(&messages.FamilyChildCleared{ChildID: m.ChildID, Cause: "unused extraction child"})
+	}
+	d.effect(&messages.DeleteSession{Host: s.Host, SessionID: m.ChildID})
+}
+
+// reconciled compares the journal's children with the host's list after a
+// (re)connect.
+func (d *decider) reconciled(m *messages.FamilyReconciled) {
+	if !m.Present {
+		d.parentDeleted()
+		return
+	}
+	d.seeHost(m.Host)
+	listed := make(map[string]messages.HostSession, len(m.Children))
+	for _, h := range m.Children {
+		listed[h.SessionID] = h
+	}
+	ids := make([]string, 0, len(d.s.Children))
+	for id := range d.s.Children {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		h, ok := listed[id]
+		if !ok {
+			d.childGone(id, "gone after reconnect")
+			continue
+		}
+		c := d.s.Children[id]
+		if c.Kind != ChildExtraction {
+			continue
+		}
+		switch {
+		case !h.Busy:
+			if !c.Finishing {
+				d.emit(&messages.FamilyFinishScheduled{ChildID: id})
+			}
+			d.effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})
+		case c.Finishing:
+			d.emit(&messages.FamilyFinishCancelled{ChildID: id})
+			d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+		}
+	}
+	for _, h := range m.Children {
+		// Task children the journal does not know come back as plain task
+		// records. An unknown extraction child is left to the repeated
+		// CreateChildSession, which finds and reuses it.
+		if h.SessionID == "" || h.SessionID == d.s.ID || d.s.Children[h.SessionID] != nil || h.Title == ExtractionTitle {
+			continue
+		}
+		d.emit(&messages.FamilyChildRecorded{ChildID: h.SessionID, Title: h.Title})
+	}
+	if d.s.Compacting && !m.Parent.Busy {
+		d.emit(&messages.FamilyCompactionFinished{}) // the compaction ended while we were away
+	}
+}
+
+func (d *decider) tick(m *actors.Tick) {
+	id, ok := strings.CutPrefix(m.Name, finishTimerPrefix)
+	if !ok {
+		return
+	}
+	if c := d.s.Children[id]; c != nil && c.Finishing {
+		d.childIdle(id, true)
+	}
+}
+
+// recovered re-issues the effects whose results a crash may have lost, and
+// re-arms timers (they do not survive a restart).
+func (d *decider) recovered() {
+	s := d.s
+	if s.Extracting && s.ExtractionChild == "" {
+		d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
+	}
+	if s.WrapUp != nil && s.WrapUp.Checking {
+		d.effect(&messages.FetchMessages{Host: s.Host, SessionID: s.ID})
+	}
+	for _, id := range s.finishingChildren() {
+		d.effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})
+	}
+}
