@@ -20,6 +20,7 @@ import (
 	"github.com/thatch-run/thatch/hosts/control"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor"
 )
 
@@ -62,6 +63,8 @@ type Runtime struct {
 	control *control.Server
 	oc      *openCode
 	exec    *executor
+	mem     *memory.Store
+	memSvc  *memoryService
 	stopFns []func(context.Context) error
 }
 
@@ -113,6 +116,12 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		return err
 	}
 	r.log.Info("data directory", "path", r.cfg.Data.Dir)
+	mctx, mcancel := context.WithTimeout(ctx, memoryOpenTimeout)
+	r.mem, err = OpenMemory(mctx, r.store, r.cfg.Memory, r.log.Named("memory"))
+	mcancel()
+	if err != nil {
+		return err
+	}
 	sessions, err := loadDirectory(r.store.Rows())
 	if err != nil {
 		return err
@@ -128,6 +137,8 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	r.exec.reminder = r.reminderText
 	r.oc = &openCode{log: r.log.Named("opencode"), cfg: r.cfg, dir: sessions, exec: r.exec, kind: family, hosts: map[string]*hostConn{}}
 	r.exec.hosts = r.oc.hostInfo
+	r.memSvc = &memoryService{log: r.log.Named("memory"), mem: r.mem, oc: r.oc}
+	r.oc.store = func(dir string) (string, string) { return r.memSvc.projectStore(dir), memory.GlobalStore }
 	for name, h := range r.o.Hosts {
 		r.oc.addStatic(name, h)
 	}
@@ -174,6 +185,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	}
 	r.control.MountFunc("GET /v1/status", r.serveStatus)
 	r.oc.mount(r.control)
+	r.memSvc.mount(r.control)
 	if err := r.control.Start(); err != nil {
 		return err
 	}
@@ -205,10 +217,17 @@ func (r *Runtime) Reconcile(host string, fr *messages.FamilyReconciled) error {
 	return r.tree.Deliver(familyID(fr.Parent.SessionID), fr, deliverTimeout)
 }
 
-// reminderText is the session-start reminder for a session in directory.
-func (r *Runtime) reminderText(_ context.Context, _ string) string {
+// reminderText is the session-start reminder for a session in directory,
+// with the hygiene heartbeat of its stores when any signal is raised.
+func (r *Runtime) reminderText(_ context.Context, dir string) string {
+	if hb := r.memSvc.heartbeat(dir); hb != "" {
+		return sessionStartReminder + "\n\nMemory hygiene (fix with memory_recall / memory_remember overwrite / memory_forget):\n" + hb
+	}
 	return sessionStartReminder
 }
+
+// Memory is the memory store (nil before Start).
+func (r *Runtime) Memory() *memory.Store { return r.mem }
 
 const sessionStartReminder = `thatch is watching this session. Memory tools are available:
 - memory_recall(query): look up durable facts saved from earlier sessions before you re-discover them;
@@ -256,6 +275,9 @@ func (r *Runtime) stopLocked(ctx context.Context) error {
 	}
 	if r.sys != nil {
 		r.sys.Shutdown()
+	}
+	if r.mem != nil {
+		errs = append(errs, r.mem.Close())
 	}
 	if r.store != nil {
 		errs = append(errs, r.store.Close())

@@ -13,6 +13,8 @@ Usage:
   thatch serve [--config FILE] [flags]      run the daemon
   thatch check-config [--config FILE]        print the effective config (secrets redacted) or every error
   thatch status [--json] [--config FILE]     ask the running daemon for its status
+  thatch memory list|search|show|forget      read and edit the memory store (--json for JSON)
+  thatch hygiene [--resolve A,B --verdict V]  the memory hygiene report; judge reported pairs
   thatch version                             print the version
 
 Run 'thatch COMMAND --help' for a command's flags.
@@ -32,6 +34,12 @@ func main() {
 		code = runCheckConfig(args)
 	case "status":
 		code = runStatus(args)
+	case "memory":
+		code = runMemory(args)
+	case "hygiene":
+		code = runHygiene(args)
+	case "install":
+		code = runInstall(args)
 	case "version", "--version", "-v":
 		fmt.Println(versionString())
 	case "help", "--help", "-h":

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
+
+	"github.com/thatch-run/thatch"
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/persistence/memory"
+)
+
+const memoryUsage = `Usage:
+  thatch memory list [--store S] [--branch B] [--json]
+  thatch memory search QUERY [--store S] [--branch B] [--limit N] [--json]
+  thatch memory show LABEL|SLUG [--store S] [--json]
+  thatch memory forget LABEL|SLUG [--store S] [--json]
+  thatch hygiene [--json] [--resolve SLUG_A,SLUG_B --verdict duplicate|distinct --store S]
+
+The commands talk to the running daemon; with no daemon they open the data
+directory themselves.
+`
+
+// memoryBackend runs memory commands either through the daemon's control
+// API or, with no daemon, on the store opened in this process.
+type memoryBackend struct {
+	client *control.Client
+	mem    *memory.Store
+	close  func()
+}
+
+func openMemoryBackend(cfg *config.Config) (*memoryBackend, error) {
+	c, _, err := control.Dial(cfg.Control.StateFile, cfg.Control.TokenFile, 30*time.Second)
+	if err == nil {
+		return &memoryBackend{client: c, close: func() {}}, nil
+	}
+	if !errors.Is(err, control.ErrNoDaemon) {
+		return nil, err
+	}
+	st, err := persistence.Open(filepath.Join(cfg.Data.Dir, "journal"), persistence.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%w (is a daemon running with another config?)", err)
+	}
+	mem, err := thatch.OpenMemory(context.Background(), st, cfg.Memory, hclog.NewNullLogger())
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &memoryBackend{mem: mem, close: func() { mem.Close(); st.Close() }}, nil
+}
+
+func (b *memoryBackend) call(path string, in any, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return b.client.Do(ctx, "POST", path, in, out)
+}
+
+func runMemory(args []string) int {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
+		fmt.Fprint(os.Stderr, memoryUsage)
+		return 2
+	}
+	sub, rest := args[0], args[1:]
+	var store, branch string
+	var limit int
+	var asJSON bool
+	var flags *pflag.FlagSet
+	cfg, code, err := loadConfig("memory "+sub, rest, func(fs *pflag.FlagSet) {
+		flags = fs
+		fs.StringVar(&store, "store", "", "store (owner/repo or global); default: every store")
+		fs.StringVar(&branch, "branch", "", "git branch of branch-specific memories")
+		fs.IntVar(&limit, "limit", 10, "most results of a search")
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	})
+	if cfg == nil && err == nil {
+		return code
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch memory: %v\n", err)
+		return code
+	}
+	positional := flags.Args()
+	b, err := openMemoryBackend(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch memory: %v\n", err)
+		return 1
+	}
+	defer b.close()
+	var out any
+	switch sub {
+	case "list":
+		out, err = b.list(store, branch)
+	case "search":
+		if len(positional) == 0 {
+			err = errors.New("search needs a QUERY")
+			break
+		}
+		out, err = b.search(strings.Join(positional, " "), store, branch, limit)
+	case "show", "forget":
+		if len(positional) != 1 {
+			err = fmt.Errorf("%s needs one LABEL or SLUG", sub)
+			break
+		}
+		if sub == "show" {
+			out, err = b.show(store, positional[0])
+		} else {
+			out, err = b.forget(store, positional[0])
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "thatch memory: unknown subcommand %q\n\n%s", sub, memoryUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch memory %s: %v\n", sub, err)
+		return 1
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+		return 0
+	}
+	printMemory(sub, out)
+	return 0
+}
+
+func (b *memoryBackend) list(store, branch string) ([]memory.Entry, error) {
+	if b.client != nil {
+		var res struct {
+			Entries []memory.Entry `json:"entries"`
+		}
+		err := b.call("/v1/memory/list", map[string]string{"store": store, "branch": branch}, &res)
+		return res.Entries, err
+	}
+	stores := b.mem.Stores()
+	if store != "" {
+		stores = []string{store}
+	}
+	out := []memory.Entry{}
+	for _, s := range stores {
+		es, err := b.mem.List(s, branch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, es...)
+	}
+	return out, nil
+}
+
+func (b *memoryBackend) search(q, store, branch string, limit int) ([]memory.Hit, error) {
+	if b.client != nil {
+		var res struct {
+			Hits []memory.Hit `json:"hits"`
+		}
+		err := b.call("/v1/memory/recall", map[string]any{"query": q, "store": store, "branch": branch, "limit": limit}, &res)
+		return res.Hits, err
+	}
+	var stores []string
+	if store != "" {
+		stores = []string{store}
+	}
+	return b.mem.Recall(context.Background(), memory.RecallInput{Query: q, Stores: stores, Branch: branch, Limit: limit})
+}
+
+func (b *memoryBackend) show(store, key string) (memory.Entry, error) {
+	if store == "" {
+		store = memory.GlobalStore
+	}
+	if b.client != nil {
+		var e memory.Entry
+		err := b.call("/v1/memory/show", map[string]string{"store": store, "slug": key}, &e)
+		return e, err
+	}
+	return b.mem.Get(store, memory.Slugify(key))
+}
+
+func (b *memoryBackend) forget(store, key string) (memory.Entry, error) {
+	if store == "" {
+		store = memory.GlobalStore
+	}
+	if b.client != nil {
+		var res struct {
+			Forgotten memory.Entry `json:"forgotten"`
+		}
+		err := b.call("/v1/memory/forget", map[string]string{"store": store, "slug": key}, &res)
+		return res.Forgotten, err
+	}
+	return b.mem.Forget(store, key)
+}
+
+func printMemory(sub string, out any) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	switch v := out.(type) {
+	case []memory.Entry:
+		if len(v) == 0 {
+			fmt.Println("no memories")
+			return
+		}
+		fmt.Fprintln(tw, "STORE\tSLUG\tBRANCH\tCONF\tUPDATED\tRECALLS")
+		for _, e := range v {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\n", e.Store, e.Slug, dash(e.Branch), e.Confidence, e.Updated.Local().Format(time.DateOnly), e.RecallCount)
+		}
+	case []memory.Hit:
+		if len(v) == 0 {
+			fmt.Println("no matches")
+			return
+		}
+		fmt.Fprintln(tw, "SCORE\tSTORE\tSLUG\tCONTENT")
+		for _, h := range v {
+			fmt.Fprintf(tw, "%.2f\t%s\t%s\t%s\n", h.Score, h.Entry.Store, h.Entry.Slug, oneLine(h.Entry.Content, 80))
+		}
+	case memory.Entry:
+		if sub == "forget" {
+			fmt.Printf("forgot %s/%s (%s)\n", v.Store, v.Slug, v.Label)
+			return
+		}
+		fmt.Printf("%s/%s\nlabel:      %s\nbranch:     %s\nconfidence: %d\narchived:   %v\ncreated:    %s\nupdated:    %s\nrecalls:    %d\n\n%s\n",
+			v.Store, v.Slug, v.Label, dash(v.Branch), v.Confidence, v.Archived,
+			v.Created.Local().Format(time.DateTime), v.Updated.Local().Format(time.DateTime), v.RecallCount, v.Content)
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func runHygiene(args []string) int {
+	var asJSON bool
+	var resolve, verdict, store string
+	cfg, code, err := loadConfig("hygiene", args, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+		fs.StringVar(&resolve, "resolve", "", "a reported pair to judge, as SLUG_A,SLUG_B")
+		fs.StringVar(&verdict, "verdict", "", "the judgement of --resolve: duplicate or distinct")
+		fs.StringVar(&store, "store", "", "the store of the pair")
+	})
+	if cfg == nil && err == nil {
+		return code
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hygiene: %v\n", err)
+		return code
+	}
+	b, err := openMemoryBackend(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hygiene: %v\n", err)
+		return 1
+	}
+	defer b.close()
+	if resolve != "" {
+		pair := strings.Split(resolve, ",")
+		if len(pair) != 2 || store == "" || (verdict != "duplicate" && verdict != "distinct") {
+			fmt.Fprintln(os.Stderr, "thatch hygiene: --resolve A,B needs --store and --verdict duplicate|distinct")
+			return 2
+		}
+		if b.client != nil {
+			err = b.call("/v1/memory/resolve", map[string]string{"store": store, "a": pair[0], "b": pair[1], "verdict": verdict}, nil)
+		} else {
+			err = b.mem.ResolvePair(store, pair[0], pair[1], memory.Verdict(verdict))
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "thatch hygiene: %v\n", err)
+			return 1
+		}
+		fmt.Printf("recorded: %s and %s in %s are %s\n", pair[0], pair[1], store, verdict)
+		return 0
+	}
+	var report []thatch.HygieneStore
+	if b.client != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = b.client.Do(ctx, "GET", "/v1/memory/hygiene", nil, &report)
+	} else {
+		report = thatch.HygieneReport(b.mem)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hygiene: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(report)
+		return 0
+	}
+	clean := true
+	for _, s := range report {
+		if s.Line == "" {
+			continue
+		}
+		clean = false
+		fmt.Println(s.Line)
+		for _, p := range s.Pairs {
+			fmt.Printf("  possible duplicate (%.2f): %s  %s   resolve: thatch hygiene --store %s --resolve %s,%s --verdict duplicate|distinct\n",
+				p.Score, p.A, p.B, s.Store, p.A, p.B)
+		}
+	}
+	if clean {
+		fmt.Println("every store is clean")
+	}
+	return 0
+}
