@@ -48,6 +48,11 @@ type executor struct {
 	reminder func(ctx context.Context, directory string) string
 	timeout  time.Duration
 	now      func() time.Time
+	// activeFamilies lists families with unfinished work (stale sweeps).
+	activeFamilies func() []string
+	// stranded heals sessions left in deleted worktrees on every host and
+	// drops hosts whose process is gone.
+	stranded func(ctx context.Context)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -218,6 +223,25 @@ func (x *executor) run(from actors.Identity, eff any) {
 	case *messages.UnregisterChat:
 		if err := x.rows.Delete(tableChatDirectory, e.SessionID); err != nil {
 			log.Error("cannot unregister chat", "error", err)
+		}
+	case *messages.SweepRuntimeState:
+		for _, table := range []string{tableWatcherDeaths} {
+			n, err := x.rows.DeleteWrittenBefore(table, e.Cutoff)
+			if err != nil {
+				log.Error("runtime-state sweep failed", "table", table, "error", err)
+			} else if n > 0 {
+				log.Info("aged out runtime-state rows", "table", table, "rows", n)
+			}
+		}
+	case *messages.SweepStaleClaims:
+		if x.activeFamilies != nil {
+			for _, id := range x.activeFamilies() {
+				x.send(familyID(id), &messages.StaleSweep{})
+			}
+		}
+	case *messages.SweepStrandedSessions:
+		if x.stranded != nil {
+			x.stranded(ctx)
 		}
 	default:
 		log.Error("no executor for effect")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -297,7 +298,52 @@ func (o *openCode) reconcile(ctx context.Context, h *hostConn) {
 	o.log.Debug("reconciled", "host", h.name, "sessions", len(listed), "families", len(families))
 }
 
-// watchPIDs disconnects plugin-registered hosts whose process is gone.
+// healStranded moves sessions whose directory was deleted (a removed git
+// worktree) back to the project's worktree, on every connected host, and
+// stops watching plugin-registered servers whose process exited.
+func (o *openCode) healStranded(ctx context.Context) {
+	o.reapGone()
+	o.mu.Lock()
+	hosts := make([]*hostConn, 0, len(o.hosts))
+	for _, h := range o.hosts {
+		if h.client != nil {
+			hosts = append(hosts, h)
+		}
+	}
+	o.mu.Unlock()
+	for _, h := range hosts {
+		sessions, err := h.client.ListSessions(ctx)
+		if err != nil {
+			continue
+		}
+		var project *opencode.Project
+		for _, s := range sessions {
+			if s.Directory == "" || s.ParentID != "" {
+				continue
+			}
+			if _, err := os.Stat(s.Directory); !errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if project == nil {
+				p, err := h.client.CurrentProject(ctx)
+				if err != nil || p.Worktree == "" || p.Worktree == "/" {
+					break
+				}
+				project = &p
+			}
+			if s.Directory == project.Worktree {
+				continue
+			}
+			if err := h.client.MoveSession(ctx, s.ID, project.Worktree); err != nil {
+				o.log.Warn("cannot move stranded session", "host", h.name, "session", s.ID, "from", s.Directory, "error", err)
+				continue
+			}
+			o.log.Info("moved stranded session to the project worktree", "host", h.name, "session", s.ID, "from", s.Directory, "to", project.Worktree)
+		}
+	}
+}
+
+// reapGone disconnects plugin-registered hosts whose process is gone.
 func (o *openCode) reapGone() {
 	o.mu.Lock()
 	var gone []string

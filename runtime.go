@@ -16,6 +16,7 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/session"
+	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
 	"github.com/thatch-run/thatch/messages"
@@ -146,7 +147,17 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	if executor == nil {
 		executor = r.exec
 	}
-	kinds := append([]actors.Spec{actors.Entity[session.State](family)}, r.kinds...)
+	r.exec.stranded = r.oc.healStranded
+	r.exec.activeFamilies = func() []string {
+		var ids []string
+		_ = r.store.Journal().Active(session.KindName, func(id persistence.Identity) error {
+			ids = append(ids, id.ID)
+			return nil
+		})
+		return ids
+	}
+	sweep := sweeper.Kind{Interval: r.cfg.Sweep.Interval, RuntimeStateTTL: r.cfg.Sweep.RuntimeStateTTL}
+	kinds := append([]actors.Spec{actors.Entity[session.State](family), actors.Entity[sweeper.State](sweep)}, r.kinds...)
 	r.sys = supervisor.NewActorSystem(r.log)
 	r.tree, err = supervisor.Start(supervisor.Options{
 		System:  r.sys,
@@ -172,6 +183,11 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	}
 	r.exec.send = r.tree.Send
 	r.oc.tree = r.tree
+	// The sweeper journals nothing until its first round; wake it so that
+	// its timer runs from the start.
+	if _, err := r.tree.Request(actors.Identity{Kind: sweeper.KindName, ID: sweeper.ID}, &actors.Ping{}, 10*time.Second); err != nil {
+		return fmt.Errorf("thatch: start sweeper: %w", err)
+	}
 	r.control, err = control.New(control.Options{
 		Listen:    r.cfg.Control.Listen,
 		TokenFile: r.cfg.Control.TokenFile,

@@ -1,0 +1,28 @@
+package messages
+
+import "time"
+
+// SweepRan is the sweeper's journaled event: one round of sweeps started.
+type SweepRan struct {
+	At time.Time `json:"at"`
+}
+
+// Effects of the sweeper. Each names a housekeeping job the executor runs.
+
+// SweepRuntimeState deletes runtime-state rows last written before Cutoff.
+type SweepRuntimeState struct {
+	Cutoff time.Time `json:"cutoff"`
+}
+
+// SweepStaleClaims asks every family with outstanding claims to return
+// accepted entries older than the stale window to pending (StaleSweep).
+type SweepStaleClaims struct{}
+
+// SweepStrandedSessions moves sessions whose directory no longer exists (a
+// deleted worktree) back to their project's worktree, and stops watching
+// plugin-registered servers whose process is gone.
+type SweepStrandedSessions struct{}
+
+func init() {
+	Register[SweepRan]("sweeper.ran", 1)
+}
