@@ -64,6 +64,8 @@ type Runtime struct {
 	control *control.Server
 	oc      *openCode
 	exec    *executor
+	fatal   chan error
+	fatalMu sync.Once
 	mem     *memory.Store
 	memSvc  *memoryService
 	stopFns []func(context.Context) error
@@ -80,7 +82,7 @@ func New(cfg *config.Config, o Options) (*Runtime, error) {
 	if o.Clock == nil {
 		o.Clock = actors.RealClock{}
 	}
-	r := &Runtime{cfg: cfg, o: o, log: o.Logger}
+	r := &Runtime{cfg: cfg, o: o, log: o.Logger, fatal: make(chan error, 1)}
 	r.kinds = append(r.kinds, o.Kinds...)
 	return r, nil
 }
@@ -112,7 +114,10 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		}
 	}()
 	dir := filepath.Join(r.cfg.Data.Dir, "journal")
-	r.store, err = persistence.Open(dir, persistence.Options{CacheSize: int64(r.cfg.Journal.CacheSizeMB) << 20})
+	r.store, err = persistence.Open(dir, persistence.Options{
+		CacheSize: int64(r.cfg.Journal.CacheSizeMB) << 20,
+		OnFailure: r.fail,
+	})
 	if err != nil {
 		return err
 	}
@@ -250,6 +255,19 @@ const sessionStartReminder = `thatch is watching this session. Memory tools are 
 - memory_remember(label, content): save a fact that will still be true and useful weeks from now (one fact per memory, a specific label);
 - memory_forget(label) and memory_list(): correct or review what is stored.
 Buffered tool calls are turned into memories automatically when the session goes idle.`
+
+// fail reports a failure the runtime cannot recover from in-process.
+func (r *Runtime) fail(err error) {
+	r.fatalMu.Do(func() {
+		r.log.Error("fatal: the runtime must restart", "error", err)
+		r.fatal <- err
+	})
+}
+
+// Fatal delivers at most one error: a failure (the store failed for good)
+// after which the runtime must be stopped and the process restarted.
+// Everything acknowledged before it is durable.
+func (r *Runtime) Fatal() <-chan error { return r.fatal }
 
 // OnStop registers a function that Stop calls (in reverse order of
 // registration) before the tree and store close.

@@ -43,6 +43,11 @@ type Options struct {
 	CacheSize int64
 	// Logger receives Pebble's own log lines. Default: discarded.
 	Logger pebble.Logger
+	// OnFailure, if set, is called once when the store fails for good (a
+	// WAL write or sync error). The daemon exits on it: a process restart
+	// reopens the store from what is durable, which is the only safe
+	// recovery. Default: nothing.
+	OnFailure func(error)
 }
 
 // Store is one open Pebble database holding journals and rows.
@@ -72,10 +77,13 @@ func (quietLogger) Fatalf(string, ...any) {}
 type fatalLogger struct {
 	pebble.Logger
 	failed *atomic.Bool
+	notify func(error)
 }
 
 func (l fatalLogger) Fatalf(format string, args ...any) {
-	l.failed.Store(true)
+	if l.failed.CompareAndSwap(false, true) && l.notify != nil {
+		l.notify(fmt.Errorf("%w: "+format, append([]any{ErrFailed}, args...)...))
+	}
 	l.Logger.Fatalf(format, args...)
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
@@ -104,7 +112,7 @@ func Open(dir string, o Options) (*Store, error) {
 	popts := &pebble.Options{
 		FS:                          o.FS,
 		Cache:                       cache,
-		Logger:                      fatalLogger{Logger: logger, failed: &s.failed},
+		Logger:                      fatalLogger{Logger: logger, failed: &s.failed, notify: o.OnFailure},
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,

@@ -75,7 +75,13 @@ func runServe(args []string) int {
 		return 1
 	}
 	log.Info("thatch is running; stop it with Ctrl-C or SIGTERM", "version", thatch.Version, "pid", os.Getpid())
-	<-ctx.Done()
+	code = 0
+	select {
+	case <-ctx.Done():
+	case err := <-rt.Fatal():
+		log.Error("exiting so that a restart recovers from durable state", "error", err)
+		code = 1
+	}
 	stop()
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -85,7 +91,7 @@ func runServe(args []string) int {
 		return 1
 	}
 	log.Info("stopped")
-	return 0
+	return code
 }
 
 func runCheckConfig(args []string) int {
