@@ -57,6 +57,9 @@ type executor struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// ready is closed once send is set; effects issued earlier (by entities
+	// rehydrated while the tree starts) wait for it.
+	ready chan struct{}
 
 	mu     sync.Mutex
 	queues map[actors.Identity][]any
@@ -64,7 +67,7 @@ type executor struct {
 
 func newExecutor(log hclog.Logger, timeout time.Duration) *executor {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &executor{log: log, timeout: timeout, ctx: ctx, cancel: cancel, queues: map[actors.Identity][]any{}, now: time.Now}
+	return &executor{log: log, timeout: timeout, ctx: ctx, cancel: cancel, queues: map[actors.Identity][]any{}, now: time.Now, ready: make(chan struct{})}
 }
 
 // Execute queues eff behind the entity's earlier effects. It never blocks.
@@ -87,6 +90,10 @@ func (x *executor) Execute(from actors.Identity, eff any) {
 // drain runs from's queue until it is empty; it is the queue's only runner.
 func (x *executor) drain(from actors.Identity) {
 	defer x.wg.Done()
+	select {
+	case <-x.ready:
+	case <-x.ctx.Done():
+	}
 	for {
 		x.mu.Lock()
 		q := x.queues[from]

@@ -187,6 +187,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		return err
 	}
 	r.exec.send = r.tree.Send
+	close(r.exec.ready)
 	r.oc.tree = r.tree
 	// The sweeper journals nothing until its first round; wake it so that
 	// its timer runs from the start.
@@ -235,6 +236,11 @@ func (r *Runtime) Reconcile(host string, fr *messages.FamilyReconciled) error {
 		return errors.New("thatch: runtime not started")
 	}
 	fr.Host = host
+	for _, c := range fr.Children {
+		if _, err := r.oc.dir.link(c.SessionID, fr.Parent.SessionID); err != nil {
+			return err
+		}
+	}
 	return r.tree.Deliver(familyID(fr.Parent.SessionID), fr, deliverTimeout)
 }
 

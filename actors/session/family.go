@@ -440,7 +440,7 @@ func (d *decider) errored(m *messages.SessionErrored) {
 	if c == nil {
 		return
 	}
-	id, fetched, finishing := c.ID, c.Fetched, c.Finishing
+	id, fetched, finishing, kind := c.ID, c.Fetched, c.Finishing, c.Kind
 	if fetched {
 		d.requeue(d.s.claimSeqs(id), "child error")
 	} else {
@@ -452,6 +452,11 @@ func (d *decider) errored(m *messages.SessionErrored) {
 	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "error"})
 	if finishing {
 		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+	}
+	if kind == ChildExtraction {
+		// An errored extractor is done for: delete it, or the next
+		// extraction's create-or-reuse check would prompt it again.
+		d.effect(&messages.DeleteSession{Host: d.s.Host, SessionID: id})
 	}
 }
 

@@ -566,10 +566,11 @@ func TestParentIdle(t *testing.T) {
 func TestChildError(t *testing.T) {
 	runCases(t, []decideCase{
 		{
-			name:   "a child that fetched hands back its claim only",
-			setup:  append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), tool(parent, "c2"), extChild(ext2), fetch(ext2, ""), tool(ext, "own")),
-			msg:    errored(ext),
-			events: []string{"entries_requeued", "extraction_stopped", "child_cleared"},
+			name:    "a child that fetched hands back its claim only",
+			setup:   append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), tool(parent, "c2"), extChild(ext2), fetch(ext2, ""), tool(ext, "own")),
+			msg:     errored(ext),
+			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
+			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1")
 				wantIDs(t, "other claim", claimIDs(s, ext2), "c2")
@@ -579,10 +580,11 @@ func TestChildError(t *testing.T) {
 			},
 		},
 		{
-			name:   "a child that never fetched hands back the whole accepted set",
-			setup:  append(startExtraction(ext), tool(parent, "c1"), fetch(parent, ""), tool(parent, "c2"), extChild(ext2), fetch(ext2, "")),
-			msg:    errored(ext),
-			events: []string{"entries_requeued", "extraction_stopped", "child_cleared"},
+			name:    "a child that never fetched hands back the whole accepted set",
+			setup:   append(startExtraction(ext), tool(parent, "c1"), fetch(parent, ""), tool(parent, "c2"), extChild(ext2), fetch(ext2, "")),
+			msg:     errored(ext),
+			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
+			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1", "c2")
 				if len(s.Claims) != 0 {

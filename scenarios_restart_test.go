@@ -1,0 +1,379 @@
+package thatch_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/thatch-run/thatch/actors/session"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// reconcile delivers the host's listing of ses_p's family, as after a
+// (re)connect.
+func (w *world) reconcile(parentBusy bool, children ...messages.HostSession) {
+	GinkgoHelper()
+	Expect(w.rt.Reconcile(hostName, &messages.FamilyReconciled{
+		Present:  true,
+		Parent:   messages.HostSession{SessionID: "ses_p", Busy: parentBusy},
+		Children: children,
+	})).To(Succeed())
+}
+
+func extractionChild(id string, busy bool) messages.HostSession {
+	return messages.HostSession{SessionID: id, ParentID: "ses_p", Title: session.ExtractionTitle, Busy: busy}
+}
+
+func taskChild(id string, busy bool) messages.HostSession {
+	return messages.HostSession{SessionID: id, ParentID: "ses_p", Title: "explore", Busy: busy}
+}
+
+// finishGrace is the default grace before thatch finishes an extraction
+// child found idle after a restart.
+const finishGrace = 10 * time.Second
+
+var _ = Describe("After a restart", func() {
+	Describe("state comes back from the journal", Ordered, func() {
+		var w *world
+		var x string
+		var before session.StatusView
+
+		BeforeAll(func() {
+			w = newWorld()
+			w.parentCreated("ses_p")
+			w.tools("ses_p", "a", 3)
+			x = w.extraction("ses_p")
+			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(3))
+			w.memory(x, messages.MemoryCreated)
+			w.tools("ses_p", "b", 3) // the memory write completed a-1..3; these stay pending
+			w.childCreated("ses_task", "ses_p", "explore")
+			w.tools("ses_task", "t", 2)
+			Expect(w.fetch("ses_task", "").callIDs()).To(Equal([]string{"b-1", "b-2", "b-3"}))
+			w.tools("ses_p", "c", 2)
+			w.command("ses_p", "/thatch/exit")
+			before = w.view("ses_p")
+			Expect(before.Pending).To(Equal(2))
+			Expect(before.Claims).To(Equal(map[string]int{"ses_task": 3}))
+			Expect(before.Extracting).To(BeTrue())
+			Expect(before.WrapUp).NotTo(BeNil())
+		})
+
+		It("shows the same family after the restart", func() {
+			w.restart()
+			Expect(w.view("ses_p")).To(Equal(before))
+		})
+
+		It("keeps the start reminder sent once", func() {
+			w.parentCreated("ses_p")
+			w.never(w.countOf(mNoReply), Equal(1), "the restarted family remembers it was created")
+		})
+
+		It("carries on: the extraction child's idle shows its counts and deletes it", func() {
+			w.idle(x)
+			Eventually(w.callsOf(mDelete)).Should(ConsistOf(HaveField("Session", x)))
+			Eventually(w.callsOf(mToast)).Should(ConsistOf(HaveField("Text", ContainSubstring("1 new"))))
+			v := w.view("ses_p")
+			Expect(v.Extracting).To(BeFalse())
+			Expect(v.Children).To(ConsistOf(HaveField("SessionID", "ses_task")), "the task child and its buffer remain")
+			Expect(v.Children[0].Buffered).To(Equal(2))
+		})
+
+		It("carries on: the armed exit is checked on the next idle", func() {
+			w.host.SetFinalText("ses_p", "THATCH_EXIT_READY")
+			w.idle("ses_p")
+			Eventually(w.callsOf(mPubTUI)).Should(HaveLen(1))
+		})
+	})
+
+	Describe("an extraction child that went idle while thatch was down", Ordered, func() {
+		var w *world
+		var x string
+
+		BeforeAll(func() {
+			w = newWorld()
+			w.parentCreated("ses_p")
+			w.tools("ses_p", "a", 3)
+			x = w.extraction("ses_p")
+			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(3))
+			w.memory(x, messages.MemoryUpdated) // completes the claim
+			w.tools("ses_p", "b", 2)
+			w.childCreated("ses_x2", "ses_p", session.ExtractionTitle)
+			Expect(w.fetch("ses_x2", "ses_p").callIDs()).To(HaveLen(2))
+			w.restart()
+		})
+
+		It("is finished through the host after the grace period", func() {
+			w.reconcile(false, extractionChild(x, false), extractionChild("ses_x2", true))
+			c, ok := w.child("ses_p", x)
+			Expect(ok).To(BeTrue())
+			Expect(c.Finishing).To(BeTrue())
+			Expect(w.host.CallsOf(mDelete)).To(BeEmpty(), "not before the grace period")
+
+			w.clock.Advance(finishGrace)
+			Eventually(w.callsOf(mDelete)).Should(ConsistOf(HaveField("Session", x)))
+			Eventually(w.callsOf(mToast)).Should(ConsistOf(HaveField("Text", ContainSubstring("1 updated"))))
+			_, ok = w.child("ses_p", x)
+			Expect(ok).To(BeFalse())
+			Expect(w.view("ses_p").Extracting).To(BeFalse())
+		})
+
+		It("leaves a busy extraction child to finish on its own", func() {
+			v := w.view("ses_p")
+			Expect(v.Claims).To(Equal(map[string]int{"ses_x2": 2}))
+			c, _ := w.child("ses_p", "ses_x2")
+			Expect(c.Finishing).To(BeFalse())
+		})
+
+		It("completes the claim of a finished child when it turns idle after the grace", func() {
+			w.reconcile(false, extractionChild("ses_x2", false))
+			w.clock.Advance(finishGrace)
+			Eventually(w.callsOf(mDelete)).Should(HaveLen(2))
+			Expect(w.host.CallsOf(mDelete)[1].Session).To(Equal("ses_x2"))
+			v := w.view("ses_p")
+			Expect(v.Accepted).To(Equal(0), "a finished child's claim is completed")
+			Expect(v.Pending).To(Equal(0))
+		})
+	})
+
+	Describe("an extraction child that turned busy again before the grace ran out", Ordered, func() {
+		var w *world
+		var x string
+		BeforeAll(func() {
+			w = newWorld()
+			w.parentCreated("ses_p")
+			w.tools("ses_p", "a", 2)
+			x = w.extraction("ses_p")
+			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(2))
+			w.restart()
+			w.reconcile(false, extractionChild(x, false))
+		})
+
+		It("is not finished", func() {
+			w.reconcile(false, extractionChild(x, true))
+			w.clock.Advance(finishGrace)
+			w.never(w.countOf(mDelete), Equal(0), "a busy child is still working")
+			Expect(w.view("ses_p").Claims).To(Equal(map[string]int{x: 2}))
+		})
+	})
+
+	Describe("an extraction child that is gone after the restart", Ordered, func() {
+		var w *world
+		var x string
+		BeforeAll(func() {
+			w = newWorld()
+			w.parentCreated("ses_p")
+			w.tools("ses_p", "a", 3)
+			x = w.extraction("ses_p")
+			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(3))
+			w.host.Remove(x) // deleted while thatch was down
+			w.restart()
+		})
+
+		It("has its claim requeued and its records cleared", func() {
+			w.reconcile(false)
+			w.clock.Advance(finishGrace)
+			Eventually(func() int { return w.view("ses_p").Pending }).Should(Equal(3))
+			v := w.view("ses_p")
+			Expect(v.Accepted).To(Equal(0))
+			Expect(v.Children).To(BeEmpty())
+			Expect(v.Extracting).To(BeFalse())
+			Expect(w.host.CallsOf(mDelete)).To(BeEmpty(), "there is nothing left to delete")
+		})
+
+		It("lets the next idle extract again", func() {
+			next := w.extraction("ses_p")
+			Expect(next).NotTo(Equal(x))
+			Expect(w.fetch(next, "ses_p").callIDs()).To(Equal([]string{"a-1", "a-2", "a-3"}))
+		})
+	})
+
+	Describe("a task child", Ordered, func() {
+		var w *world
+		BeforeAll(func() {
+			w = newWorld()
+			w.parentCreated("ses_p")
+			w.tools("ses_p", "a", 2)
+			w.childCreated("ses_task", "ses_p", "explore")
+			Expect(w.fetch("ses_task", "").callIDs()).To(HaveLen(2))
+			w.restart()
+		})
+
+		It("restores without the extraction flags and is never finished", func() {
+			w.reconcile(false, taskChild("ses_task", false))
+			c, ok := w.child("ses_p", "ses_task")
+			Expect(ok).To(BeTrue())
+			Expect(c.Kind).To(Equal(session.ChildTask))
+			Expect(c.Finishing).To(BeFalse())
+			Expect(w.view("ses_p").Extracting).To(BeFalse())
+			w.clock.Advance(finishGrace)
+			w.never(w.countOf(mDelete), Equal(0), "task sub-agents are never deleted")
+			Expect(w.view("ses_p").Claims).To(Equal(map[string]int{"ses_task": 2}))
+		})
+
+		It("completes its claim when it next goes idle", func() {
+			w.idle("ses_task")
+			Expect(w.view("ses_p").Accepted).To(Equal(0))
+			_, ok := w.child("ses_p", "ses_task")
+			Expect(ok).To(BeTrue())
+		})
+
+		It("that the host lists but thatch never saw is recorded as a task child and routes to its family", func() {
+			w.reconcile(false, taskChild("ses_task", false), taskChild("ses_new", true))
+			c, ok := w.child("ses_p", "ses_new")
+			Expect(ok).To(BeTrue())
+			Expect(c.Kind).To(Equal(session.ChildTask))
+			w.tools("ses_p", "b", 1)
+			Expect(w.fetch("ses_new", "").callIDs()).To(Equal([]string{"b-1"}), "the new child's tool calls reach its parent's family")
+		})
+	})
+
+	Describe("a crash between journaling and the host call", Label("crash"), func() {
+		Describe("before the create reached the host", Ordered, func() {
+			var w *world
+			BeforeAll(func() {
+				w = newWorld()
+				w.parentCreated("ses_p")
+				w.tools("ses_p", "a", 3)
+				g := w.host.Block(mCreate, false)
+				w.idle("ses_p")
+				Eventually(g.entered).Should(BeClosed())
+				v := w.view("ses_p")
+				Expect(v.Extracting).To(BeTrue(), "the decision to extract is journaled")
+				Expect(v.ExtractionChild).To(BeEmpty())
+				w.restart() // the blocked call ends with the old runtime
+			})
+
+			It("creates the child exactly once after the restart", func() {
+				Eventually(func() []hostCall { return w.createsFor("ses_p") }).Should(HaveLen(1))
+				Expect(w.host.Children("ses_p", session.ExtractionTitle)).To(HaveLen(1))
+			})
+
+			It("proceeds with the extraction", func() {
+				x := w.createsFor("ses_p")[0].Session
+				w.childCreated(x, "ses_p", session.ExtractionTitle)
+				Eventually(w.promptsTo(x)).Should(HaveLen(1))
+				Expect(w.fetch(x, "ses_p").callIDs()).To(Equal([]string{"a-1", "a-2", "a-3"}))
+				Expect(w.done(x)).To(Equal(3))
+				w.idle(x)
+				Eventually(w.callsOf(mDelete)).Should(ConsistOf(HaveField("Session", x)))
+				Expect(w.view("ses_p").Extracting).To(BeFalse())
+			})
+		})
+
+		Describe("after the host created the child but before thatch heard back", Ordered, func() {
+			var w *world
+			var x string
+			BeforeAll(func() {
+				w = newWorld()
+				w.parentCreated("ses_p")
+				w.tools("ses_p", "a", 3)
+				g := w.host.Block(mCreate, true)
+				w.idle("ses_p")
+				Eventually(g.entered).Should(BeClosed())
+				kids := w.host.Children("ses_p", session.ExtractionTitle)
+				Expect(kids).To(HaveLen(1))
+				x = kids[0]
+				w.childCreated(x, "ses_p", session.ExtractionTitle) // the host's event stream reported it
+				w.restart()
+			})
+
+			It("reuses the child the host already made (FindChild) instead of creating a second", func() {
+				Eventually(w.promptsTo(x)).Should(HaveLen(1))
+				Expect(w.host.CallsOf(mFind)).To(ContainElement(HaveField("Session", x)))
+				Expect(w.host.CallsOf(mCreate)).To(HaveLen(1), "the one create, interrupted by the crash")
+				Expect(w.host.Children("ses_p", session.ExtractionTitle)).To(ConsistOf(x))
+				Expect(w.view("ses_p").ExtractionChild).To(Equal(x))
+			})
+
+			It("proceeds with the extraction", func() {
+				Expect(w.fetch(x, "ses_p").callIDs()).To(Equal([]string{"a-1", "a-2", "a-3"}))
+				w.memory(x, messages.MemoryCreated)
+				w.idle(x)
+				Eventually(w.callsOf(mDelete)).Should(ConsistOf(HaveField("Session", x)))
+				Eventually(w.countOf(mToast)).Should(Equal(1))
+				v := w.view("ses_p")
+				Expect(v.Pending + v.Accepted).To(Equal(0))
+			})
+		})
+
+		Describe("before the child was prompted", Ordered, func() {
+			var w *world
+			var x string
+			BeforeAll(func() {
+				w = newWorld()
+				w.parentCreated("ses_p")
+				w.tools("ses_p", "a", 3)
+				g := w.host.Block(mAsync, false)
+				w.idle("ses_p")
+				Eventually(g.entered).Should(BeClosed())
+				x = w.createsFor("ses_p")[0].Session
+				w.childCreated(x, "ses_p", session.ExtractionTitle)
+				Expect(w.view("ses_p").ExtractionChild).To(Equal(x))
+				w.restart()
+			})
+
+			It("finishes the never-prompted child after the reconcile finds it idle", func() {
+				w.reconcile(false, extractionChild(x, false))
+				w.clock.Advance(finishGrace)
+				Eventually(w.callsOf(mDelete)).Should(ConsistOf(HaveField("Session", x)))
+				v := w.view("ses_p")
+				Expect(v.Extracting).To(BeFalse())
+				Expect(v.Pending).To(Equal(3), "the child never fetched: nothing was consumed")
+			})
+
+			It("extracts again on the next idle", func() {
+				next := w.extraction("ses_p")
+				Expect(next).NotTo(Equal(x))
+				Expect(w.fetch(next, "ses_p").callIDs()).To(HaveLen(3))
+			})
+		})
+
+		Describe("while the wrap-up's messages were being fetched", Ordered, func() {
+			var w *world
+			BeforeAll(func() {
+				w = newWorld()
+				w.parentCreated("ses_p")
+				Expect(w.rt.Store().Rows().Put(tableChatDirectory, "ses_p", []byte("chat"))).To(Succeed())
+				w.command("ses_p", "/thatch/exit")
+				w.host.SetFinalText("ses_p", "THATCH_EXIT_READY")
+				g := w.host.Block(mMsgs, false)
+				w.idle("ses_p")
+				Eventually(g.entered).Should(BeClosed())
+				Expect(w.view("ses_p").WrapUp.Checking).To(BeTrue())
+				w.restart()
+			})
+
+			It("checks again after the restart and exits", func() {
+				Eventually(w.callsOf(mPubTUI)).Should(HaveLen(1))
+				_, ok, err := w.rt.Store().Rows().Get(tableChatDirectory, "ses_p")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(ok).To(BeFalse())
+				Expect(w.view("ses_p").WrapUp).To(BeNil())
+			})
+		})
+
+		Describe("after a compaction was decided", Ordered, func() {
+			var w *world
+			BeforeAll(func() {
+				w = newWorld()
+				w.parentCreated("ses_p")
+				w.tools("ses_p", "a", 2)
+				w.command("ses_p", "/thatch/compact")
+				w.host.SetFinalText("ses_p", "THATCH_COMPACT_READY")
+				g := w.host.Block(mExecTUI, false)
+				w.idle("ses_p")
+				Eventually(g.entered).Should(BeClosed())
+				Expect(w.view("ses_p").Compacting).To(BeTrue())
+				w.restart()
+			})
+
+			It("clears the compacting flag when the reconcile finds the parent idle, so extraction resumes", func() {
+				w.reconcile(false)
+				Expect(w.view("ses_p").Compacting).To(BeFalse())
+				x := w.extraction("ses_p")
+				Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(2))
+			})
+		})
+	})
+})

@@ -1,0 +1,168 @@
+package thatch_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/thatch-run/thatch/actors/session"
+)
+
+// Registry tables the exit wrap-up writes; they mirror the runtime's.
+const (
+	tableWatcherDeaths = "opencode.watcher_deaths"
+	tableChatDirectory = "chat.directory"
+)
+
+var _ = Describe("Wrap-up commands", func() {
+	var w *world
+	BeforeEach(func() {
+		w = newWorld()
+		w.parentCreated("ses_p")
+		w.tools("ses_p", "a", 2)
+		// Another session may address this one through the chat directory.
+		Expect(w.rt.Store().Rows().Put(tableChatDirectory, "ses_p", []byte("chat"))).To(Succeed())
+	})
+
+	registered := func() bool {
+		_, ok, err := w.rt.Store().Rows().Get(tableChatDirectory, "ses_p")
+		Expect(err).NotTo(HaveOccurred())
+		return ok
+	}
+	watcherDeathRecorded := func() bool {
+		_, ok, err := w.rt.Store().Rows().Get(tableWatcherDeaths, "ses_p")
+		Expect(err).NotTo(HaveOccurred())
+		return ok
+	}
+
+	Describe("arming", func() {
+		DescribeTable("each command arms its kind and token",
+			func(cmd, kind, token string) {
+				w.command("ses_p", cmd)
+				v := w.view("ses_p")
+				Expect(v.WrapUp).NotTo(BeNil())
+				Expect(v.WrapUp.Kind).To(Equal(kind))
+				Expect(v.WrapUp.Token).To(Equal(token))
+			},
+			Entry("/thatch/compact", "/thatch/compact", session.WrapUpCompact, "THATCH_COMPACT_READY"),
+			Entry("/thatch/exit", "/thatch/exit", session.WrapUpExit, "THATCH_EXIT_READY"),
+			Entry("without the slash", "thatch/exit", session.WrapUpExit, "THATCH_EXIT_READY"),
+		)
+
+		It("does not arm on unknown commands", func() {
+			w.command("ses_p", "/help")
+			w.command("ses_p", "/thatch/unknown")
+			Expect(w.view("ses_p").WrapUp).To(BeNil())
+			w.idle("ses_p")
+			Eventually(w.countOf(mCreate)).Should(Equal(1), "an idle without a wrap-up extracts as usual")
+			Expect(w.host.CallsOf(mMsgs)).To(BeEmpty())
+		})
+	})
+
+	Describe("compact", func() {
+		BeforeEach(func() { w.command("ses_p", "/thatch/compact") })
+
+		It("with the token alone on the last line, triggers the host's compaction and returns early", func() {
+			w.host.SetFinalText("ses_p", "Saved 3 memories.\nNothing blocks compaction.\n\n  THATCH_COMPACT_READY  \n\n")
+			w.idle("ses_p")
+			Eventually(w.callsOf(mExecTUI)).Should(HaveLen(1))
+			Expect(w.host.CallsOf(mExecTUI)[0].Command).To(Equal("session_compact"))
+			Expect(w.host.CallsOf(mMsgs)).To(ConsistOf(HaveField("Session", "ses_p")), "the final assistant text was checked")
+			v := w.view("ses_p")
+			Expect(v.WrapUp).To(BeNil(), "a greenlit wrap-up is spent")
+			Expect(v.Compacting).To(BeTrue())
+			w.never(w.countOf(mCreate), Equal(0), "the checklist drained the buffer: no extraction")
+			Expect(registered()).To(BeTrue(), "compaction never unregisters")
+			Expect(watcherDeathRecorded()).To(BeFalse())
+			Expect(w.host.CallsOf(mPubTUI)).To(BeEmpty())
+		})
+	})
+
+	Describe("exit", func() {
+		BeforeEach(func() { w.command("ses_p", "/thatch/exit") })
+
+		It("with the token, records watcher deaths, unregisters the chat, then closes the host, in that order", func() {
+			var atExit struct{ deaths, registered bool }
+			w.host.OnCall(func(c hostCall) {
+				if c.Method == mPubTUI {
+					atExit.deaths, atExit.registered = watcherDeathRecorded(), registered()
+				}
+			})
+			w.host.SetFinalText("ses_p", "All done.\nTHATCH_EXIT_READY")
+			w.idle("ses_p")
+			Eventually(w.callsOf(mPubTUI)).Should(HaveLen(1))
+			Expect(w.host.CallsOf(mPubTUI)[0].Command).To(Equal("app.exit"))
+			Expect(atExit.deaths).To(BeTrue(), "watcher deaths are recorded before the host closes")
+			Expect(atExit.registered).To(BeFalse(), "the chat is unregistered before the host closes")
+			Expect(w.view("ses_p").WrapUp).To(BeNil())
+			w.never(w.countOf(mCreate), Equal(0), "no extraction after a greenlit exit")
+			Expect(w.host.CallsOf(mExecTUI)).To(BeEmpty(), "exit does not compact")
+		})
+
+		DescribeTable("without the token alone on the last line, warns and falls through to the normal idle",
+			func(final string) {
+				w.host.SetFinalText("ses_p", final)
+				w.idle("ses_p")
+				Eventually(w.callsOf(mToast)).Should(HaveLen(1))
+				t := w.host.CallsOf(mToast)[0]
+				Expect(t.Variant).To(Equal("warning"))
+				Expect(t.Text).To(ContainSubstring("THATCH_EXIT_READY"), "the toast says what the reply must end with")
+				Expect(t.Text).To(ContainSubstring("blockers"))
+				Eventually(func() []hostCall { return w.createsFor("ses_p") }).Should(HaveLen(1), "buffered interactions still get extracted")
+				Expect(w.host.CallsOf(mPubTUI)).To(BeEmpty())
+				Expect(registered()).To(BeTrue())
+				Expect(watcherDeathRecorded()).To(BeFalse())
+				v := w.view("ses_p")
+				Expect(v.WrapUp).NotTo(BeNil(), "the wrap-up stays armed for the next idle")
+				Expect(v.WrapUp.Checking).To(BeFalse())
+			},
+			Entry("the token in the middle of the text", "I will print THATCH_EXIT_READY when the tests pass.\nTests still fail."),
+			Entry("the token sharing its line", "Done: THATCH_EXIT_READY"),
+			Entry("the other command's token", "THATCH_COMPACT_READY"),
+			Entry("no assistant reply at all", ""),
+		)
+
+		It("with the token on a later idle, after a first idle without it", func() {
+			w.host.SetFinalText("ses_p", "Blocked: the build is red.")
+			w.idle("ses_p")
+			Eventually(w.callsOf(mToast)).Should(HaveLen(1))
+			w.host.SetFinalText("ses_p", "Build fixed.\nTHATCH_EXIT_READY")
+			w.idle("ses_p")
+			Eventually(w.callsOf(mPubTUI)).Should(HaveLen(1))
+			Expect(registered()).To(BeFalse())
+		})
+
+		It("triggers nothing when the messages cannot be fetched", func() {
+			w.host.FailNext(mMsgs, 1)
+			w.host.SetFinalText("ses_p", "THATCH_EXIT_READY")
+			w.idle("ses_p")
+			Eventually(w.callsOf(mMsgs)).Should(HaveLen(1))
+			w.never(w.countOf(mPubTUI), Equal(0), "no exit without the checked text")
+			Expect(registered()).To(BeTrue())
+			Expect(watcherDeathRecorded()).To(BeFalse())
+			Expect(w.view("ses_p").WrapUp).NotTo(BeNil(), "still armed: the next idle checks again")
+
+			w.idle("ses_p")
+			Eventually(w.callsOf(mPubTUI)).Should(HaveLen(1))
+		})
+
+		It("is cleared when the session is deleted", func() {
+			w.hostDeletes("ses_p")
+			Expect(w.view("ses_p").WrapUp).To(BeNil())
+			w.host.SetFinalText("ses_p", "THATCH_EXIT_READY")
+			w.idle("ses_p")
+			w.never(w.countOf(mMsgs), Equal(0), "a deleted session's wrap-up is never checked")
+			Expect(w.host.CallsOf(mPubTUI)).To(BeEmpty())
+		})
+	})
+
+	It("a parent that fetched its own payload during the checklist completes it with done", func() {
+		w.command("ses_p", "/thatch/compact")
+		Expect(w.fetch("ses_p", "").callIDs()).To(Equal([]string{"a-1", "a-2"}))
+		Expect(w.done("ses_p")).To(Equal(2))
+		w.host.SetFinalText("ses_p", "THATCH_COMPACT_READY")
+		w.idle("ses_p")
+		Eventually(w.callsOf(mExecTUI)).Should(HaveLen(1))
+		v := w.view("ses_p")
+		Expect(v.Pending + v.Accepted).To(Equal(0))
+	})
+})
