@@ -54,35 +54,32 @@ func (j *Journal) Append(id Identity, first uint64, events [][]byte, mark Active
 	if first == 0 || first > math.MaxUint64-uint64(len(events)) {
 		return fmt.Errorf("%w: append %s at %d", ErrSequence, id, first)
 	}
-	b := j.s.db.NewBatch()
-	defer b.Close()
 	prefix := entityPrefix(prefixEvent, id)
-	key := make([]byte, len(prefix)+8)
-	copy(key, prefix)
-	for i, ev := range events {
-		binary.BigEndian.PutUint64(key[len(prefix):], first+uint64(i))
-		if err := b.Set(key, ev, nil); err != nil {
-			return fmt.Errorf("persistence: append %s: %w", id, err)
+	err := j.s.commit.add(func(b *pebble.Batch) error {
+		key := make([]byte, len(prefix)+8)
+		copy(key, prefix)
+		for i, ev := range events {
+			binary.BigEndian.PutUint64(key[len(prefix):], first+uint64(i))
+			if err := b.Set(key, ev, nil); err != nil {
+				return err
+			}
 		}
-	}
-	if len(events) > 0 {
-		var hv [8]byte
-		binary.BigEndian.PutUint64(hv[:], first+uint64(len(events))-1)
-		if err := b.Set(entityPrefix(prefixHighest, id), hv[:], nil); err != nil {
-			return fmt.Errorf("persistence: append %s: %w", id, err)
+		if len(events) > 0 {
+			var hv [8]byte
+			binary.BigEndian.PutUint64(hv[:], first+uint64(len(events))-1)
+			if err := b.Set(entityPrefix(prefixHighest, id), hv[:], nil); err != nil {
+				return err
+			}
 		}
-	}
-	switch mark {
-	case MarkActive:
-		if err := b.Set(entityPrefix(prefixActive, id), nil, nil); err != nil {
-			return fmt.Errorf("persistence: append %s: %w", id, err)
+		switch mark {
+		case MarkActive:
+			return b.Set(entityPrefix(prefixActive, id), nil, nil)
+		case MarkIdle:
+			return b.Delete(entityPrefix(prefixActive, id), nil)
 		}
-	case MarkIdle:
-		if err := b.Delete(entityPrefix(prefixActive, id), nil); err != nil {
-			return fmt.Errorf("persistence: append %s: %w", id, err)
-		}
-	}
-	if err := b.Commit(j.s.wo); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("persistence: append %s seq %d..%d: %w", id, first, first+uint64(len(events))-1, err)
 	}
 	return nil

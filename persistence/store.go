@@ -59,6 +59,7 @@ type Store struct {
 	wo     *pebble.WriteOptions
 	closed atomic.Bool
 	failed atomic.Bool
+	commit *committer
 	// rowsMu lets DeleteWrittenBefore scan and delete with no row write in
 	// between; row writes share it.
 	rowsMu sync.RWMutex
@@ -113,7 +114,10 @@ func Open(dir string, o Options) (*Store, error) {
 		FS:                          o.FS,
 		Cache:                       cache,
 		Logger:                      fatalLogger{Logger: logger, failed: &s.failed, notify: o.OnFailure},
-		MemTableSize:                64 << 20,
+		// Pebble reserves each memtable's size out of the block cache, so
+		// memtables are kept to a quarter of it: thatch writes little, and
+		// an empty cache makes every recovery read from disk.
+		MemTableSize:                uint64(max(o.CacheSize/4, 4<<20)),
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       40,
@@ -128,14 +132,20 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.NoSync {
 		s.wo = pebble.NoSync
 	}
+	s.commit = newCommitter(s)
 	return s, nil
 }
 
-// Close flushes nothing extra (every acknowledged write is already synced)
-// and releases the database. Later calls return ErrClosed.
+// Close releases the database; later calls return ErrClosed. Every
+// acknowledged write is already synced, so nothing depends on Close: it
+// flushes the memtable only so that the next Open need not replay the WAL.
 func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
+	}
+	s.commit.close()
+	if !s.failed.Load() {
+		_ = s.db.Flush()
 	}
 	return s.db.Close()
 }
