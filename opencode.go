@@ -102,7 +102,15 @@ func (o *openCode) deliver(msg any) error {
 	if err != nil {
 		return err
 	}
-	return o.tree.Deliver(id, msg, deliverTimeout)
+	if err := o.tree.Deliver(id, msg, deliverTimeout); err != nil {
+		return err
+	}
+	if d, ok := msg.(*messages.SessionDeleted); ok && d.SessionID == id.ID {
+		// The parent is gone and its family journaled that: its children's
+		// links and its host record route nothing any more.
+		return o.dir.forget(id.ID)
+	}
+	return nil
 }
 
 // request routes msg and returns the family's reply.
@@ -527,8 +535,6 @@ func requireSession(w http.ResponseWriter, id string) bool {
 func isLoopbackHost(h string) bool {
 	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "::1"
 }
-
-var errNoFamily = errors.New("thatch: no such session family")
 
 // sessionViews lists every family's status view, live ones first asked
 // directly; passivated families are woken to answer, which is fine for a

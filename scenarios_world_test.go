@@ -284,14 +284,6 @@ func (w *world) child(parent, id string) (session.ChildView, bool) {
 
 // Polled observations, for Eventually/Consistently.
 
-func (w *world) pending(parent string) func() int {
-	return func() int { return w.view(parent).Pending }
-}
-
-func (w *world) accepted(parent string) func() int {
-	return func() int { return w.view(parent).Accepted }
-}
-
 func (w *world) callsOf(method string) func() []hostCall {
 	return func() []hostCall { return w.host.CallsOf(method) }
 }

@@ -26,8 +26,6 @@ const (
 	atDiscarded       // a child's own entry, dropped with the child
 )
 
-func (p place) terminal() bool { return p >= atCompleted }
-
 func (p place) String() string {
 	return [...]string{"pending", "accepted", "child buffer", "completed", "taken with parent", "dropped on overflow", "discarded with child"}[p]
 }

@@ -96,13 +96,6 @@ func makePair(x, y string) pairKey {
 	return pairKey{a: x, b: y}
 }
 
-func (p pairKey) other(slug string) string {
-	if p.a == slug {
-		return p.b
-	}
-	return p.a
-}
-
 // indexRecord is what Open loads for every entry: all that recall, dedup
 // and hygiene need, without the entry's text.
 type indexRecord struct {
