@@ -358,6 +358,11 @@ type Status struct {
 	Sessions      []any                  `json:"sessions,omitempty"`
 }
 
+// statusFamilies caps the session families one status report shows.
+const statusFamilies = 500
+
+var errStatusFull = errors.New("thatch: status is full")
+
 // StatusReport gathers the runtime's status.
 func (r *Runtime) StatusReport() (*Status, error) {
 	kinds, errs, err := r.tree.Stats(5 * time.Second)
@@ -375,7 +380,13 @@ func (r *Runtime) StatusReport() (*Status, error) {
 	for _, f := range fams {
 		seen[f] = true
 	}
-	_ = r.store.Journal().Active(session.KindName, func(id persistence.Identity) error {
+	// Every persisted family, not only those with unfinished work: a
+	// passivated family that only buffers interactions must show too. A
+	// view wakes its family, so a status shows at most statusFamilies.
+	_ = r.store.Journal().Entities(session.KindName, func(id persistence.Identity, _ uint64) error {
+		if len(fams) >= statusFamilies {
+			return errStatusFull
+		}
 		if !seen[id.ID] {
 			fams = append(fams, id.ID)
 		}

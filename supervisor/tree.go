@@ -443,3 +443,19 @@ func (k *kindSupervisor) rehydrate(ctx actor.Context) (int, error) {
 	}
 	return len(ids), nil
 }
+
+// Deliver sends msg to the entity and waits until the entity has handled it
+// (its events are durable), without needing the kind to reply: it follows
+// msg with a Ping, which the entity answers only after every message before
+// it. Use it where a caller must not be acknowledged before the journal is.
+func (t *Tree) Deliver(to actors.Identity, msg any, timeout time.Duration) error {
+	t.Send(to, msg)
+	res, err := t.Request(to, &actors.Ping{}, timeout)
+	if err != nil {
+		return err
+	}
+	if _, ok := res.(*actors.Pong); !ok {
+		return fmt.Errorf("supervisor: deliver to %s: unexpected answer %T", to, res)
+	}
+	return nil
+}
