@@ -56,7 +56,10 @@ func runInstall(args []string) int {
 	// Only the control file paths matter here; other config problems are
 	// for `thatch serve` to report.
 	if cfg.Control.StateFile == "" || cfg.Control.TokenFile == "" {
-		fmt.Fprintf(os.Stderr, "thatch install: cannot tell where the daemon's control files are (set data.dir): %v\n", err)
+		fmt.Fprintln(os.Stderr, "thatch install: cannot tell where the daemon's control files are: set data.dir (or HOME)")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "  %v\n", err)
+		}
 		return 1
 	}
 	if global && project != "" {
@@ -117,7 +120,7 @@ func printInstallReport(rep *install.Report) {
 		fmt.Println("Everything was already in place; nothing changed.")
 		return
 	}
-	fmt.Println("Done. opencode reads plugins, commands and skills when it starts: restart running opencode")
-	fmt.Println("instances for this to take effect. Start the TUI with --port 0 (or use `opencode serve`) so")
-	fmt.Println("that `thatch serve` can watch its sessions.")
+	fmt.Println("Done. This takes effect at the next opencode start: opencode reads plugins, commands and")
+	fmt.Println("skills only when it starts, so restart running opencode instances. Start the TUI with")
+	fmt.Println("--port 0 (or use `opencode serve`) so that `thatch serve` can reach its server.")
 }
