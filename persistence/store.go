@@ -111,9 +111,9 @@ func Open(dir string, o Options) (*Store, error) {
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{
-		FS:                          o.FS,
-		Cache:                       cache,
-		Logger:                      fatalLogger{Logger: logger, failed: &s.failed, notify: o.OnFailure},
+		FS:     o.FS,
+		Cache:  cache,
+		Logger: fatalLogger{Logger: logger, failed: &s.failed, notify: o.OnFailure},
 		// Pebble reserves each memtable's size out of the block cache, so
 		// memtables are kept to a quarter of it: thatch writes little, and
 		// an empty cache makes every recovery read from disk.

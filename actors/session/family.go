@@ -201,7 +201,9 @@ func buffered(tool string) bool {
 	case "", "skill", "task", "subagent":
 		return false
 	}
-	return !strings.HasPrefix(tool, "thatch_")
+	// thatch's own tools, the memory tools included: a memory written by a
+	// parent is already durable, and extracting it again would duplicate it.
+	return !strings.HasPrefix(tool, "thatch_") && !strings.HasPrefix(tool, "memory_")
 }
 
 func (d *decider) toolExecuted(m *messages.ToolExecuted) {

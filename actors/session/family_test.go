@@ -68,6 +68,7 @@ func TestToolExecuted(t *testing.T) {
 			},
 		},
 		{name: "thatch tools are not buffered", msg: toolNamed(parent, "c", "thatch_get_extraction_payload"), events: []string{}},
+		{name: "memory tools are not buffered", msg: toolNamed(parent, "c", "memory_remember"), events: []string{}},
 		{name: "skill is not buffered", msg: toolNamed(parent, "c", "skill"), events: []string{}},
 		{name: "task is not buffered", msg: toolNamed(parent, "c", "task"), events: []string{}},
 		{name: "subagent is not buffered", msg: toolNamed(parent, "c", "subagent"), events: []string{}},

@@ -225,7 +225,7 @@ export const ThatchPlugin = async (input) => {
     "tool.execute.after": async (hook, output) => {
       try {
         const name = hook?.tool ?? "";
-        if (!name || name.startsWith("thatch_") || SKIPPED_TOOLS.has(name) || !hook.sessionID) return;
+        if (!name || name.startsWith("thatch_") || name.startsWith("memory_") || SKIPPED_TOOLS.has(name) || !hook.sessionID) return;
         await call("/v1/opencode/tool", {
           host: currentHost(),
           sessionID: hook.sessionID,

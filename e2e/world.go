@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// Binaries are what SynchronizedBeforeSuite prepares once for every
+// process of the suite.
+type Binaries struct {
+	// Thatch is the built cmd/thatch.
+	Thatch string `json:"thatch"`
+	// OpenCode is the pinned opencode executable ("" when it could not be
+	// installed; specs labelled opencode then fail with the reason).
+	OpenCode string `json:"opencode"`
+	// OpenCodeErr says why OpenCode is empty.
+	OpenCodeErr string `json:"opencodeErr,omitempty"`
+	// Deps is an opencode config folder where `thatch install` already put
+	// @opencode-ai/plugin; worlds copy its node_modules (hard links) so that
+	// each spec's install finds the package and skips npm.
+	Deps string `json:"deps"`
+	// NPMCache is the npm cache shared by every install in the suite.
+	NPMCache string `json:"npmCache"`
+}
+
+// bins is set on every process by SynchronizedBeforeSuite.
+var bins Binaries
+
+// World is one spec's private machine: HOME, the XDG folders, a project
+// folder and a thatch config, all under a temp dir that Ginkgo removes.
+type World struct {
+	Root       string
+	Home       string
+	ConfigHome string
+	DataHome   string
+	Project    string
+	// ThatchConfig is the daemon's config file; DataDir is its data.dir.
+	ThatchConfig string
+	DataDir      string
+	// Env is the environment every process of the world runs with.
+	Env []string
+}
+
+// NewWorld makes the folders and the environment of one spec.
+func NewWorld() *World {
+	root := GinkgoT().TempDir()
+	w := &World{
+		Root:       root,
+		Home:       filepath.Join(root, "home"),
+		ConfigHome: filepath.Join(root, "config"),
+		DataHome:   filepath.Join(root, "data"),
+		Project:    filepath.Join(root, "project"),
+		DataDir:    filepath.Join(root, "thatch"),
+	}
+	for _, d := range []string{w.Home, w.ConfigHome, w.DataHome, w.Project, filepath.Join(root, "cache"), filepath.Join(root, "state")} {
+		Expect(os.MkdirAll(d, 0o755)).To(Succeed())
+	}
+	path := os.Getenv("PATH")
+	if bins.OpenCode != "" {
+		path = filepath.Dir(bins.OpenCode) + string(os.PathListSeparator) + path
+	}
+	w.Env = []string{
+		"PATH=" + path,
+		"HOME=" + w.Home,
+		"XDG_CONFIG_HOME=" + w.ConfigHome,
+		"XDG_DATA_HOME=" + w.DataHome,
+		"XDG_CACHE_HOME=" + filepath.Join(root, "cache"),
+		"XDG_STATE_HOME=" + filepath.Join(root, "state"),
+		"TMPDIR=" + os.TempDir(),
+		"LANG=C.UTF-8",
+		"OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_DISABLE_AUTOUPDATE=1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_SHARE=1",
+		"OPENCODE_DISABLE_CLAUDE_CODE=1",
+		"npm_config_cache=" + bins.NPMCache,
+		"npm_config_update_notifier=false",
+		// The plugin looks for a restarted daemon this often.
+		"OPENCODE_THATCH_POLL_MS=200",
+	}
+	w.ThatchConfig = filepath.Join(root, "thatch.toml")
+	w.WriteThatchConfig()
+	w.WriteReadme(w.Project)
+	return w
+}
+
+// NewProject makes another project folder in the world, with a README.
+func (w *World) NewProject(name string) string {
+	dir := filepath.Join(w.Root, name)
+	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	w.WriteReadme(dir)
+	return dir
+}
+
+// WriteReadme gives a project the README the scripted turns read.
+func (w *World) WriteReadme(dir string) {
+	Expect(os.WriteFile(filepath.Join(dir, "README.md"),
+		[]byte("# demo\n\nBuild with `make build`; the tests need CGO_ENABLED=1.\n"), 0o644)).To(Succeed())
+}
+
+// WriteThatchConfig writes the daemon's config: data in DataDir, debug
+// logs (the harness waits for some of them), and a short finish grace for
+// extraction children found idle after a reconnect.
+func (w *World) WriteThatchConfig() {
+	cfg := strings.Join([]string{
+		"[data]",
+		"dir = " + quote(w.DataDir),
+		"[log]",
+		`level = "debug"`,
+		"[opencode]",
+		`finish_grace = "1s"`,
+		`request_timeout = "10s"`,
+		"",
+	}, "\n")
+	Expect(os.WriteFile(w.ThatchConfig, []byte(cfg), 0o644)).To(Succeed())
+}
+
+// SeedDeps gives the world's global opencode config folder the plugin's
+// npm dependency from the suite's template, as an earlier install would
+// have, so that this spec's install and opencode start run no npm.
+func (w *World) SeedDeps() {
+	Expect(bins.Deps).NotTo(BeEmpty(), "the suite has no dependency template")
+	dst := filepath.Join(w.ConfigHome, "opencode")
+	Expect(copyTree(bins.Deps, dst)).To(Succeed())
+}
+
+// copyTree copies src into dst, hard-linking regular files (the template
+// is never written to) and copying the two manifests.
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		t := filepath.Join(dst, rel)
+		switch {
+		case fi.IsDir():
+			return os.MkdirAll(t, 0o755)
+		case fi.Mode()&os.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, t)
+		case rel == "package.json" || rel == "package-lock.json":
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(t, b, 0o644)
+		default:
+			if err := os.Link(p, t); err != nil {
+				b, rerr := os.ReadFile(p)
+				if rerr != nil {
+					return rerr
+				}
+				return os.WriteFile(t, b, fi.Mode().Perm())
+			}
+			return nil
+		}
+	})
+}
+
+func quote(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
