@@ -87,15 +87,19 @@ type delivery struct {
 }
 
 // shell is the part of an entity that survives a restart of its actor:
-// protoactor builds a new actor value on restart, and the message that was
-// being handled when it failed must not be forgotten (protoactor drops it).
+// protoactor builds a new actor value on restart and drops the message
+// whose handling failed. The shell keeps every delivery whose outcome was
+// not yet released (its events not yet durable), so the restarted entity
+// handles them again, in order, on top of what the journal holds.
 type shell struct {
-	started  bool
-	inflight *delivery
+	started bool
+	// undurable are the deliveries decided since the last durable append,
+	// oldest first.
+	undurable []*delivery
+	// crashed is the delivery whose Decide panicked, if any; it counts
+	// towards the poison limit, a journal failure does not.
+	crashed  *delivery
 	attempts int
-	// journalFailed is set when the last failure was the journal's, not the
-	// kind's: such a message is not poison and is retried without counting.
-	journalFailed bool
 }
 
 type passivateCheck struct{}
@@ -105,16 +109,47 @@ type timerFired struct {
 	gen  uint64
 }
 
+// appendDone reports the end of an asynchronous journal append.
+type appendDone struct {
+	err error
+}
+
+// output is what one handled message releases once its events are durable:
+// a reply and effects, in the order the messages were handled.
+type output struct {
+	d       *delivery
+	reply   any
+	effects []any
+	// answer, when set, computes the reply at release time (Ping, Inspect).
+	answer func() any
+}
+
 type entity[S any] struct {
 	k   Kind[S]
 	id  Identity
 	env *Env
 	sh  *shell
 
-	state   *S
+	state *S
+	// seq is the sequence number of the last event applied to state;
+	// durable is the last one the journal acknowledged. They differ while
+	// an append is in flight or events wait for the next one.
 	seq     uint64
+	durable uint64
 	snapSeq uint64
-	active  bool
+	// active is Kind.Active as last journaled (the index mark).
+	active bool
+
+	// Write-behind: the entity decides and applies messages while the
+	// previous append is in flight, collects their events in buf, and
+	// journals them together when it lands. Outputs are released strictly
+	// after their events are durable, in order.
+	buf       [][]byte
+	outs      []output
+	flying    bool
+	flyOuts   []output
+	flyEvents int
+	flyDone   chan struct{}
 
 	timers     map[string]runningTimer
 	timerGen   uint64
@@ -132,25 +167,26 @@ func (e *entity[S]) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		e.start(ctx)
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Stopping:
+		e.drainInFlight(ctx)
+		e.stopTimers()
+	case *actor.Restarting:
 		e.stopTimers()
 	case *actor.Stopped:
-		if d := e.sh.inflight; d != nil && d.sender != nil {
-			// Stopped with a message in hand: the supervisor gave up on this
-			// entity. Tell the requester rather than let it time out.
-			ctx.Send(d.sender, &Rejected{Reason: fmt.Sprintf("%s stopped after repeated failures", e.id)})
-			e.sh.inflight = nil
+		for _, d := range e.sh.undurable {
+			if d.sender != nil {
+				// Stopped with messages in hand: the supervisor gave up on
+				// this entity. Tell requesters rather than let them time out.
+				ctx.Send(d.sender, &Rejected{Reason: fmt.Sprintf("%s stopped after repeated failures", e.id)})
+			}
 		}
+		e.sh.undurable = nil
+	case *appendDone:
+		e.landed(ctx, m.err)
 	case *passivateCheck:
 		e.checkPassivate(ctx)
-	case *Ping:
-		ctx.Respond(&Pong{Seq: e.seq, Active: e.active})
-	case *Inspect:
-		var view any
-		if v, ok := e.k.(Viewer[S]); ok {
-			view = v.View(e.state)
-		}
-		ctx.Respond(&Inspection{ID: e.id, Seq: e.seq, Active: e.active, View: view})
+	case *Ping, *Inspect:
+		e.answerWhenDurable(ctx, &delivery{msg: m, sender: ctx.Sender()})
 	case *timerFired:
 		if rt, ok := e.timers[m.name]; ok && rt.gen == m.gen {
 			delete(e.timers, m.name)
@@ -175,27 +211,50 @@ func (e *entity[S]) start(ctx actor.Context) {
 		panic(fmt.Errorf("actors: recover %s: %w", e.id, err))
 	}
 	e.touch(ctx)
+	redo, crashed := e.sh.undurable, e.sh.crashed
+	e.sh.undurable, e.sh.crashed = nil, nil
 	e.handle(ctx, &delivery{msg: &Recovered{Restarted: restarted, Events: replayed}})
-	if d := e.sh.inflight; d != nil {
-		if !e.sh.journalFailed {
+	for _, d := range redo {
+		if d == crashed {
 			e.sh.attempts++
-		}
-		e.sh.journalFailed = false
-		if e.sh.attempts > e.maxRedeliveries() {
-			e.sh.inflight, e.sh.attempts = nil, 0
-			reason := fmt.Sprintf("message %T failed %s %d times", d.msg, e.id, e.maxRedeliveries()+1)
-			e.log.Error("dropping poison message", "message", fmt.Sprintf("%T", d.msg))
-			if e.env.OnPoison != nil {
-				e.env.OnPoison(e.id, d.msg, reason)
+			if e.sh.attempts > e.maxRedeliveries() {
+				e.sh.attempts = 0
+				reason := fmt.Sprintf("message %T failed %s %d times", d.msg, e.id, e.maxRedeliveries()+1)
+				e.log.Error("dropping poison message", "message", fmt.Sprintf("%T", d.msg))
+				if e.env.OnPoison != nil {
+					e.env.OnPoison(e.id, d.msg, reason)
+				}
+				if d.sender != nil {
+					ctx.Send(d.sender, &Rejected{Reason: reason})
+				}
+				continue
 			}
-			if d.sender != nil {
-				ctx.Send(d.sender, &Rejected{Reason: reason})
-			}
-			return
+			e.log.Warn("redelivering the message that failed", "message", fmt.Sprintf("%T", d.msg), "attempt", e.sh.attempts)
 		}
-		e.log.Warn("redelivering the message that failed", "message", fmt.Sprintf("%T", d.msg), "attempt", e.sh.attempts)
-		e.handle(ctx, d)
+		switch d.msg.(type) {
+		case *Ping, *Inspect:
+			e.answerWhenDurable(ctx, d)
+		default:
+			e.handle(ctx, d)
+		}
 	}
+}
+
+// answerWhenDurable answers a Ping or Inspect once everything handled
+// before it is durable: a Pong tells a caller its earlier messages are.
+func (e *entity[S]) answerWhenDurable(ctx actor.Context, d *delivery) {
+	e.sh.undurable = append(e.sh.undurable, d)
+	answer := func() any { return &Pong{Seq: e.durable, Active: e.active} }
+	if _, ok := d.msg.(*Inspect); ok {
+		answer = func() any {
+			var view any
+			if v, ok := e.k.(Viewer[S]); ok {
+				view = v.View(e.state)
+			}
+			return &Inspection{ID: e.id, Seq: e.durable, Active: e.active, View: view}
+		}
+	}
+	e.queue(ctx, output{d: d, answer: answer})
 }
 
 func (e *entity[S]) maxRedeliveries() int {
@@ -209,6 +268,7 @@ func (e *entity[S]) recoverState() (int, error) {
 	j := e.env.Journal
 	e.state = e.k.Initial(e.id.ID)
 	e.seq, e.snapSeq = 0, 0
+	e.buf, e.outs, e.flyOuts, e.flying = nil, nil, nil, false
 	snap, ok, err := j.LoadSnapshot(e.id, math.MaxUint64)
 	if err != nil {
 		return 0, err
@@ -245,61 +305,174 @@ func (e *entity[S]) recoverState() (int, error) {
 	if high > e.seq {
 		e.seq = high
 	}
+	e.durable = e.seq
 	e.active = e.k.Active(e.state)
 	return n, nil
 }
 
-// handle runs one message through Decide and applies the Decision in the
-// order its doc promises. A journal failure panics: the supervisor restarts
-// the entity, which rebuilds its state from what was durable and gets the
-// message again.
+// handle runs one message through Decide, applies its events to the state
+// at once (so the next message sees them), and queues its reply and
+// effects behind the journal append that makes those events durable.
+// Replies and effects are never released before their events are durable,
+// and always in the order the messages were handled.
 func (e *entity[S]) handle(ctx actor.Context, d *delivery) {
 	e.touch(ctx)
 	_, isRecovered := d.msg.(*Recovered)
 	if !isRecovered {
-		e.sh.inflight = d
+		e.sh.undurable = append(e.sh.undurable, d)
+		e.sh.crashed = d // cleared once Decide returns
 	}
 	dec := e.k.Decide(e.state, d.msg, e.env.Clock.Now())
-	if len(dec.Events) > 0 {
-		encoded := make([][]byte, len(dec.Events))
-		for i, ev := range dec.Events {
-			b, err := messages.Encode(ev)
-			if err != nil {
-				panic(fmt.Errorf("actors: %s: encode %T: %w", e.id, ev, err))
-			}
-			encoded[i] = b
-		}
-		for _, ev := range dec.Events {
-			e.state = e.k.Apply(e.state, ev)
-		}
-		mark := persistence.MarkUnchanged
-		if active := e.k.Active(e.state); active != e.active || e.seq == 0 {
-			mark = persistence.MarkIdle
-			if active {
-				mark = persistence.MarkActive
-			}
-			e.active = active
-		}
-		if err := e.env.Journal.Append(e.id, e.seq+1, encoded, mark); err != nil {
-			e.sh.journalFailed = true
-			panic(fmt.Errorf("actors: %s: journal: %w", e.id, err))
-		}
-		e.seq += uint64(len(encoded))
-	} else if !isRecovered && len(dec.Effects) == 0 && dec.Reply == nil {
-		e.log.Trace("message changed nothing", "message", fmt.Sprintf("%T", d.msg))
+	if !isRecovered {
+		e.sh.crashed = nil
 	}
-	if dec.Reply != nil && d.sender != nil {
-		ctx.Send(d.sender, dec.Reply)
+	for _, ev := range dec.Events {
+		b, err := messages.Encode(ev)
+		if err != nil {
+			panic(fmt.Errorf("actors: %s: encode %T: %w", e.id, ev, err))
+		}
+		e.buf = append(e.buf, b)
+		e.state = e.k.Apply(e.state, ev)
+		e.seq++
 	}
-	for _, eff := range dec.Effects {
-		e.run(ctx, eff)
+	if isRecovered {
+		d = nil
 	}
-	if e.env.SnapshotEvery > 0 && e.seq-e.snapSeq >= uint64(e.env.SnapshotEvery) {
+	e.queue(ctx, output{d: d, reply: dec.Reply, effects: dec.Effects})
+}
+
+// queue adds an output behind everything not yet durable, and starts an
+// append when none is in flight.
+func (e *entity[S]) queue(ctx actor.Context, o output) {
+	e.outs = append(e.outs, o)
+	if !e.flying {
+		e.flush(ctx)
+	}
+}
+
+// flush journals the collected events in one append, in the background. An
+// entity has at most one append in flight, so its events reach the journal
+// in order; whatever it handles meanwhile waits for the next one. With
+// nothing to journal the outputs are released at once.
+func (e *entity[S]) flush(ctx actor.Context) {
+	if len(e.buf) == 0 {
+		outs := e.outs
+		e.outs = nil
+		e.release(ctx, outs)
+		return
+	}
+	events, outs := e.buf, e.outs
+	e.buf, e.outs = nil, nil
+	mark := e.nextMark()
+	e.flying, e.flyOuts, e.flyEvents = true, outs, len(events)
+	first := e.durable + 1
+	done := make(chan struct{})
+	e.flyDone = done
+	self, root, j, id := ctx.Self(), ctx.ActorSystem().Root, e.env.Journal, e.id
+	go func() {
+		defer close(done)
+		err := j.Append(id, first, events, mark)
+		root.Send(self, &appendDone{err: err})
+	}()
+}
+
+// nextMark is the index mark for the next append: the entity's Active as of
+// the state that append makes durable.
+func (e *entity[S]) nextMark() persistence.ActiveMark {
+	active := e.k.Active(e.state)
+	if active == e.active && e.durable > 0 {
+		return persistence.MarkUnchanged
+	}
+	e.active = active
+	if active {
+		return persistence.MarkActive
+	}
+	return persistence.MarkIdle
+}
+
+// landed handles the end of the append in flight.
+func (e *entity[S]) landed(ctx actor.Context, err error) {
+	if !e.flying {
+		return
+	}
+	e.flying = false
+	if err != nil {
+		// Nothing of this append (or after it) is acknowledged. The restart
+		// rebuilds the state from the journal and handles every delivery
+		// still in the shell again; a journal failure makes none of them
+		// poison.
+		panic(fmt.Errorf("actors: %s: journal: %w", e.id, err))
+	}
+	e.durable += uint64(e.flyEvents)
+	outs := e.flyOuts
+	e.flyOuts, e.flyEvents = nil, 0
+	e.release(ctx, outs)
+	if len(e.buf) == 0 && e.env.SnapshotEvery > 0 && e.durable-e.snapSeq >= uint64(e.env.SnapshotEvery) {
+		// Only with nothing waiting is the state exactly the durable one.
 		e.snapshot()
 	}
-	if !isRecovered {
-		e.sh.inflight, e.sh.attempts = nil, 0
+	if len(e.buf) > 0 || len(e.outs) > 0 {
+		e.flush(ctx)
 	}
+}
+
+// release sends replies and runs effects of outputs whose events are
+// durable, and forgets their deliveries.
+func (e *entity[S]) release(ctx actor.Context, outs []output) {
+	for _, o := range outs {
+		if o.d != nil && o.d.sender != nil {
+			switch {
+			case o.answer != nil:
+				ctx.Send(o.d.sender, o.answer())
+			case o.reply != nil:
+				ctx.Send(o.d.sender, o.reply)
+			}
+		}
+		for _, eff := range o.effects {
+			e.run(ctx, eff)
+		}
+		if o.d != nil && len(e.sh.undurable) > 0 && e.sh.undurable[0] == o.d {
+			e.sh.undurable = e.sh.undurable[1:]
+			e.sh.attempts = 0
+		}
+	}
+}
+
+// drainInFlight finishes the entity's writes when it stops: it waits for
+// the append in flight, then journals whatever was handled meanwhile, so
+// that no goroutine outlives the entity and every message it handled is
+// either durable and answered or (on a journal failure) left to requesters'
+// timeouts, never half-done.
+func (e *entity[S]) drainInFlight(ctx actor.Context) {
+	if e.flying {
+		<-e.flyDone
+		e.flying = false
+		outs := e.flyOuts
+		e.flyOuts = nil
+		// appendDone is still in the mailbox and will never be read; the
+		// append returned, so the journal tells whether it landed.
+		high, err := e.env.Journal.HighestSeq(e.id)
+		if err != nil || high < e.durable+uint64(e.flyEvents) {
+			e.log.Error("append in flight at stop did not land", "error", err)
+			return
+		}
+		e.durable += uint64(e.flyEvents)
+		e.release(ctx, outs)
+	}
+	if len(e.buf) == 0 {
+		outs := e.outs
+		e.outs = nil
+		e.release(ctx, outs)
+		return
+	}
+	if err := e.env.Journal.Append(e.id, e.durable+1, e.buf, e.nextMark()); err != nil {
+		e.log.Error("final append at stop failed", "error", err)
+		return
+	}
+	e.durable += uint64(len(e.buf))
+	outs := e.outs
+	e.buf, e.outs = nil, nil
+	e.release(ctx, outs)
 }
 
 func (e *entity[S]) snapshot() {
@@ -308,12 +481,12 @@ func (e *entity[S]) snapshot() {
 		e.log.Error("snapshot: encode state", "error", err)
 		return
 	}
-	if err := e.env.Journal.Compact(e.id, e.seq, b); err != nil {
+	if err := e.env.Journal.Compact(e.id, e.durable, b); err != nil {
 		// A missed snapshot costs replay time, not data: keep going.
-		e.log.Warn("snapshot failed", "seq", e.seq, "error", err)
+		e.log.Warn("snapshot failed", "seq", e.durable, "error", err)
 		return
 	}
-	e.snapSeq = e.seq
+	e.snapSeq = e.durable
 }
 
 func (e *entity[S]) run(ctx actor.Context, eff any) {
@@ -376,8 +549,9 @@ func (e *entity[S]) armPassivate(ctx actor.Context, d time.Duration) {
 func (e *entity[S]) checkPassivate(ctx actor.Context) {
 	e.passTimer = nil
 	idle := e.env.Clock.Now().Sub(e.lastActive)
-	if idle < e.env.PassivateAfter || len(e.timers) > 0 {
-		// Still in use, or waiting for a timer that passivation would lose.
+	if idle < e.env.PassivateAfter || len(e.timers) > 0 || e.flying || len(e.buf) > 0 || len(e.outs) > 0 {
+		// Still in use, writing, or waiting for a timer that passivation
+		// would lose.
 		wait := e.env.PassivateAfter - idle
 		if wait <= 0 {
 			wait = e.env.PassivateAfter
