@@ -171,6 +171,10 @@ func (e *entity[S]) Receive(ctx actor.Context) {
 		e.drainInFlight(ctx)
 		e.stopTimers()
 	case *actor.Restarting:
+		// The new incarnation replays the journal: an append still in
+		// flight must land (or fail) first, and if it landed its messages
+		// are done and must not be handled again.
+		e.settleInFlight(ctx)
 		e.stopTimers()
 	case *actor.Stopped:
 		for _, d := range e.sh.undurable {
@@ -438,26 +442,35 @@ func (e *entity[S]) release(ctx actor.Context, outs []output) {
 	}
 }
 
-// drainInFlight finishes the entity's writes when it stops: it waits for
-// the append in flight, then journals whatever was handled meanwhile, so
-// that no goroutine outlives the entity and every message it handled is
-// either durable and answered or (on a journal failure) left to requesters'
-// timeouts, never half-done.
+// settleInFlight waits for the append in flight, if any, and releases its
+// outputs when it landed. Its appendDone message stays in the mailbox and
+// is ignored (landed only acts while an append is flying).
+func (e *entity[S]) settleInFlight(ctx actor.Context) bool {
+	if !e.flying {
+		return true
+	}
+	<-e.flyDone
+	e.flying = false
+	outs := e.flyOuts
+	e.flyOuts = nil
+	high, err := e.env.Journal.HighestSeq(e.id)
+	if err != nil || high < e.durable+uint64(e.flyEvents) {
+		return false
+	}
+	e.durable += uint64(e.flyEvents)
+	e.release(ctx, outs)
+	return true
+}
+
+// drainInFlight finishes the entity's writes when it stops: it settles the
+// append in flight, then journals whatever was handled meanwhile, so that
+// no goroutine outlives the entity and every message it handled is either
+// durable and answered or (on a journal failure) left unanswered, never
+// half-done.
 func (e *entity[S]) drainInFlight(ctx actor.Context) {
-	if e.flying {
-		<-e.flyDone
-		e.flying = false
-		outs := e.flyOuts
-		e.flyOuts = nil
-		// appendDone is still in the mailbox and will never be read; the
-		// append returned, so the journal tells whether it landed.
-		high, err := e.env.Journal.HighestSeq(e.id)
-		if err != nil || high < e.durable+uint64(e.flyEvents) {
-			e.log.Error("append in flight at stop did not land", "error", err)
-			return
-		}
-		e.durable += uint64(e.flyEvents)
-		e.release(ctx, outs)
+	if !e.settleInFlight(ctx) {
+		e.log.Error("the append in flight at stop did not land")
+		return
 	}
 	if len(e.buf) == 0 {
 		outs := e.outs
