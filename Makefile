@@ -1,6 +1,6 @@
 # thatch — run `make help` for the targets.
 GO        ?= go
-PKGS      := $(shell $(GO) list ./... | grep -v -e /e2e -e /bench)
+PKGS      := $(shell $(GO) list ./... | grep -v -e /e2e)
 STATICCHECK_VERSION := v0.8.2
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 
