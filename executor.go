@@ -210,7 +210,14 @@ func (x *executor) run(from actors.Identity, eff any) {
 	case *messages.CompactSession:
 		h, err := x.host(e.Host)
 		if err == nil {
-			err = h.Client.ExecuteTUICommand(ctx, "session_compact")
+			if c, ok := h.Client.(interface {
+				Compact(ctx context.Context, sessionID string) error
+			}); ok {
+				// The v2 surface compacts a named session itself.
+				err = c.Compact(ctx, e.SessionID)
+			} else {
+				err = h.Client.ExecuteTUICommand(ctx, "session_compact")
+			}
 		}
 		if err != nil {
 			log.Error("cannot start compaction", "session", e.SessionID, "error", err)

@@ -177,7 +177,13 @@ func (o *openCode) connect(ctx context.Context, s config.Server, pid int, direct
 		}
 		cancel()
 	}
-	h := &hostConn{name: s.Name, url: s.URL, client: client, pid: pid, directory: directory, info: HostInfo{Client: client, API: api}}
+	// The event stream and reconcile stay on the v1 client; effects go to
+	// the v2 surface when the server speaks only that.
+	info := HostInfo{Client: client, API: api}
+	if api == config.APIV2 {
+		info.Client = client.V2()
+	}
+	h := &hostConn{name: s.Name, url: s.URL, client: client, pid: pid, directory: directory, info: info}
 	h.stream, err = opencode.NewStream(opencode.StreamOptions{
 		Client:    client,
 		Handler:   func(msg any) { o.onEvent(h, msg) },

@@ -621,7 +621,7 @@ func (c *Client) Subscribe(ctx context.Context, handler func(msg any)) error {
 // subscribe is Subscribe with onFrame, called for every frame read,
 // followed or not, so a watchdog can see that the stream is alive.
 func (c *Client) subscribe(ctx context.Context, onFrame func(), handler func(msg any)) error {
-	u := c.url("/event", true)
+	u := c.url("/event", true, nil)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req, err := http.NewRequestWithContext(sctx, http.MethodGet, u, nil)
@@ -698,6 +698,9 @@ type call struct {
 	// noDirectory leaves out the directory query parameter, for routes
 	// that do not take it.
 	noDirectory bool
+	// query holds further query parameters (the v2 list's cursor and
+	// limit); nil for none.
+	query url.Values
 }
 
 // rawBody receives a response body as is, with its content type.
@@ -771,7 +774,7 @@ func (c *Client) once(ctx context.Context, cl call, body []byte, out any) (retry
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, cl.method, c.url(cl.path, !cl.noDirectory), rd)
+	req, err := http.NewRequestWithContext(ctx, cl.method, c.url(cl.path, !cl.noDirectory, cl.query), rd)
 	if err != nil {
 		return false, err
 	}
@@ -816,13 +819,20 @@ func statusError(method, path string, resp *http.Response) *HTTPError {
 	return &HTTPError{Method: method, Path: path, StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(b))}
 }
 
-// url joins the base, an escaped path and, when withDir, the directory.
-func (c *Client) url(path string, withDir bool) string {
-	u := c.base + path
-	if withDir && c.directory != "" {
-		u += "?" + url.Values{"directory": {c.directory}}.Encode()
+// url joins the base, an escaped path, the query and, when withDir, the
+// directory.
+func (c *Client) url(path string, withDir bool, query url.Values) string {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
 	}
-	return u
+	if withDir && c.directory != "" {
+		q.Set("directory", c.directory)
+	}
+	if len(q) == 0 {
+		return c.base + path
+	}
+	return c.base + path + "?" + q.Encode()
 }
 
 func (c *Client) auth(req *http.Request) {

@@ -1,8 +1,8 @@
-// Package opencode is thatch's client for the v1 HTTP API of an opencode
-// server (checked against opencode 1.18.33): the REST calls that carry out
-// the effects of opencode session entities, the decoder that turns the
-// server's /event stream into typed messages, and a Stream that keeps that
-// subscription alive.
+// Package opencode is thatch's client for the HTTP API of an opencode
+// server, v1 and the /api/* v2 surface (checked against opencode 1.18.33):
+// the REST calls that carry out the effects of opencode session entities,
+// the decoder that turns the server's /event stream into typed messages,
+// and a Stream that keeps that subscription alive.
 //
 // # Imports
 //
@@ -37,4 +37,16 @@
 // prompt twice. DeleteSession treats 404 as done. Errors wrap sentinels
 // (ErrNotFound, ErrServer, ...) for errors.Is, and never contain the
 // password.
+//
+// # The v2 surface
+//
+// V2Client (Client.V2 or NewV2) offers the same effect calls over /api/*,
+// for servers that only speak that. It maps what exists (create a
+// top-level session, list and find a child, prompt, compact, read the
+// context as Messages) and degrades the rest: a call whose result the
+// caller needs returns a wrapped ErrNotInV2 (creating a child: the v2 body
+// has no parentID), a fire-and-forget one (noReply prompt, delete, toast,
+// TUI commands) is logged and returns nil. A route the server lacks, or
+// one it says is not available yet, also becomes ErrNotInV2. The event
+// stream stays on the v1 Client.
 package opencode
