@@ -89,3 +89,30 @@ func TestDecodeErrors(t *testing.T) {
 		t.Errorf("encode unregistered: %v", err)
 	}
 }
+
+// The codec's JSON must stay readable by encoding/json (and the other way
+// round), so a journal never depends on one library's quirks.
+func TestBodiesAreStandardJSON(t *testing.T) {
+	in := &FamilyInteractionBuffered{SessionID: "ses_a", Seq: 7, Dropped: []uint64{1, 2},
+		Interaction: Interaction{ID: "c", SessionID: "ses_a", Tool: "bash", Args: json.RawMessage(`{"command":"ls"}`), Output: "a\u0000b\"c<>&"}}
+	b, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, body, err := split(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var std FamilyInteractionBuffered
+	if err := json.Unmarshal(body, &std); err != nil {
+		t.Fatalf("encoding/json cannot read the body: %v", err)
+	}
+	if std.Interaction.Output != in.Interaction.Output || string(std.Interaction.Args) != `{"command":"ls"}` || std.Seq != 7 {
+		t.Fatalf("encoding/json read %+v", std)
+	}
+	stdBody, _ := json.Marshal(in)
+	got, err := DecodeAs[FamilyInteractionBuffered](append(b[:len(b)-len(body)], stdBody...))
+	if err != nil || got.Interaction.Output != in.Interaction.Output || len(got.Dropped) != 2 {
+		t.Fatalf("codec cannot read encoding/json's body: %+v %v", got, err)
+	}
+}
