@@ -22,6 +22,12 @@ type Journal interface {
 	Compact(id Identity, seq uint64, data []byte) error
 }
 
+// asyncJournal is implemented by journals that can append without holding
+// a goroutine per append (*persistence.Journal does).
+type asyncJournal interface {
+	AppendAsync(id Identity, first uint64, events [][]byte, mark persistence.ActiveMark, done func(error))
+}
+
 // Env is what every entity of one runtime shares.
 type Env struct {
 	Journal  Journal
@@ -41,6 +47,9 @@ type Env struct {
 	MaxRedeliveries int
 	// OnPoison, if set, is told about every message dropped as poison.
 	OnPoison func(id Identity, msg any, reason string)
+	// Dispatcher runs the entities' mailboxes. Default: protoactor's
+	// goroutine-per-run dispatcher. The supervisor sets a worker pool.
+	Dispatcher actor.Dispatcher
 }
 
 // PassivateRequest is what an idle entity sends its parent (the kind
@@ -75,9 +84,13 @@ func (s entitySpec[S]) KindName() string { return s.k.Name() }
 func (s entitySpec[S]) Props(id string, env *Env) *actor.Props {
 	sh := &shell{}
 	ident := Identity{Kind: s.k.Name(), ID: id}
+	var opts []actor.PropsOption
+	if env.Dispatcher != nil {
+		opts = append(opts, actor.WithDispatcher(env.Dispatcher))
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &entity[S]{k: s.k, id: ident, env: env, sh: sh}
-	})
+	}, opts...)
 }
 
 // delivery is a user message together with the PID to reply to.
@@ -373,11 +386,15 @@ func (e *entity[S]) flush(ctx actor.Context) {
 	done := make(chan struct{})
 	e.flyDone = done
 	self, root, j, id := ctx.Self(), ctx.ActorSystem().Root, e.env.Journal, e.id
-	go func() {
-		defer close(done)
-		err := j.Append(id, first, events, mark)
+	landed := func(err error) {
+		close(done)
 		root.Send(self, &appendDone{err: err})
-	}()
+	}
+	if aj, ok := j.(asyncJournal); ok {
+		aj.AppendAsync(id, first, events, mark, landed)
+		return
+	}
+	go func() { landed(j.Append(id, first, events, mark)) }()
 }
 
 // nextMark is the index mark for the next append: the entity's Active as of

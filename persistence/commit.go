@@ -32,10 +32,12 @@ type committer struct {
 }
 
 type commitGroup struct {
-	b    *pebble.Batch
-	n    int
-	err  error
-	done chan struct{}
+	b   *pebble.Batch
+	n   int
+	err error
+	// cbs are the adds' callbacks, called in order once the group is
+	// durable (or failed).
+	cbs []func(error)
 }
 
 func newCommitter(s *Store) *committer {
@@ -53,12 +55,19 @@ func newCommitter(s *Store) *committer {
 }
 
 func (c *committer) newGroup() *commitGroup {
-	return &commitGroup{b: c.s.db.NewBatch(), done: make(chan struct{})}
+	return &commitGroup{b: c.s.db.NewBatch()}
 }
 
-// add runs fill on the open group's batch and waits until that group is
-// durable. fill must only add to the batch.
-func (c *committer) add(fill func(b *pebble.Batch) error) error {
+// addAsync runs fill on the open group's batch (fill must only add to it)
+// and returns; cb is called, on a committer goroutine, once the group is
+// durable or failed. cb must not block.
+func (c *committer) addAsync(fill func(b *pebble.Batch) error, cb func(error)) {
+	if err := c.enqueue(fill, cb); err != nil {
+		cb(err)
+	}
+}
+
+func (c *committer) enqueue(fill func(b *pebble.Batch) error, cb func(error)) error {
 	c.mu.Lock()
 	if c.cur == nil {
 		c.mu.Unlock()
@@ -71,13 +80,13 @@ func (c *committer) add(fill func(b *pebble.Batch) error) error {
 		g.err = fmt.Errorf("persistence: build batch: %w", err)
 	}
 	g.n++
+	g.cbs = append(g.cbs, cb)
 	c.mu.Unlock()
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
-	<-g.done
-	return g.err
+	return nil
 }
 
 func (c *committer) run() {
@@ -109,7 +118,11 @@ func (c *committer) flushAll() {
 }
 
 func (c *committer) commit(g *commitGroup) {
-	defer close(g.done)
+	defer func() {
+		for _, cb := range g.cbs {
+			cb(g.err)
+		}
+	}()
 	defer g.b.Close()
 	defer func() {
 		// Pebble panics (through the store's fatal logger) when the WAL

@@ -42,20 +42,15 @@ type Snapshot struct {
 // and the caller must treat the events as not written. The mark is applied
 // in the same atomic batch.
 func (j *Journal) Append(id Identity, first uint64, events [][]byte, mark ActiveMark) error {
-	if err := j.s.check(); err != nil {
-		return err
-	}
-	if err := id.Validate(); err != nil {
-		return err
-	}
-	if len(events) == 0 && mark == MarkUnchanged {
-		return nil
-	}
-	if first == 0 || first > math.MaxUint64-uint64(len(events)) {
-		return fmt.Errorf("%w: append %s at %d", ErrSequence, id, first)
-	}
-	prefix := entityPrefix(prefixEvent, id)
-	err := j.s.commit.add(func(b *pebble.Batch) error {
+	done := make(chan error, 1)
+	j.AppendAsync(id, first, events, mark, func(err error) { done <- err })
+	return <-done
+}
+
+// appendFill adds an append's keys to a commit group's batch.
+func appendFill(id Identity, first uint64, events [][]byte, mark ActiveMark) func(b *pebble.Batch) error {
+	return func(b *pebble.Batch) error {
+		prefix := entityPrefix(prefixEvent, id)
 		key := make([]byte, len(prefix)+8)
 		copy(key, prefix)
 		for i, ev := range events {
@@ -78,11 +73,38 @@ func (j *Journal) Append(id Identity, first uint64, events [][]byte, mark Active
 			return b.Delete(entityPrefix(prefixActive, id), nil)
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("persistence: append %s seq %d..%d: %w", id, first, first+uint64(len(events))-1, err)
 	}
-	return nil
+}
+
+// AppendAsync is Append without the wait: it checks its arguments, queues
+// the events into the next synced batch and returns at once; done is called
+// (on a journal goroutine; it must not block) with nil once the events are
+// durable, or with the error that makes them not written. Actors use it so
+// that one entity's append in flight does not hold its goroutine.
+func (j *Journal) AppendAsync(id Identity, first uint64, events [][]byte, mark ActiveMark, done func(error)) {
+	if err := j.s.check(); err != nil {
+		done(err)
+		return
+	}
+	if err := id.Validate(); err != nil {
+		done(err)
+		return
+	}
+	if len(events) == 0 && mark == MarkUnchanged {
+		done(nil)
+		return
+	}
+	if first == 0 || first > math.MaxUint64-uint64(len(events)) {
+		done(fmt.Errorf("%w: append %s at %d", ErrSequence, id, first))
+		return
+	}
+	last := first + uint64(len(events)) - 1
+	j.s.commit.addAsync(appendFill(id, first, events, mark), func(err error) {
+		if err != nil {
+			err = fmt.Errorf("persistence: append %s seq %d..%d: %w", id, first, last, err)
+		}
+		done(err)
+	})
 }
 
 // HighestSeq is the highest sequence number ever appended for id, or 0 for

@@ -56,6 +56,7 @@ type Tree struct {
 	kinds   map[string]*actor.PID
 	started time.Time
 
+	pool     *poolDispatcher
 	mu       sync.Mutex
 	errs     []Failure
 	keepErrs int
@@ -87,7 +88,7 @@ type rehydrated struct {
 // entity with unfinished work. It returns once every kind supervisor has
 // spawned its active entities; messages sent after Start returns queue
 // behind their recovery.
-func Start(o Options) (*Tree, error) {
+func Start(o Options) (t *Tree, err error) {
 	if o.System == nil || o.Journal == nil {
 		return nil, errors.New("supervisor: System and Journal are required")
 	}
@@ -97,7 +98,12 @@ func Start(o Options) (*Tree, error) {
 	if o.KeepErrors <= 0 {
 		o.KeepErrors = 20
 	}
-	t := &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, keepErrs: o.KeepErrors, started: time.Now()}
+	t = &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, keepErrs: o.KeepErrors, started: time.Now()}
+	defer func() {
+		if err != nil && t.pool != nil {
+			t.pool.stop()
+		}
+	}()
 	env := o.Env
 	if env.Journal == nil {
 		env.Journal = o.Journal
@@ -109,6 +115,10 @@ func Start(o Options) (*Tree, error) {
 		env.Logger = o.Logger.Named("entity")
 	}
 	env.Sender = t
+	if env.Dispatcher == nil {
+		t.pool = newPoolDispatcher(0, 300)
+		env.Dispatcher = t.pool
+	}
 	prevPoison := env.OnPoison
 	env.OnPoison = func(id actors.Identity, msg any, reason string) {
 		t.record(Failure{Time: time.Now(), Entity: id.String(), Error: reason, Action: "drop"})
@@ -135,7 +145,7 @@ func Start(o Options) (*Tree, error) {
 		spec := spec
 		props := actor.PropsFromProducer(func() actor.Actor {
 			return &kindSupervisor{tree: t, spec: spec, strategy: strat, done: done}
-		})
+		}, actor.WithDispatcher(env.Dispatcher))
 		res, err := o.System.Root.RequestFuture(root, &spawnKind{name: spec.KindName(), props: props}, 10*time.Second).Result()
 		if err != nil {
 			return nil, fmt.Errorf("supervisor: spawn %s supervisor: %w", spec.KindName(), err)
@@ -304,7 +314,11 @@ func (t *Tree) Stop(timeout time.Duration) error {
 	}
 	t.stopped = true
 	t.mu.Unlock()
-	return t.sys.Root.StopFuture(t.root).Wait()
+	err := t.sys.Root.StopFuture(t.root).Wait()
+	if t.pool != nil {
+		t.pool.stop()
+	}
+	return err
 }
 
 // rootActor is the top of the tree; kind supervisors are its children.

@@ -110,6 +110,14 @@ type flakyJournal struct {
 	fail atomic.Bool
 }
 
+func (f *flakyJournal) AppendAsync(id actors.Identity, first uint64, evs [][]byte, mark persistence.ActiveMark, done func(error)) {
+	if f.fail.Load() {
+		done(errors.New("injected journal failure"))
+		return
+	}
+	f.Journal.AppendAsync(id, first, evs, mark, done)
+}
+
 func (f *flakyJournal) Append(id actors.Identity, first uint64, evs [][]byte, mark persistence.ActiveMark) error {
 	if f.fail.Load() {
 		return errors.New("injected journal failure")
