@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -29,6 +28,7 @@ import (
 	"github.com/thatch-run/thatch"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/e2e/fakemodel"
+	"github.com/thatch-run/thatch/e2e/ocenv"
 	"github.com/thatch-run/thatch/hosts/opencode/install"
 	"github.com/thatch-run/thatch/hosts/opencode/plugin"
 	"github.com/thatch-run/thatch/persistence/memory"
@@ -435,50 +435,10 @@ func newOCWorld(root string, s ocSetup, model *fakemodel.Server) (*ocWorld, erro
 		return nil, err
 	}
 	// Both sides get the package, so that neither opencode runs npm.
-	if err := linkTree(s.deps, w.configDir); err != nil {
+	if err := ocenv.CopyTree(s.deps, w.configDir); err != nil {
 		return nil, fmt.Errorf("opencode: seed %s: %w", s.deps, err)
 	}
 	return w, nil
-}
-
-// linkTree copies src into dst, hard-linking regular files (the template
-// is never written to) and copying the two npm manifests.
-func linkTree(src, dst string) error {
-	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		t := filepath.Join(dst, rel)
-		switch {
-		case fi.IsDir():
-			return os.MkdirAll(t, 0o755)
-		case fi.Mode()&os.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, t)
-		case rel == "package.json" || rel == "package-lock.json":
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(t, b, 0o644)
-		default:
-			if os.Link(p, t) == nil {
-				return nil
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(t, b, fi.Mode().Perm())
-		}
-	})
 }
 
 // ocEvent is one frame of a server's /event stream, stamped when it was
@@ -720,32 +680,7 @@ func (s *ocServer) endpoint(path string) string {
 }
 
 func (s *ocServer) call(method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, s.endpoint(path), body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: HTTP %d: %.300s", method, path, resp.StatusCode, b)
-	}
-	if out != nil && len(b) > 0 {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return ocenv.CallJSON(s.hc, method, s.endpoint(path), in, out)
 }
 
 func (s *ocServer) createSession() (string, error) {

@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,6 +22,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 
 	"github.com/thatch-run/thatch/e2e/fakemodel"
+	"github.com/thatch-run/thatch/e2e/ocenv"
 )
 
 // OpenCode is one `opencode serve` of a World, with a recorder of its
@@ -228,32 +227,7 @@ func (oc *OpenCode) url(path string) string {
 
 // call sends a REST call to the server; out may be nil.
 func (oc *OpenCode) call(method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, oc.url(path), body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := oc.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: HTTP %d: %.500s", method, path, resp.StatusCode, b)
-	}
-	if out != nil && len(b) > 0 {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return ocenv.CallJSON(oc.hc, method, oc.url(path), in, out)
 }
 
 // Session is a session as opencode lists it.

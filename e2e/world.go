@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/thatch-run/thatch/e2e/ocenv"
 )
 
 // Binaries are what SynchronizedBeforeSuite prepares once for every
@@ -126,44 +128,7 @@ func (w *World) WriteThatchConfig() {
 func (w *World) SeedDeps() {
 	Expect(bins.Deps).NotTo(BeEmpty(), "the suite has no dependency template")
 	dst := filepath.Join(w.ConfigHome, "opencode")
-	Expect(copyTree(bins.Deps, dst)).To(Succeed())
-}
-
-// copyTree copies src into dst, hard-linking regular files (the template
-// is never written to) and copying the two manifests.
-func copyTree(src, dst string) error {
-	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		t := filepath.Join(dst, rel)
-		switch {
-		case fi.IsDir():
-			return os.MkdirAll(t, 0o755)
-		case fi.Mode()&os.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, t)
-		case rel == "package.json" || rel == "package-lock.json":
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(t, b, 0o644)
-		default:
-			if err := os.Link(p, t); err != nil {
-				b, rerr := os.ReadFile(p)
-				if rerr != nil {
-					return rerr
-				}
-				return os.WriteFile(t, b, fi.Mode().Perm())
-			}
-			return nil
-		}
-	})
+	Expect(ocenv.CopyTree(bins.Deps, dst)).To(Succeed())
 }
 
 func quote(s string) string {
