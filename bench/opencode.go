@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -540,56 +539,36 @@ func (s *ocServer) record() {
 	var once sync.Once
 	go func() {
 		defer close(s.done)
-		for ctx.Err() == nil {
-			req, _ := http.NewRequestWithContext(ctx, "GET", s.endpoint("/event"), nil)
-			req.Header.Set("Accept", "text/event-stream")
-			// No client timeout: the stream stays open until cancel.
-			resp, err := (&http.Client{Transport: s.hc.Transport}).Do(req)
-			if err != nil {
-				select {
-				case <-ctx.Done():
-				case <-time.After(200 * time.Millisecond):
-				}
-				continue
+		ocenv.Follow(ctx, s.hc.Transport, s.endpoint("/event"), func(data []byte) {
+			at := time.Now()
+			var raw struct {
+				Type       string `json:"type"`
+				Properties struct {
+					SessionID string `json:"sessionID"`
+					Info      struct {
+						ID       string `json:"id"`
+						ParentID string `json:"parentID"`
+						Title    string `json:"title"`
+					} `json:"info"`
+				} `json:"properties"`
 			}
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 1<<20), 16<<20)
-			for sc.Scan() {
-				line, ok := strings.CutPrefix(sc.Text(), "data:")
-				if !ok {
-					continue
-				}
-				at := time.Now()
-				var raw struct {
-					Type       string `json:"type"`
-					Properties struct {
-						SessionID string `json:"sessionID"`
-						Info      struct {
-							ID       string `json:"id"`
-							ParentID string `json:"parentID"`
-							Title    string `json:"title"`
-						} `json:"info"`
-					} `json:"properties"`
-				}
-				if json.Unmarshal([]byte(strings.TrimSpace(line)), &raw) != nil {
-					continue
-				}
-				ev := ocEvent{typ: raw.Type, session: raw.Properties.SessionID, parent: raw.Properties.Info.ParentID,
-					title: raw.Properties.Info.Title, at: at}
-				if ev.session == "" {
-					ev.session = raw.Properties.Info.ID
-				}
-				if ev.typ == "server.connected" {
-					once.Do(func() { close(connected) })
-				}
-				s.mu.Lock()
-				s.events = append(s.events, ev)
-				close(s.changed)
-				s.changed = make(chan struct{})
-				s.mu.Unlock()
+			if json.Unmarshal(data, &raw) != nil {
+				return
 			}
-			resp.Body.Close()
-		}
+			ev := ocEvent{typ: raw.Type, session: raw.Properties.SessionID, parent: raw.Properties.Info.ParentID,
+				title: raw.Properties.Info.Title, at: at}
+			if ev.session == "" {
+				ev.session = raw.Properties.Info.ID
+			}
+			if ev.typ == "server.connected" {
+				once.Do(func() { close(connected) })
+			}
+			s.mu.Lock()
+			s.events = append(s.events, ev)
+			close(s.changed)
+			s.changed = make(chan struct{})
+			s.mu.Unlock()
+		})
 	}()
 	select {
 	case <-connected:

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -146,37 +145,18 @@ func (oc *OpenCode) record() {
 	var once sync.Once
 	go func() {
 		defer close(oc.done)
-		for ctx.Err() == nil {
-			req, _ := http.NewRequestWithContext(ctx, "GET", oc.url("/event"), nil)
-			req.Header.Set("Accept", "text/event-stream")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				select {
-				case <-ctx.Done():
-				case <-time.After(200 * time.Millisecond):
-				}
-				continue
+		ocenv.Follow(ctx, http.DefaultTransport, oc.url("/event"), func(data []byte) {
+			var ev Event
+			if json.Unmarshal(data, &ev) != nil {
+				return
 			}
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 1<<20), 16<<20)
-			for sc.Scan() {
-				line, ok := strings.CutPrefix(sc.Text(), "data:")
-				if !ok {
-					continue
-				}
-				var ev Event
-				if json.Unmarshal([]byte(strings.TrimSpace(line)), &ev) != nil {
-					continue
-				}
-				if ev.Type == "server.connected" {
-					once.Do(func() { close(connected) })
-				}
-				oc.mu.Lock()
-				oc.events = append(oc.events, ev)
-				oc.mu.Unlock()
+			if ev.Type == "server.connected" {
+				once.Do(func() { close(connected) })
 			}
-			resp.Body.Close()
-		}
+			oc.mu.Lock()
+			oc.events = append(oc.events, ev)
+			oc.mu.Unlock()
+		})
 	}()
 	Eventually(connected, 2*time.Minute).Should(BeClosed())
 }

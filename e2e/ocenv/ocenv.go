@@ -6,12 +6,16 @@ package ocenv
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/thatch-run/thatch/hosts/opencode"
 )
 
 // CopyTree copies src into dst, hard-linking regular files (the template is
@@ -84,4 +88,33 @@ func CallJSON(hc *http.Client, method, url string, in, out any) error {
 		return json.Unmarshal(b, out)
 	}
 	return nil
+}
+
+// Follow reads the server-sent events at url until ctx ends, reconnecting
+// (after a short pause) whenever the stream breaks, and hands the data of
+// every frame to onFrame, on Follow's own goroutine, in stream order.
+func Follow(ctx context.Context, transport http.RoundTripper, url string, onFrame func(data []byte)) {
+	// No client timeout: the stream stays open until ctx ends.
+	hc := &http.Client{Transport: transport}
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := hc.Do(req)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		r := opencode.NewSSEReader(resp.Body, 16<<20)
+		for {
+			data, err := r.Next()
+			if err != nil {
+				break
+			}
+			onFrame(data)
+		}
+		resp.Body.Close()
+	}
 }
