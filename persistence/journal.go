@@ -59,10 +59,13 @@ func appendFill(id Identity, first uint64, events [][]byte, mark ActiveMark) fun
 				return err
 			}
 		}
-		if len(events) > 0 {
-			var hv [8]byte
-			binary.BigEndian.PutUint64(hv[:], first+uint64(len(events))-1)
-			if err := b.Set(entityPrefix(prefixHighest, id), hv[:], nil); err != nil {
+		// The highest-seq key is written on an entity's first append (it
+		// is also the entity index) and whenever events are deleted;
+		// otherwise the last event key is the highest, and HighestSeq
+		// takes the larger of the two. Writing it on every append would
+		// double the journal's writes.
+		if len(events) > 0 && first == 1 {
+			if err := b.Set(entityPrefix(prefixHighest, id), seqBytes(first+uint64(len(events))-1), nil); err != nil {
 				return err
 			}
 		}
@@ -116,18 +119,45 @@ func (j *Journal) HighestSeq(id Identity) (uint64, error) {
 	if err := id.Validate(); err != nil {
 		return 0, err
 	}
+	return j.highest(id)
+}
+
+// highest is the larger of the highest-seq key (kept through deletions)
+// and the last event's sequence number.
+func (j *Journal) highest(id Identity) (uint64, error) {
+	var floor uint64
 	v, closer, err := j.s.db.Get(entityPrefix(prefixHighest, id))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return 0, fmt.Errorf("persistence: highest seq of %s: %w", id, err)
+	default:
+		if len(v) != 8 {
+			closer.Close()
+			return 0, fmt.Errorf("persistence: highest seq of %s: corrupt value (%d bytes)", id, len(v))
+		}
+		floor = binary.BigEndian.Uint64(v)
+		closer.Close()
 	}
+	p := entityPrefix(prefixEvent, id)
+	it, err := j.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return 0, fmt.Errorf("persistence: highest seq of %s: %w", id, err)
 	}
-	defer closer.Close()
-	if len(v) != 8 {
-		return 0, fmt.Errorf("persistence: highest seq of %s: corrupt value (%d bytes)", id, len(v))
+	defer it.Close()
+	if it.Last() {
+		k := it.Key()
+		if last := binary.BigEndian.Uint64(k[len(k)-8:]); last > floor {
+			return last, nil
+		}
 	}
-	return binary.BigEndian.Uint64(v), nil
+	return floor, it.Error()
+}
+
+func seqBytes(seq uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seq)
+	return b[:]
 }
 
 // Replay calls fn for each stored event of id with from <= seq <= to, in
@@ -190,7 +220,18 @@ func (j *Journal) DeleteUpTo(id Identity, to uint64) error {
 	if to == math.MaxUint64 {
 		end = prefixEnd(entityPrefix(prefixEvent, id))
 	}
-	if err := j.s.db.DeleteRange(seqKey(prefixEvent, id, 0), end, j.s.wo); err != nil {
+	high, err := j.highest(id)
+	if err != nil {
+		return err
+	}
+	b := j.s.db.NewBatch()
+	defer b.Close()
+	if high > 0 {
+		// The deleted events may include the last one: keep its number.
+		_ = b.Set(entityPrefix(prefixHighest, id), seqBytes(high), nil)
+	}
+	_ = b.DeleteRange(seqKey(prefixEvent, id, 0), end, nil)
+	if err := b.Commit(j.s.wo); err != nil {
 		return fmt.Errorf("persistence: delete %s up to %d: %w", id, to, err)
 	}
 	return nil
@@ -221,8 +262,16 @@ func (j *Journal) Compact(id Identity, seq uint64, data []byte) error {
 	if err := id.Validate(); err != nil {
 		return err
 	}
+	high, err := j.highest(id)
+	if err != nil {
+		return err
+	}
 	b := j.s.db.NewBatch()
 	defer b.Close()
+	if high > 0 {
+		// The compacted events may include the last one: keep its number.
+		_ = b.Set(entityPrefix(prefixHighest, id), seqBytes(high), nil)
+	}
 	_ = b.DeleteRange(seqKey(prefixSnapshot, id, 0), seqKey(prefixSnapshot, id, seq), nil)
 	_ = b.Set(seqKey(prefixSnapshot, id, seq), data, nil)
 	_ = b.DeleteRange(seqKey(prefixEvent, id, 0), seqKey(prefixEvent, id, seq+1), nil)
@@ -305,11 +354,12 @@ func (j *Journal) Forget(id Identity) error {
 // Entities calls fn for every entity of the kind (every kind when kind is
 // "") that has ever appended and was not forgotten, with its highest seq.
 func (j *Journal) Entities(kind string, fn func(id Identity, highest uint64) error) error {
-	return j.scanIndex(prefixHighest, kind, func(id Identity, v []byte) error {
-		if len(v) != 8 {
-			return fmt.Errorf("persistence: corrupt highest seq for %s", id)
+	return j.scanIndex(prefixHighest, kind, func(id Identity, _ []byte) error {
+		high, err := j.highest(id)
+		if err != nil {
+			return err
 		}
-		return fn(id, binary.BigEndian.Uint64(v))
+		return fn(id, high)
 	})
 }
 
