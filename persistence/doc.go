@@ -11,11 +11,12 @@
 // # Journal
 //
 // An entity is named by an Identity (kind + id). Its events carry sequence
-// numbers from 1 up. Append returns only after the batch is fsync'd; many
-// entities appending at once share one fsync through Pebble's commit
-// pipeline. The highest sequence number of an entity is kept in its own key,
-// so DeleteUpTo never resets it. Snapshots are tagged with the sequence number
-// of the last event they include.
+// numbers from 1 up. Append returns only after the batch is fsync'd; the
+// appends of many entities are merged into one synced batch per fsync. The
+// highest sequence number of an entity is the larger of its last event and a
+// key written on its first append and on every deletion, so DeleteUpTo and
+// Compact never lower it. Snapshots are tagged with the sequence number of
+// the last event they include.
 //
 //	j := st.Journal()
 //	id := persistence.Identity{Kind: "parent", ID: "ses_1"}
