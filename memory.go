@@ -62,6 +62,15 @@ func (m *memoryService) storesFor(session string) (string, string) {
 	return m.projectStore(m.oc.directoryOf(m.oc.dir.family(session))), memory.GlobalStore
 }
 
+// storeOr is store, or the calling session's project store when it is "".
+func (m *memoryService) storeOr(store, session string) string {
+	if store != "" {
+		return store
+	}
+	project, _ := m.storesFor(session)
+	return project
+}
+
 // heartbeat renders the hygiene lines for a directory's stores ("" when
 // nothing is raised).
 func (m *memoryService) heartbeat(dir string) string {
@@ -147,10 +156,7 @@ func (m *memoryService) mount(s *control.Server) {
 		if !decodeBody(w, r, &b) {
 			return
 		}
-		store := b.Store
-		if store == "" {
-			store, _ = m.storesFor(b.SessionID)
-		}
+		store := m.storeOr(b.Store, b.SessionID)
 		res, err := m.mem.Remember(r.Context(), memory.RememberInput{Label: b.Label, Content: b.Content, Store: store,
 			Branch: b.Branch, Confidence: b.Confidence, Overwrite: b.Overwrite, Archived: b.Archived})
 		if err != nil {
@@ -205,10 +211,7 @@ func (m *memoryService) mount(s *control.Server) {
 		if key == "" {
 			key = b.Label
 		}
-		store := b.Store
-		if store == "" {
-			store, _ = m.storesFor(b.SessionID)
-		}
+		store := m.storeOr(b.Store, b.SessionID)
 		e, err := m.mem.Forget(store, key)
 		if errors.Is(err, memory.ErrNotFound) && b.Store == "" && store != memory.GlobalStore {
 			e, err = m.mem.Forget(memory.GlobalStore, key)
@@ -263,7 +266,7 @@ func (m *memoryService) mount(s *control.Server) {
 		control.WriteJSON(w, http.StatusOK, e)
 	})
 	s.MountFunc("GET /v1/memory/hygiene", func(w http.ResponseWriter, r *http.Request) {
-		control.WriteJSON(w, http.StatusOK, hygieneReport(m.mem))
+		control.WriteJSON(w, http.StatusOK, HygieneReport(m.mem))
 	})
 	s.MountFunc("POST /v1/memory/resolve", func(w http.ResponseWriter, r *http.Request) {
 		var b resolveBody
@@ -286,9 +289,9 @@ type HygieneStore struct {
 	Pairs   []memory.Pair  `json:"pairs,omitempty"`
 }
 
-// hygieneReport computes every store's signals and unjudged pairs (without
+// HygieneReport computes every store's signals and unjudged pairs (without
 // the orphan check, which needs a repository per store).
-func hygieneReport(mem *memory.Store) []HygieneStore {
+func HygieneReport(mem *memory.Store) []HygieneStore {
 	sig, err := mem.Hygiene(nil, nil)
 	if err != nil {
 		return nil
@@ -309,9 +312,6 @@ func firstNonEmpty(s ...string) string {
 	}
 	return ""
 }
-
-// HygieneReport is the per-store hygiene report of an open memory store.
-func HygieneReport(mem *memory.Store) []HygieneStore { return hygieneReport(mem) }
 
 // memoryOpenTimeout bounds re-embedding at start with a remote embedder.
 const memoryOpenTimeout = 10 * time.Minute

@@ -37,8 +37,6 @@ type openCode struct {
 	cfg   *config.Config
 	tree  *supervisor.Tree
 	dir   *sessionDirectory
-	exec  *executor
-	kind  *session.Family
 	store func(directory string) (project, global string)
 
 	mu    sync.Mutex
@@ -277,7 +275,8 @@ func (o *openCode) reconcile(ctx context.Context, h *hostConn) {
 		}
 	}
 	families := map[string]*messages.FamilyReconciled{}
-	for _, fam := range o.dir.familiesOn(h.name) {
+	known := o.dir.familiesOn(h.name)
+	for _, fam := range known {
 		families[fam] = &messages.FamilyReconciled{Host: h.name, Parent: messages.HostSession{SessionID: fam}}
 	}
 	for _, s := range listed {
@@ -299,7 +298,7 @@ func (o *openCode) reconcile(ctx context.Context, h *hostConn) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		fr := families[id]
-		if !fr.Present && len(sessions) == 0 && len(o.dir.familiesOn(h.name)) > 0 {
+		if !fr.Present && len(sessions) == 0 && len(known) > 0 {
 			// An empty list for a host with families is more likely a
 			// project mismatch than every session deleted: don't wipe.
 			o.log.Warn("reconcile: host lists no sessions; keeping families", "host", h.name)

@@ -141,7 +141,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	r.exec.rows = r.store.Rows()
 	r.exec.now = r.o.Clock.Now
 	r.exec.reminder = r.reminderText
-	r.oc = &openCode{log: r.log.Named("opencode"), cfg: r.cfg, dir: sessions, exec: r.exec, kind: family, hosts: map[string]*hostConn{}}
+	r.oc = &openCode{log: r.log.Named("opencode"), cfg: r.cfg, dir: sessions, hosts: map[string]*hostConn{}}
 	r.exec.hosts = r.oc.hostInfo
 	r.memSvc = &memoryService{log: r.log.Named("memory"), mem: r.mem, oc: r.oc}
 	r.oc.store = func(dir string) (string, string) { return r.memSvc.projectStore(dir), memory.GlobalStore }
@@ -383,7 +383,7 @@ func (r *Runtime) StatusReport() (*Status, error) {
 	// Every persisted family, not only those with unfinished work: a
 	// passivated family that only buffers interactions must show too. A
 	// view wakes its family, so a status shows at most statusFamilies.
-	_ = r.store.Journal().Entities(session.KindName, func(id persistence.Identity, _ uint64) error {
+	_ = r.store.Journal().EntityIDs(session.KindName, func(id persistence.Identity) error {
 		if len(fams) >= statusFamilies {
 			return errStatusFull
 		}

@@ -412,25 +412,7 @@ func newOCWorld(root string, s ocSetup, model *fakemodel.Server) (*ocWorld, erro
 	if err := os.WriteFile(filepath.Join(w.project, "README.md"), []byte(readme), 0o644); err != nil {
 		return nil, err
 	}
-	cfg := map[string]any{
-		"$schema":     "https://opencode.ai/config.json",
-		"autoupdate":  false,
-		"share":       "disabled",
-		"model":       "fake/" + fakemodel.ModelID,
-		"small_model": "fake/" + fakemodel.ModelID,
-		"permission":  map[string]any{"edit": "allow", "bash": "allow", "webfetch": "allow", "external_directory": "allow"},
-		"provider": map[string]any{"fake": map[string]any{
-			"npm":     "@ai-sdk/openai-compatible",
-			"name":    "Fake",
-			"options": map[string]any{"baseURL": model.BaseURL(), "apiKey": "fake"},
-			"models":  map[string]any{fakemodel.ModelID: map[string]any{"name": "Fake One", "tool_call": true}},
-		}},
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(w.project, "opencode.json"), b, 0o644); err != nil {
+	if err := ocenv.WriteProjectConfig(w.project, model.BaseURL(), fakemodel.ModelID); err != nil {
 		return nil, err
 	}
 	// Both sides get the package, so that neither opencode runs npm.

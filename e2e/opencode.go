@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -64,25 +62,7 @@ func WriteOpenCodeConfig(w *World, model *fakemodel.Server) {
 
 // WriteOpenCodeConfigIn is WriteOpenCodeConfig for any project folder.
 func WriteOpenCodeConfigIn(project string, model *fakemodel.Server) {
-	cfg := map[string]any{
-		"$schema":     "https://opencode.ai/config.json",
-		"autoupdate":  false,
-		"share":       "disabled",
-		"model":       "fake/" + fakemodel.ModelID,
-		"small_model": "fake/" + fakemodel.ModelID,
-		"permission":  map[string]any{"edit": "allow", "bash": "allow", "webfetch": "allow", "external_directory": "allow"},
-		"provider": map[string]any{
-			"fake": map[string]any{
-				"npm":     "@ai-sdk/openai-compatible",
-				"name":    "Fake",
-				"options": map[string]any{"baseURL": model.BaseURL(), "apiKey": "fake"},
-				"models":  map[string]any{fakemodel.ModelID: map[string]any{"name": "Fake One", "tool_call": true}},
-			},
-		},
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	Expect(err).NotTo(HaveOccurred())
-	Expect(os.WriteFile(filepath.Join(project, "opencode.json"), b, 0o644)).To(Succeed())
+	Expect(ocenv.WriteProjectConfig(project, model.BaseURL(), fakemodel.ModelID)).To(Succeed())
 }
 
 var listening = regexp.MustCompile(`opencode server listening on (http://[0-9.]+:(\d+))`)

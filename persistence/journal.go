@@ -363,6 +363,12 @@ func (j *Journal) Entities(kind string, fn func(id Identity, highest uint64) err
 	})
 }
 
+// EntityIDs is Entities without the highest sequence numbers: one index
+// scan, for callers that only count or list (status).
+func (j *Journal) EntityIDs(kind string, fn func(id Identity) error) error {
+	return j.scanIndex(prefixHighest, kind, func(id Identity, _ []byte) error { return fn(id) })
+}
+
 // Active calls fn for every entity of the kind (every kind when kind is "")
 // whose last append carried MarkActive.
 func (j *Journal) Active(kind string, fn func(id Identity) error) error {

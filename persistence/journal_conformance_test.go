@@ -355,6 +355,19 @@ func TestEntitiesIndex(t *testing.T) {
 				t.Errorf("entities %q: %s has %d, want %d", tc.kind, id, got[id], h)
 			}
 		}
+		// EntityIDs lists the same identities, without the sequence numbers.
+		ids := map[Identity]bool{}
+		if err := j.EntityIDs(tc.kind, func(id Identity) error { ids[id] = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != len(tc.want) {
+			t.Errorf("entity ids %q: %v, want the ids of %v", tc.kind, ids, tc.want)
+		}
+		for id := range tc.want {
+			if !ids[id] {
+				t.Errorf("entity ids %q: %s missing", tc.kind, id)
+			}
+		}
 	}
 }
 

@@ -216,9 +216,6 @@ func (t *Tree) Request(to actors.Identity, msg any, timeout time.Duration) (any,
 	return res, nil
 }
 
-// Env is the environment the tree's entities share.
-func (t *Tree) Env() *actors.Env { return t.env }
-
 // KindStats describes one kind for status.
 type KindStats struct {
 	Kind       string `json:"kind"`
@@ -248,7 +245,7 @@ func (t *Tree) Stats(timeout time.Duration) ([]KindStats, []Failure, error) {
 				liveSet[id] = true
 			}
 		}
-		if err := t.journal.Entities(name, func(id persistence.Identity, _ uint64) error {
+		if err := t.journal.EntityIDs(name, func(id persistence.Identity) error {
 			ks.Persisted++
 			if !liveSet[id.ID] {
 				ks.Passivated++

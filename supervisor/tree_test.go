@@ -364,7 +364,7 @@ func TestActiveEntitiesAreRehydratedOnStart(t *testing.T) {
 	}
 }
 
-func TestEffectsGoToExecutorAfterEvents(t *testing.T) {
+func TestEffectsGoToTheExecutor(t *testing.T) {
 	f := newFixture(t, vfs.NewMem(), 0, 0)
 	defer f.close()
 	f.tree.Send(actors.Identity{Kind: "counter", ID: "x"}, &effectMsg{Name: "toast"})

@@ -1059,15 +1059,6 @@ func TestStatus(t *testing.T) {
 	}
 }
 
-func TestHeartbeat(t *testing.T) {
-	if got := Heartbeat([]HygieneSignal{{"stale", 0}, {"duplicate", 0}}); got != "" {
-		t.Errorf("quiet stores: %q", got)
-	}
-	if got := Heartbeat([]HygieneSignal{{"stale", 3}, {"duplicate", 0}, {"oversized", 1}}); got != "memory hygiene: 3 stale, 1 oversized" {
-		t.Errorf("got %q", got)
-	}
-}
-
 func TestCut(t *testing.T) {
 	for _, tc := range []struct {
 		in    string

@@ -66,10 +66,6 @@ func runServe(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := wire(ctx, rt, cfg); err != nil {
-		log.Error("cannot start", "error", err)
-		return 1
-	}
 	if err := rt.Start(ctx); err != nil {
 		log.Error("cannot start", "error", err)
 		return 1

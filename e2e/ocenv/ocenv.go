@@ -118,3 +118,28 @@ func Follow(ctx context.Context, transport http.RoundTripper, url string, onFram
 		resp.Body.Close()
 	}
 }
+
+// WriteProjectConfig writes project/opencode.json: a provider "fake" (the
+// openai-compatible package built into opencode) at baseURL serving
+// modelID, used as the default and small model, with every tool allowed.
+func WriteProjectConfig(project, baseURL, modelID string) error {
+	cfg := map[string]any{
+		"$schema":     "https://opencode.ai/config.json",
+		"autoupdate":  false,
+		"share":       "disabled",
+		"model":       "fake/" + modelID,
+		"small_model": "fake/" + modelID,
+		"permission":  map[string]any{"edit": "allow", "bash": "allow", "webfetch": "allow", "external_directory": "allow"},
+		"provider": map[string]any{"fake": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "Fake",
+			"options": map[string]any{"baseURL": baseURL, "apiKey": "fake"},
+			"models":  map[string]any{modelID: map[string]any{"name": "Fake One", "tool_call": true}},
+		}},
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(project, "opencode.json"), b, 0o644)
+}
