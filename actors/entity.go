@@ -93,11 +93,18 @@ func (s entitySpec[S]) Props(id string, env *Env) *actor.Props {
 	}, opts...)
 }
 
-// delivery is a user message together with the PID to reply to.
+// delivery is a user message together with where to reply: a PID (a
+// protoactor request) or a Call's Reply function. ack asks for a Pong when
+// the message itself has no reply.
 type delivery struct {
-	msg    any
-	sender *actor.PID
+	msg     any
+	sender  *actor.PID
+	respond func(any)
+	ack     bool
 }
+
+// wantsReply tells whether somebody waits for an answer to d.
+func (d *delivery) wantsReply() bool { return d.sender != nil || d.respond != nil }
 
 // shell is the part of an entity that survives a restart of its actor:
 // protoactor builds a new actor value on restart and drops the message
@@ -191,11 +198,9 @@ func (e *entity[S]) Receive(ctx actor.Context) {
 		e.stopTimers()
 	case *actor.Stopped:
 		for _, d := range e.sh.undurable {
-			if d.sender != nil {
-				// Stopped with messages in hand: the supervisor gave up on
-				// this entity. Tell requesters rather than let them time out.
-				ctx.Send(d.sender, &Rejected{Reason: fmt.Sprintf("%s stopped after repeated failures", e.id)})
-			}
+			// Stopped with messages in hand: the supervisor gave up on this
+			// entity. Tell requesters rather than let them time out.
+			e.reply(ctx, d, &Rejected{Reason: fmt.Sprintf("%s stopped after repeated failures", e.id)})
 		}
 		e.sh.undurable = nil
 	case *appendDone:
@@ -204,6 +209,14 @@ func (e *entity[S]) Receive(ctx actor.Context) {
 		e.checkPassivate(ctx)
 	case *Ping, *Inspect:
 		e.answerWhenDurable(ctx, &delivery{msg: m, sender: ctx.Sender()})
+	case *Call:
+		d := &delivery{msg: m.Msg, respond: m.Reply, ack: m.Ack}
+		switch m.Msg.(type) {
+		case *Ping, *Inspect:
+			e.answerWhenDurable(ctx, d)
+		default:
+			e.handle(ctx, d)
+		}
 	case *timerFired:
 		if rt, ok := e.timers[m.name]; ok && rt.gen == m.gen {
 			delete(e.timers, m.name)
@@ -241,9 +254,7 @@ func (e *entity[S]) start(ctx actor.Context) {
 				if e.env.OnPoison != nil {
 					e.env.OnPoison(e.id, d.msg, reason)
 				}
-				if d.sender != nil {
-					ctx.Send(d.sender, &Rejected{Reason: reason})
-				}
+				e.reply(ctx, d, &Rejected{Reason: reason})
 				continue
 			}
 			e.log.Warn("redelivering the message that failed", "message", fmt.Sprintf("%T", d.msg), "attempt", e.sh.attempts)
@@ -441,12 +452,14 @@ func (e *entity[S]) landed(ctx actor.Context, err error) {
 // durable, and forgets their deliveries.
 func (e *entity[S]) release(ctx actor.Context, outs []output) {
 	for _, o := range outs {
-		if o.d != nil && o.d.sender != nil {
+		if o.d != nil && o.d.wantsReply() {
 			switch {
 			case o.answer != nil:
-				ctx.Send(o.d.sender, o.answer())
+				e.reply(ctx, o.d, o.answer())
 			case o.reply != nil:
-				ctx.Send(o.d.sender, o.reply)
+				e.reply(ctx, o.d, o.reply)
+			case o.d.ack:
+				e.reply(ctx, o.d, &Pong{Seq: e.durable, Active: e.active})
 			}
 		}
 		for _, eff := range o.effects {
@@ -456,6 +469,16 @@ func (e *entity[S]) release(ctx actor.Context, outs []output) {
 			e.sh.undurable = e.sh.undurable[1:]
 			e.sh.attempts = 0
 		}
+	}
+}
+
+// reply answers d's requester, if any.
+func (e *entity[S]) reply(ctx actor.Context, d *delivery, v any) {
+	switch {
+	case d.respond != nil:
+		d.respond(v)
+	case d.sender != nil:
+		ctx.Send(d.sender, v)
 	}
 }
 
@@ -592,6 +615,18 @@ func (e *entity[S]) checkPassivate(ctx actor.Context) {
 	if ctx.Parent() != nil {
 		ctx.Send(ctx.Parent(), &PassivateRequest{ID: e.id.ID})
 	}
+}
+
+// Call carries a message together with a function that receives the
+// entity's answer, in place of a protoactor request and its future: the
+// supervisor uses it for requests, which then cost no registry entry.
+// Reply is called at most once, on the entity's goroutine, and must not
+// block. With Ack set, a message whose handling has no reply of its own is
+// answered with a Pong once its events are durable (Tree.Deliver).
+type Call struct {
+	Msg   any
+	Reply func(any)
+	Ack   bool
 }
 
 // Ping asks an entity to answer with Pong once every message before it was

@@ -8,9 +8,11 @@ import (
 )
 
 // commitWorkers is how many groups may be in Pebble's commit pipeline at
-// once: while one group waits for its fsync, the next is written to the
-// WAL, so the sync latency is paid once per two groups.
-const commitWorkers = 2
+// once. Pebble's WAL writer already shares one fsync among the commits that
+// wait for it, so a group that forms while another waits for its sync must
+// enter the pipeline at once to ride the next sync; with too few workers it
+// would wait for a worker first, a whole sync later.
+const commitWorkers = 4
 
 // committer merges the journal appends of many entities into one Pebble
 // batch per fsync. Pebble already shares one WAL sync among concurrent

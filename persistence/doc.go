@@ -13,10 +13,13 @@
 // An entity is named by an Identity (kind + id). Its events carry sequence
 // numbers from 1 up. Append returns only after the batch is fsync'd; the
 // appends of many entities are merged into one synced batch per fsync. The
-// highest sequence number of an entity is the larger of its last event and a
-// key written on its first append and on every deletion, so DeleteUpTo and
-// Compact never lower it. Snapshots are tagged with the sequence number of
-// the last event they include.
+// highest sequence number of an entity is the largest of its last event, its
+// last snapshot and a key written on its first append and on every deletion
+// that could remove both, so DeleteUpTo, DeleteSnapshotsUpTo and Compact
+// never lower it. Snapshots are tagged with the sequence number of the last
+// event they include. Compact is the one write that does not wait for an
+// fsync: it only replaces events by a snapshot, atomically, so losing it in
+// a crash loses nothing.
 //
 //	j := st.Journal()
 //	id := persistence.Identity{Kind: "parent", ID: "ses_1"}

@@ -110,8 +110,8 @@ func (j *Journal) AppendAsync(id Identity, first uint64, events [][]byte, mark A
 	})
 }
 
-// HighestSeq is the highest sequence number ever appended for id, or 0 for
-// an unknown entity. Deleting events never lowers it.
+// HighestSeq is the highest sequence number ever appended (or snapshotted)
+// for id, or 0 for an unknown entity. Deleting events never lowers it.
 func (j *Journal) HighestSeq(id Identity) (uint64, error) {
 	if err := j.s.check(); err != nil {
 		return 0, err
@@ -122,8 +122,8 @@ func (j *Journal) HighestSeq(id Identity) (uint64, error) {
 	return j.highest(id)
 }
 
-// highest is the larger of the highest-seq key (kept through deletions)
-// and the last event's sequence number.
+// highest is the largest of the highest-seq key (kept through deletions),
+// the last event's sequence number and the last snapshot's.
 func (j *Journal) highest(id Identity) (uint64, error) {
 	var floor uint64
 	v, closer, err := j.s.db.Get(entityPrefix(prefixHighest, id))
@@ -139,19 +139,32 @@ func (j *Journal) highest(id Identity) (uint64, error) {
 		floor = binary.BigEndian.Uint64(v)
 		closer.Close()
 	}
-	p := entityPrefix(prefixEvent, id)
-	it, err := j.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	// A snapshot can only hold the highest number when no event is left:
+	// Compact deletes every event up to its seq, which must not exceed the
+	// highest, and SaveSnapshot raises the key itself.
+	last, err := j.lastSeq(prefixEvent, id)
+	if err == nil && last == 0 {
+		last, err = j.lastSeq(prefixSnapshot, id)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("persistence: highest seq of %s: %w", id, err)
 	}
-	defer it.Close()
+	return max(floor, last), nil
+}
+
+// lastSeq is the sequence number of id's last key under prefix p, or 0.
+func (j *Journal) lastSeq(p byte, id Identity) (uint64, error) {
+	ep := entityPrefix(p, id)
+	it, err := j.s.db.NewIter(&pebble.IterOptions{LowerBound: ep, UpperBound: prefixEnd(ep)})
+	if err != nil {
+		return 0, err
+	}
+	var last uint64
 	if it.Last() {
 		k := it.Key()
-		if last := binary.BigEndian.Uint64(k[len(k)-8:]); last > floor {
-			return last, nil
-		}
+		last = binary.BigEndian.Uint64(k[len(k)-8:])
 	}
-	return floor, it.Error()
+	return last, errors.Join(it.Error(), it.Close())
 }
 
 func seqBytes(seq uint64) []byte {
@@ -216,9 +229,19 @@ func (j *Journal) DeleteUpTo(id Identity, to uint64) error {
 	if to == 0 {
 		return nil
 	}
-	end := seqKey(prefixEvent, id, to+1)
+	if err := j.deleteKeepingHighest(prefixEvent, id, to); err != nil {
+		return fmt.Errorf("persistence: delete %s up to %d: %w", id, to, err)
+	}
+	return nil
+}
+
+// deleteKeepingHighest deletes id's keys under prefix p (events or
+// snapshots) with seq <= to, and in the same batch writes the highest-seq
+// key, since the deleted keys may have held the highest number.
+func (j *Journal) deleteKeepingHighest(p byte, id Identity, to uint64) error {
+	end := seqKey(p, id, to+1)
 	if to == math.MaxUint64 {
-		end = prefixEnd(entityPrefix(prefixEvent, id))
+		end = prefixEnd(entityPrefix(p, id))
 	}
 	high, err := j.highest(id)
 	if err != nil {
@@ -227,18 +250,16 @@ func (j *Journal) DeleteUpTo(id Identity, to uint64) error {
 	b := j.s.db.NewBatch()
 	defer b.Close()
 	if high > 0 {
-		// The deleted events may include the last one: keep its number.
 		_ = b.Set(entityPrefix(prefixHighest, id), seqBytes(high), nil)
 	}
-	_ = b.DeleteRange(seqKey(prefixEvent, id, 0), end, nil)
-	if err := b.Commit(j.s.wo); err != nil {
-		return fmt.Errorf("persistence: delete %s up to %d: %w", id, to, err)
-	}
-	return nil
+	_ = b.DeleteRange(seqKey(p, id, 0), end, nil)
+	return b.Commit(j.s.wo)
 }
 
 // SaveSnapshot stores data as id's state after event seq, replacing any
-// snapshot at the same seq.
+// snapshot at the same seq. A snapshot's seq counts toward the highest
+// sequence number, as if its events had been appended, and a snapshot at a
+// seq above 0 lists the entity.
 func (j *Journal) SaveSnapshot(id Identity, seq uint64, data []byte) error {
 	if err := j.s.check(); err != nil {
 		return err
@@ -246,7 +267,18 @@ func (j *Journal) SaveSnapshot(id Identity, seq uint64, data []byte) error {
 	if err := id.Validate(); err != nil {
 		return err
 	}
-	if err := j.s.db.Set(seqKey(prefixSnapshot, id, seq), data, j.s.wo); err != nil {
+	high, err := j.highest(id)
+	if err != nil {
+		return err
+	}
+	b := j.s.db.NewBatch()
+	defer b.Close()
+	if seq > 0 {
+		// The highest-seq key is also the entity index.
+		_ = b.Set(entityPrefix(prefixHighest, id), seqBytes(max(high, seq)), nil)
+	}
+	_ = b.Set(seqKey(prefixSnapshot, id, seq), data, nil)
+	if err := b.Commit(j.s.wo); err != nil {
 		return fmt.Errorf("persistence: snapshot %s at %d: %w", id, seq, err)
 	}
 	return nil
@@ -255,6 +287,13 @@ func (j *Journal) SaveSnapshot(id Identity, seq uint64, data []byte) error {
 // Compact saves a snapshot at seq and, in the same atomic batch, deletes the
 // events and older snapshots that it makes redundant. The actor base calls
 // it every N events.
+//
+// seq must not exceed HighestSeq(id). Compact reads nothing (the snapshot
+// key itself keeps the highest sequence number when every event is
+// deleted) and does not wait for an fsync: the
+// batch is atomic and becomes durable with the next synced write, and
+// losing it in a crash loses nothing, since the events it deletes are then
+// still there. So the entity that calls it is not held up by the disk.
 func (j *Journal) Compact(id Identity, seq uint64, data []byte) error {
 	if err := j.s.check(); err != nil {
 		return err
@@ -262,20 +301,12 @@ func (j *Journal) Compact(id Identity, seq uint64, data []byte) error {
 	if err := id.Validate(); err != nil {
 		return err
 	}
-	high, err := j.highest(id)
-	if err != nil {
-		return err
-	}
 	b := j.s.db.NewBatch()
 	defer b.Close()
-	if high > 0 {
-		// The compacted events may include the last one: keep its number.
-		_ = b.Set(entityPrefix(prefixHighest, id), seqBytes(high), nil)
-	}
 	_ = b.DeleteRange(seqKey(prefixSnapshot, id, 0), seqKey(prefixSnapshot, id, seq), nil)
 	_ = b.Set(seqKey(prefixSnapshot, id, seq), data, nil)
 	_ = b.DeleteRange(seqKey(prefixEvent, id, 0), seqKey(prefixEvent, id, seq+1), nil)
-	if err := b.Commit(j.s.wo); err != nil {
+	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("persistence: compact %s at %d: %w", id, seq, err)
 	}
 	return nil
@@ -317,11 +348,7 @@ func (j *Journal) DeleteSnapshotsUpTo(id Identity, to uint64) error {
 	if err := id.Validate(); err != nil {
 		return err
 	}
-	end := seqKey(prefixSnapshot, id, to+1)
-	if to == math.MaxUint64 {
-		end = prefixEnd(entityPrefix(prefixSnapshot, id))
-	}
-	if err := j.s.db.DeleteRange(seqKey(prefixSnapshot, id, 0), end, j.s.wo); err != nil {
+	if err := j.deleteKeepingHighest(prefixSnapshot, id, to); err != nil {
 		return fmt.Errorf("persistence: delete snapshots of %s: %w", id, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ package persistence
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -91,6 +92,85 @@ func TestReplayStopsAtCallbackError(t *testing.T) {
 	}
 	if !slices.Equal(seen, []uint64{1, 2}) {
 		t.Fatalf("callback saw %v after stopping at 2", seen)
+	}
+}
+
+// TestCompactEverythingKeepsTheNumbering covers the actor's own use of
+// Compact (a snapshot at its last event): the snapshot alone carries the
+// highest seq, the entity stays listed, and the next append goes on from it.
+func TestCompactEverythingKeepsTheNumbering(t *testing.T) {
+	st := openMem(t, Options{})
+	j := st.Journal()
+	mustAppend(t, j, idA, 1, 5, MarkUnchanged)
+	if err := j.Compact(idA, 5, []byte("state@5")); err != nil {
+		t.Fatal(err)
+	}
+	if got := replay(t, j, idA, 0, math.MaxUint64, NoLimit); len(got) != 0 {
+		t.Fatalf("events left after compacting everything: %v", seqsOf(got))
+	}
+	if h := mustHighest(t, j, idA); h != 5 {
+		t.Fatalf("highest after compacting everything: %d, want 5", h)
+	}
+	if ids := entities(t, j, idA.Kind); ids[idA] != 5 {
+		t.Fatalf("compacted entity not listed: %v", ids)
+	}
+	// Deleting the snapshot too must not lose the number.
+	if err := j.DeleteSnapshotsUpTo(idA, math.MaxUint64); err != nil {
+		t.Fatal(err)
+	}
+	if h := mustHighest(t, j, idA); h != 5 {
+		t.Fatalf("highest after deleting the only snapshot: %d, want 5", h)
+	}
+	// Compact on an unknown entity at 0 (a rapid finding) lists nothing.
+	if err := j.Compact(idB, 0, []byte("empty")); err != nil {
+		t.Fatal(err)
+	}
+	if h := mustHighest(t, j, idB); h != 0 {
+		t.Fatalf("compact at 0 of an unknown entity: highest %d", h)
+	}
+	if _, listed := entities(t, j, idB.Kind)[idB]; listed {
+		ids := entities(t, j, idB.Kind)
+		t.Fatalf("compact at 0 listed an unknown entity: %v", ids)
+	}
+}
+
+// TestUnsyncedCompactIsAllOrNothing: Compact does not wait for an fsync, so
+// a crash right after it may keep or lose it, but never half of it: the
+// state after the crash replays to the same events either way.
+func TestUnsyncedCompactIsAllOrNothing(t *testing.T) {
+	for _, percent := range []int{0, 50, 100} {
+		mem := vfs.NewCrashableMem()
+		st := openMem(t, Options{FS: mem})
+		j := st.Journal()
+		mustAppend(t, j, idA, 1, 8, MarkUnchanged)
+		if err := j.Compact(idA, 8, []byte("state@8")); err != nil {
+			t.Fatal(err)
+		}
+		crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: percent, RNG: rand.New(rand.NewPCG(1, uint64(percent)))})
+		re := openMem(t, Options{FS: crashed})
+		rj := re.Journal()
+		events := replay(t, rj, idA, 0, math.MaxUint64, NoLimit)
+		snap, ok, err := rj.LoadSnapshot(idA, math.MaxUint64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ok && snap.Seq == 8 && len(events) == 0:
+			// The compaction survived whole.
+		case !ok && sameRecords(events, want(idA, seqRange(1, 8)...)):
+			// It was lost whole: every event is still there.
+		default:
+			t.Fatalf("%d%% unsynced kept: snapshot ok=%v seq=%d with events %v: a torn compaction", percent, ok, snap.Seq, seqsOf(events))
+		}
+		if h := mustHighest(t, rj, idA); h != 8 {
+			t.Fatalf("%d%% unsynced kept: highest %d, want 8", percent, h)
+		}
+		// A synced append after Compact makes it durable.
+		mustAppend(t, j, idA, 9, 1, MarkUnchanged)
+		after := openMem(t, Options{FS: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})})
+		if snap, ok, err := after.Journal().LoadSnapshot(idA, math.MaxUint64); err != nil || !ok || snap.Seq != 8 {
+			t.Fatalf("a synced append did not make the compaction durable: %+v ok=%v err=%v", snap, ok, err)
+		}
 	}
 }
 

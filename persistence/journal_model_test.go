@@ -14,7 +14,7 @@ type modelEntity struct {
 	events  map[uint64]bool // seqs still stored
 	snaps   map[uint64]string
 	active  bool
-	listed  bool // has appended events since it was last forgotten
+	listed  bool // has appended events, or saved a snapshot above 0, since it was last forgotten
 }
 
 // journalMachine drives a journal and a plain model with the same random
@@ -79,6 +79,12 @@ func (m *journalMachine) SaveSnapshot(t *rapid.T) {
 		t.Fatalf("snapshot: %v", err)
 	}
 	e.snaps[seq] = data
+	// A snapshot's seq counts as taken, even one ahead of the events, and
+	// lists the entity.
+	e.highest = max(e.highest, seq)
+	if seq > 0 {
+		e.listed = true
+	}
 }
 
 func (m *journalMachine) DeleteSnapshotsUpTo(t *rapid.T) {

@@ -41,6 +41,13 @@ type Options struct {
 	NoSync bool
 	// CacheSize is Pebble's block cache in bytes. Default: 32 MiB.
 	CacheSize int64
+	// MemTableSize is the largest memtable in bytes. Default: 64 MiB.
+	// Pebble starts with a 256 KiB memtable and doubles it at each flush
+	// up to this size, so a quiet daemon never grows one this large. Under
+	// load a large memtable is what keeps the journal cheap: an entity's
+	// events are deleted by its next snapshot, and events deleted while
+	// still in the memtable are never written to an sstable or compacted.
+	MemTableSize uint64
 	// Logger receives Pebble's own log lines. Default: discarded.
 	Logger pebble.Logger
 	// OnFailure, if set, is called once when the store fails for good (a
@@ -103,21 +110,25 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.CacheSize == 0 {
 		o.CacheSize = 32 << 20
 	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = 64 << 20
+	}
 	var logger pebble.Logger = quietLogger{}
 	if o.Logger != nil {
 		logger = o.Logger
 	}
 	s := &Store{dir: dir, fs: o.FS, now: o.Now}
-	cache := pebble.NewCache(o.CacheSize)
+	// Pebble reserves each memtable's size out of the block cache. The
+	// cache is sized for the blocks plus two full memtables (the one being
+	// written and the one being flushed), so that CacheSize stays what it
+	// says: memory for cached blocks.
+	cache := pebble.NewCache(o.CacheSize + 2*int64(o.MemTableSize))
 	defer cache.Unref()
 	popts := &pebble.Options{
-		FS:     o.FS,
-		Cache:  cache,
-		Logger: fatalLogger{Logger: logger, failed: &s.failed, notify: o.OnFailure},
-		// Pebble reserves each memtable's size out of the block cache, so
-		// memtables are kept to a quarter of it: thatch writes little, and
-		// an empty cache makes every recovery read from disk.
-		MemTableSize:                uint64(max(o.CacheSize/4, 4<<20)),
+		FS:                          o.FS,
+		Cache:                       cache,
+		Logger:                      fatalLogger{Logger: logger, failed: &s.failed, notify: o.OnFailure},
+		MemTableSize:                o.MemTableSize,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       40,

@@ -76,6 +76,10 @@ type envelope struct {
 	id    string
 	msg   any
 	spawn bool // spawn the entity if needed; deliver nothing
+	// reply, when set, receives the entity's answer (see actors.Call);
+	// ack asks for a Pong when msg itself has no reply.
+	reply func(any)
+	ack   bool
 }
 
 type rehydrated struct {
@@ -202,18 +206,54 @@ func (t *Tree) Send(to actors.Identity, msg any) {
 // Request delivers msg and waits up to timeout for the entity's reply. A
 // message dropped as poison answers with an error wrapping *actors.Rejected.
 func (t *Tree) Request(to actors.Identity, msg any, timeout time.Duration) (any, error) {
+	return t.call(to, msg, false, timeout)
+}
+
+// ErrTimeout is returned by Request and Deliver when the entity did not
+// answer in time. The message may still be handled later.
+var ErrTimeout = errors.New("no answer in time")
+
+// call sends msg with a reply function (actors.Call) and waits for the
+// answer.
+func (t *Tree) call(to actors.Identity, msg any, ack bool, timeout time.Duration) (any, error) {
+	wait, err := t.startCall(to, msg, ack)
+	if err != nil {
+		return nil, err
+	}
+	return wait(timeout)
+}
+
+// startCall sends msg with a reply function and returns the wait for its
+// answer. Unlike a protoactor future, the reply needs no process registry
+// entry: the entity calls the function, which hands the answer over a
+// buffered channel.
+func (t *Tree) startCall(to actors.Identity, msg any, ack bool) (func(time.Duration) (any, error), error) {
 	pid, ok := t.kinds[to.Kind]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, to.Kind)
 	}
-	res, err := t.sys.Root.RequestFuture(pid, &envelope{id: to.ID, msg: msg}, timeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("supervisor: request %s: %w", to, err)
+	answer := make(chan any, 1)
+	reply := func(v any) {
+		select {
+		case answer <- v:
+		default: // answered already; a second answer has nobody to go to
+		}
 	}
-	if rej, ok := res.(*actors.Rejected); ok {
-		return nil, fmt.Errorf("supervisor: request %s: %w", to, rej)
-	}
-	return res, nil
+	t.sys.Root.Send(pid, &envelope{id: to.ID, msg: msg, reply: reply, ack: ack})
+	return func(timeout time.Duration) (any, error) {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		var res any
+		select {
+		case res = <-answer:
+		case <-timer.C:
+			return nil, fmt.Errorf("supervisor: request %s: %w after %v", to, ErrTimeout, timeout)
+		}
+		if rej, ok := res.(*actors.Rejected); ok {
+			return nil, fmt.Errorf("supervisor: request %s: %w", to, rej)
+		}
+		return res, nil
+	}, nil
 }
 
 // KindStats describes one kind for status.
@@ -289,12 +329,17 @@ func (t *Tree) WaitIdle(timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		futures := make([]*actor.Future, 0, len(ids))
+		deadline := time.Now().Add(timeout)
+		waits := make([]func(time.Duration) (any, error), 0, len(ids))
 		for _, id := range ids {
-			futures = append(futures, t.sys.Root.RequestFuture(t.kinds[kind], &envelope{id: id, msg: &actors.Ping{}}, timeout))
+			wait, err := t.startCall(actors.Identity{Kind: kind, ID: id}, &actors.Ping{}, false)
+			if err != nil {
+				return err
+			}
+			waits = append(waits, wait)
 		}
-		for _, f := range futures {
-			if _, err := f.Result(); err != nil {
+		for _, wait := range waits {
+			if _, err := wait(max(time.Until(deadline), time.Millisecond)); err != nil {
 				return fmt.Errorf("supervisor: wait for %s: %w", kind, err)
 			}
 		}
@@ -422,8 +467,12 @@ func (k *kindSupervisor) route(ctx actor.Context, env *envelope, sender *actor.P
 		pid, err = ctx.SpawnNamed(k.spec.Props(env.id, k.tree.env), env.id)
 		if err != nil {
 			k.tree.log.Error("cannot spawn entity", "kind", k.spec.KindName(), "id", env.id, "error", err)
-			if sender != nil {
-				ctx.Send(sender, &actors.Rejected{Reason: "spawn failed: " + err.Error()})
+			rej := &actors.Rejected{Reason: "spawn failed: " + err.Error()}
+			switch {
+			case env.reply != nil:
+				env.reply(rej)
+			case sender != nil:
+				ctx.Send(sender, rej)
 			}
 			return
 		}
@@ -433,9 +482,12 @@ func (k *kindSupervisor) route(ctx actor.Context, env *envelope, sender *actor.P
 	if env.spawn {
 		return
 	}
-	if sender != nil {
+	switch {
+	case env.reply != nil:
+		ctx.Send(pid, &actors.Call{Msg: env.msg, Reply: env.reply, Ack: env.ack})
+	case sender != nil:
 		ctx.RequestWithCustomSender(pid, env.msg, sender)
-	} else {
+	default:
 		ctx.Send(pid, env.msg)
 	}
 }
@@ -456,17 +508,11 @@ func (k *kindSupervisor) rehydrate(ctx actor.Context) (int, error) {
 }
 
 // Deliver sends msg to the entity and waits until the entity has handled it
-// (its events are durable), without needing the kind to reply: it follows
-// msg with a Ping, which the entity answers only after every message before
-// it. Use it where a caller must not be acknowledged before the journal is.
+// (its events are durable), without needing the kind to reply: the entity
+// answers a Pong once the message's events are durable when its handling
+// has no reply of its own. Use it where a caller must not be acknowledged
+// before the journal is.
 func (t *Tree) Deliver(to actors.Identity, msg any, timeout time.Duration) error {
-	t.Send(to, msg)
-	res, err := t.Request(to, &actors.Ping{}, timeout)
-	if err != nil {
-		return err
-	}
-	if _, ok := res.(*actors.Pong); !ok {
-		return fmt.Errorf("supervisor: deliver to %s: unexpected answer %T", to, res)
-	}
-	return nil
+	_, err := t.call(to, msg, true, timeout)
+	return err
 }
