@@ -230,6 +230,7 @@ func (x *executor) run(from actors.Identity, eff any) {
 		if err != nil {
 			log.Error("cannot close the session's host", "session", e.SessionID, "error", err)
 		}
+		x.send(from, &messages.SessionExitIssued{SessionID: e.SessionID, Err: errText(err)})
 	case *messages.RecordWatcherDeaths:
 		if err := x.rows.Put(tableWatcherDeaths, e.SessionID, []byte(x.now().UTC().Format(time.RFC3339Nano))); err != nil {
 			log.Error("cannot record watcher deaths", "error", err)

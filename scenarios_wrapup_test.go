@@ -1,9 +1,12 @@
 package thatch_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/session"
 )
 
@@ -96,6 +99,57 @@ var _ = Describe("Wrap-up commands", func() {
 			Expect(w.view("ses_p").WrapUp).To(BeNil())
 			w.never(w.countOf(mCreate), Equal(0), "no extraction after a greenlit exit")
 			Expect(w.host.CallsOf(mExecTUI)).To(BeEmpty(), "exit does not compact")
+		})
+
+		Describe("a crash after the greenlight, before the host closed", func() {
+			// greenlitThenStop greenlights the exit, holds its close at the
+			// host and stops thatch there; the blocked call dies with it.
+			greenlitThenStop := func() {
+				w.host.SetFinalText("ses_p", "All done.\nTHATCH_EXIT_READY")
+				g := w.host.Block(mPubTUI, false)
+				w.idle("ses_p")
+				Eventually(g.entered).Should(BeClosed())
+				Expect(w.view("ses_p").ExitingSince).NotTo(BeNil(), "the greenlit exit is journaled before its effects")
+				Expect(registered()).To(BeFalse(), "the chat is unregistered before the close is attempted")
+				w.stop()
+			}
+			closes := func() []hostCall {
+				var ok []hostCall
+				for _, c := range w.host.CallsOf(mPubTUI) {
+					if c.Err == nil {
+						ok = append(ok, c)
+					}
+				}
+				return ok
+			}
+
+			It("closes the session after a prompt restart, in the same order", func() {
+				greenlitThenStop()
+				var atExit struct{ deaths, registered bool }
+				w.host.OnCall(func(c hostCall) {
+					if c.Method == mPubTUI && c.Err == nil {
+						atExit.deaths, atExit.registered = watcherDeathRecorded(), registered()
+					}
+				})
+				w.clock = actors.NewFakeClock(w.clock.Now().Add(30 * time.Second))
+				w.start()
+				Eventually(closes).Should(HaveLen(1))
+				Expect(closes()[0].Command).To(Equal("app.exit"))
+				Expect(atExit.deaths).To(BeTrue(), "watcher deaths are recorded before the close")
+				Expect(atExit.registered).To(BeFalse(), "the chat is unregistered before the close")
+				Eventually(func() *time.Time { return w.view("ses_p").ExitingSince }).Should(BeNil(), "the exit ends once its close went out")
+				w.restart()
+				w.never(func() int { return len(closes()) }, Equal(1), "a finished exit is not issued again")
+			})
+
+			It("leaves the session open after a late restart and tells the user", func() {
+				greenlitThenStop()
+				w.clock = actors.NewFakeClock(w.clock.Now().Add(time.Hour))
+				w.start()
+				Eventually(w.callsOf(mToast)).Should(ContainElement(HaveField("Text", ContainSubstring("/thatch/exit again"))))
+				Expect(closes()).To(BeEmpty(), "an hour later the user may be working in it again")
+				Expect(w.view("ses_p").ExitingSince).To(BeNil())
+			})
 		})
 
 		DescribeTable("without the token alone on the last line, warns and falls through to the normal idle",

@@ -147,6 +147,13 @@ type SessionPrompted struct {
 	Err       string `json:"err,omitempty"`
 }
 
+// SessionExitIssued answers ExitSession once the close was sent to the
+// host. Err is set on failure.
+type SessionExitIssued struct {
+	SessionID string `json:"sessionID"`
+	Err       string `json:"err,omitempty"`
+}
+
 // MessagesFetched answers FetchMessages with the text of the final assistant
 // message. Err is set when the messages could not be read.
 type MessagesFetched struct {

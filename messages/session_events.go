@@ -138,6 +138,19 @@ type FamilyWrapUpDisarmed struct {
 	Cause string `json:"cause"`
 }
 
+// FamilyExitGreenlit records that /thatch/exit was greenlit at At: the
+// session's watcher deaths, its chat unregistration and its close are
+// issued, and are issued again after a restart that comes soon enough.
+type FamilyExitGreenlit struct {
+	At time.Time `json:"at"`
+}
+
+// FamilyExitFinished ends a greenlit exit: the close was issued (or
+// failed), or a restart came too late to issue it again.
+type FamilyExitFinished struct {
+	Cause string `json:"cause"`
+}
+
 // FamilyFinishScheduled marks an extraction child found idle after a
 // reconnect: it is finished as if it went idle when the grace timer fires.
 type FamilyFinishScheduled struct {
@@ -175,6 +188,8 @@ func init() {
 	Register[FamilyWrapUpCheckStarted]("session.wrapup_check_started", 1)
 	Register[FamilyWrapUpCheckFinished]("session.wrapup_check_finished", 1)
 	Register[FamilyWrapUpDisarmed]("session.wrapup_disarmed", 1)
+	Register[FamilyExitGreenlit]("session.exit_greenlit", 1)
+	Register[FamilyExitFinished]("session.exit_finished", 1)
 	Register[FamilyFinishScheduled]("session.finish_scheduled", 1)
 	Register[FamilyFinishCancelled]("session.finish_cancelled", 1)
 	Register[FamilyParentDeleted]("session.parent_deleted", 1)

@@ -106,6 +106,10 @@ func (f *Family) Apply(s *State, ev any) *State {
 		}
 	case *messages.FamilyWrapUpDisarmed:
 		s.WrapUp = nil
+	case *messages.FamilyExitGreenlit:
+		s.ExitingSince = e.At
+	case *messages.FamilyExitFinished:
+		s.ExitingSince = timeZero
 	case *messages.FamilyFinishScheduled:
 		if c := s.Children[e.ChildID]; c != nil {
 			c.Finishing = true

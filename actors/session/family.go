@@ -38,6 +38,11 @@ type Config struct {
 	// PayloadArgsLimit is the length of the args summary in the payload.
 	// Default: 120.
 	PayloadArgsLimit int
+	// ExitRetryWindow is how long after a greenlit /thatch/exit a restart
+	// still closes the session, if thatch stopped before the close was
+	// issued. Later, the user may have gone on working in it, so it is
+	// left open and told to run the command again. Default: 2m.
+	ExitRetryWindow time.Duration
 }
 
 // DefaultConfig returns the defaults the issue sets.
@@ -49,6 +54,7 @@ func DefaultConfig() Config {
 		JournalOutputLimit: 2000,
 		PayloadOutputLimit: 500,
 		PayloadArgsLimit:   120,
+		ExitRetryWindow:    2 * time.Minute,
 	}
 }
 
@@ -82,6 +88,9 @@ func New(cfg Config) *Family {
 	if cfg.PayloadArgsLimit <= 0 {
 		cfg.PayloadArgsLimit = def.PayloadArgsLimit
 	}
+	if cfg.ExitRetryWindow <= 0 {
+		cfg.ExitRetryWindow = def.ExitRetryWindow
+	}
 	return &Family{cfg: cfg}
 }
 
@@ -95,13 +104,14 @@ func (f *Family) Name() string { return KindName }
 func (f *Family) Initial(id string) *State { return &State{ID: id} }
 
 // Active reports unfinished work that must resume after a restart: an
-// extraction, an armed wrap-up, an outstanding claim (which may go stale)
-// or a pending finish timer. A tombstone is never active.
+// extraction, an armed wrap-up, a greenlit exit not yet issued, an
+// outstanding claim (which may go stale) or a pending finish timer. A
+// tombstone is never active.
 func (f *Family) Active(s *State) bool {
 	if s.Deleted {
 		return false
 	}
-	return s.Extracting || s.WrapUp != nil || len(s.Claims) > 0 || s.finishing()
+	return s.Extracting || s.WrapUp != nil || !s.ExitingSince.IsZero() || len(s.Claims) > 0 || s.finishing()
 }
 
 // Decide turns one message into events, effects and a reply. It never
@@ -143,6 +153,8 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 		d.messagesFetched(m)
 	case *messages.ChildSessionCreated:
 		d.childCreated(m)
+	case *messages.SessionExitIssued:
+		d.exitIssued(m)
 	case *messages.SessionPrompted:
 		if m.Err != "" && s.Extracting && s.ExtractionChild != "" && m.SessionID == s.ExtractionChild {
 			d.emit(&messages.FamilyExtractionStopped{Cause: "prompt failed: " + m.Err})
@@ -576,9 +588,8 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 			d.effect(&messages.CompactSession{Host: s.Host, SessionID: s.ID})
 		case WrapUpExit:
 			d.emit(&messages.FamilyWrapUpDisarmed{Cause: "exit greenlit"})
-			d.effect(&messages.RecordWatcherDeaths{SessionID: s.ID})
-			d.effect(&messages.UnregisterChat{SessionID: s.ID})
-			d.effect(&messages.ExitSession{Host: s.Host, SessionID: s.ID})
+			d.emit(&messages.FamilyExitGreenlit{At: d.now})
+			d.exitEffects()
 		}
 		return
 	}
@@ -591,6 +602,28 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 		Variant: "warning",
 	})
 	d.normalIdle()
+}
+
+// exitEffects closes the session, in the order the exit wrap-up needs:
+// its watchers are recorded dead, then it leaves the chat directory (other
+// sessions must stop addressing it), then its host closes it.
+func (d *decider) exitEffects() {
+	s := d.s
+	d.effect(&messages.RecordWatcherDeaths{SessionID: s.ID})
+	d.effect(&messages.UnregisterChat{SessionID: s.ID})
+	d.effect(&messages.ExitSession{Host: s.Host, SessionID: s.ID})
+}
+
+// exitIssued ends a greenlit exit once its close went to the host.
+func (d *decider) exitIssued(m *messages.SessionExitIssued) {
+	if m.SessionID != d.s.ID || d.s.ExitingSince.IsZero() {
+		return
+	}
+	cause := "closed"
+	if m.Err != "" {
+		cause = "close failed: " + m.Err
+	}
+	d.emit(&messages.FamilyExitFinished{Cause: cause})
 }
 
 // extractionPrompt is the prompt an extraction child of parentID receives.
@@ -705,5 +738,20 @@ func (d *decider) recovered() {
 	}
 	for _, id := range s.finishingChildren() {
 		d.effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})
+	}
+	if !s.ExitingSince.IsZero() {
+		// Stopped between the exit's greenlight and its close.
+		if d.now.Sub(s.ExitingSince) <= d.f.cfg.ExitRetryWindow {
+			d.exitEffects()
+			return
+		}
+		d.emit(&messages.FamilyExitFinished{Cause: "restarted too long after the greenlight to close the session"})
+		d.effect(&messages.ShowToast{
+			Host:  s.Host,
+			Title: "thatch",
+			Message: fmt.Sprintf("thatch restarted %s after /thatch/exit was greenlit and left this session open. Run /thatch/exit again to close it.",
+				d.now.Sub(s.ExitingSince).Round(time.Second)),
+			Variant: "warning",
+		})
 	}
 }

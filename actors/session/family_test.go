@@ -729,7 +729,7 @@ func TestWrapUp(t *testing.T) {
 			name:   "exit: watcher deaths, then unregister, then exit",
 			setup:  armedIdle("thatch/exit"),
 			msg:    fetched("All saved.\nTHATCH_EXIT_READY"),
-			events: []string{"wrapup_disarmed"},
+			events: []string{"wrapup_disarmed", "exit_greenlit"},
 			effects: []any{
 				&messages.RecordWatcherDeaths{SessionID: parent},
 				&messages.UnregisterChat{SessionID: parent},
@@ -873,6 +873,49 @@ func TestRecovery(t *testing.T) {
 		d = f.send(fetched("THATCH_EXIT_READY"))
 		if len(effectsOf[messages.ExitSession](d.Effects)) != 1 {
 			t.Errorf("effects %s", show(d.Effects))
+		}
+	})
+	t.Run("a crash between an exit's greenlight and its close closes it on restart", func(t *testing.T) {
+		f := newFam(t, Config{})
+		f.sendAll(command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY"))
+		if f.s.ExitingSince.IsZero() || !f.k.Active(f.s) {
+			t.Fatalf("greenlit exit not recorded: exiting since %v, active %v", f.s.ExitingSince, f.k.Active(f.s))
+		}
+		f.now = f.now.Add(30 * time.Second)
+		d := f.crash()
+		wantEffects(t, d.Effects,
+			&messages.RecordWatcherDeaths{SessionID: parent},
+			&messages.UnregisterChat{SessionID: parent},
+			&messages.ExitSession{Host: host, SessionID: parent})
+		// The executor reports the close; the exit is over.
+		d = f.send(&messages.SessionExitIssued{SessionID: parent})
+		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"exit_finished"}) {
+			t.Errorf("events after the close: %v", names)
+		}
+		if !f.s.ExitingSince.IsZero() || f.k.Active(f.s) {
+			t.Errorf("exit still pending after its close: %v", f.s.ExitingSince)
+		}
+		if d := f.crash(); len(d.Effects) != 0 {
+			t.Errorf("a finished exit was issued again: %s", show(d.Effects))
+		}
+		if d := f.send(&messages.SessionExitIssued{SessionID: parent}); len(d.Events) != 0 {
+			t.Errorf("a repeated close report journaled %v", eventNames(d.Events))
+		}
+	})
+	t.Run("a restart long after an exit's greenlight leaves the session open and says so", func(t *testing.T) {
+		f := newFam(t, Config{})
+		f.sendAll(command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY"))
+		f.now = f.now.Add(time.Hour)
+		d := f.crash()
+		if len(effectsOf[messages.ExitSession](d.Effects)) != 0 || len(effectsOf[messages.UnregisterChat](d.Effects)) != 0 {
+			t.Errorf("closed a session an hour after its greenlight: %s", show(d.Effects))
+		}
+		toasts := effectsOf[messages.ShowToast](d.Effects)
+		if len(toasts) != 1 || !strings.Contains(toasts[0].Message, "/thatch/exit again") {
+			t.Errorf("effects %s", show(d.Effects))
+		}
+		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"exit_finished"}) || !f.s.ExitingSince.IsZero() {
+			t.Errorf("events %v, exiting since %v", names, f.s.ExitingSince)
 		}
 	})
 	t.Run("state survives a snapshot", func(t *testing.T) {
@@ -1022,6 +1065,8 @@ func TestActive(t *testing.T) {
 		{"pending only", []any{tool(parent, "c1")}, false},
 		{"extracting", []any{tool(parent, "c1"), idle(parent)}, true},
 		{"armed", []any{command("thatch/exit")}, true},
+		{"exit greenlit, close not yet issued", []any{command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY")}, true},
+		{"exit closed", []any{command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY"), &messages.SessionExitIssued{SessionID: parent}}, false},
 		{"a claim outstanding", []any{tool(parent, "c1"), fetch(parent, "")}, true},
 		{"claim completed", []any{tool(parent, "c1"), fetch(parent, ""), doneAck(parent)}, false},
 	} {

@@ -61,6 +61,9 @@ type model struct {
 	attached   string
 	compacting bool
 	wrap       *mWrap
+	// exitSince is when a greenlit exit's close became due; zero when none
+	// is waiting.
+	exitSince time.Time
 }
 
 func newModel(limit int, stale time.Duration) *model {
@@ -267,6 +270,28 @@ func (m *model) parentDeleted() {
 	m.children = map[string]*mChild{}
 	m.deleted = true
 	m.extracting, m.attached, m.compacting, m.wrap = false, "", false, nil
+	m.exitSince = time.Time{}
+}
+
+// exitIssued is the executor's report that the close went out.
+func (m *model) exitIssued() {
+	if !m.deleted {
+		m.exitSince = time.Time{}
+	}
+}
+
+// recovered returns whether the exit's effects must be issued again: a
+// restart within window of the greenlight closes the session, a later one
+// gives up on it.
+func (m *model) recovered(now time.Time, window time.Duration) bool {
+	if m.exitSince.IsZero() {
+		return false
+	}
+	if now.Sub(m.exitSince) <= window {
+		return true
+	}
+	m.exitSince = time.Time{}
+	return false
 }
 
 func (m *model) sessionCreated(id, title string) {
@@ -301,6 +326,8 @@ func (m *model) messagesFetched(text string, failed bool, now time.Time) {
 		if strings.TrimSpace(lines[len(lines)-1]) == m.wrap.token {
 			if m.wrap.kind == WrapUpCompact {
 				m.compacting = true
+			} else {
+				m.exitSince = now
 			}
 			m.wrap = nil
 			return

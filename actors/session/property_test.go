@@ -33,6 +33,7 @@ type world struct {
 	creates int
 	prompts []string
 	fetches int
+	exits   int
 	timers  map[string]bool
 
 	// The host.
@@ -105,6 +106,8 @@ func (w *world) deliver(t *rapid.T, msg any) actors.Decision {
 			w.prompts = append(w.prompts, e.SessionID)
 		case *messages.FetchMessages:
 			w.fetches++
+		case *messages.ExitSession:
+			w.exits++
 		case *actors.StartTimer:
 			w.timers[e.Name] = true
 		case *actors.CancelTimer:
@@ -296,7 +299,10 @@ func (w *world) check(t *rapid.T) {
 			t.Fatalf("child %s waits for a finish timer that is not running", id)
 		}
 	}
-	wantActive := !m.deleted && (m.extracting || m.wrap != nil || len(m.list(atAccepted, "")) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(m.children)), func(c *mChild) bool { return c.finishing }))
+	if s.ExitingSince.IsZero() != m.exitSince.IsZero() || !s.ExitingSince.Equal(m.exitSince) {
+		t.Fatalf("exiting since %v, model %v", s.ExitingSince, m.exitSince)
+	}
+	wantActive := !m.deleted && (m.extracting || m.wrap != nil || !m.exitSince.IsZero() || len(m.list(atAccepted, "")) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(m.children)), func(c *mChild) bool { return c.finishing }))
 	if got := w.k.Active(s); got != wantActive {
 		t.Fatalf("Active = %v, want %v", got, wantActive)
 	}
@@ -523,6 +529,18 @@ func (w *world) newActions() map[string]action {
 			w.deliver(t, msg)
 			w.m.messagesFetched(text, failed, w.now)
 		}},
+		"completeExit": {2, func(t *rapid.T) {
+			if w.exits == 0 {
+				return
+			}
+			w.exits--
+			msg := &messages.SessionExitIssued{SessionID: parent}
+			if rapid.IntRange(0, 3).Draw(t, "exitFails") == 0 {
+				msg.Err = "host gone"
+			}
+			w.deliver(t, msg)
+			w.m.exitIssued()
+		}},
 		"tick": {3, func(t *rapid.T) {
 			if len(w.timers) == 0 {
 				return
@@ -573,9 +591,23 @@ func (w *world) newActions() map[string]action {
 			if rapid.Bool().Draw(t, "losePrompts") {
 				w.prompts = nil
 			}
+			if rapid.Bool().Draw(t, "loseExits") {
+				w.exits = 0
+			}
+			hadExit := !w.m.exitSince.IsZero()
+			reissue := w.m.recovered(w.now, w.k.Config().ExitRetryWindow)
 			d := w.deliver(t, &actors.Recovered{Restarted: true, Events: len(w.journal)})
-			if len(d.Events) != 0 {
-				t.Fatalf("Recovered journaled %v", eventNames(d.Events))
+			// Recovered journals nothing, except the end of an exit whose
+			// greenlight is too old to close the session now.
+			wantEvents := []string(nil)
+			if hadExit && !reissue {
+				wantEvents = []string{"exit_finished"}
+			}
+			if got := eventNames(d.Events); !slices.Equal(got, wantEvents) {
+				t.Fatalf("Recovered journaled %v, want %v", got, wantEvents)
+			}
+			if got := len(effectsOf[messages.ExitSession](d.Effects)) > 0; got != reissue {
+				t.Fatalf("exit re-issued %v, want %v", got, reissue)
 			}
 			if got, want := len(effectsOf[messages.CreateChildSession](d.Effects)) > 0, w.m.extracting && w.m.attached == ""; got != want {
 				t.Fatalf("create re-issued %v, want %v", got, want)

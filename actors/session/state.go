@@ -116,6 +116,10 @@ type State struct {
 	ExtractionChild string    `json:"extractionChild,omitempty"`
 	Compacting      bool      `json:"compacting,omitempty"`
 	WrapUp          *WrapUp   `json:"wrapUp,omitempty"`
+	// ExitingSince is when /thatch/exit was greenlit, until its close was
+	// issued. A restart within ExitRetryWindow of it issues the exit
+	// effects again.
+	ExitingSince time.Time `json:"exitingSince,omitzero"`
 }
 
 // Clone returns a deep copy of s. Interactions share their immutable
@@ -200,6 +204,9 @@ type StatusView struct {
 	Compacting      bool           `json:"compacting"`
 	Children        []ChildView    `json:"children,omitempty"`
 	WrapUp          *WrapUpView    `json:"wrapUp,omitempty"`
+	// ExitingSince is set while a greenlit /thatch/exit waits for its close
+	// to be issued.
+	ExitingSince *time.Time `json:"exitingSince,omitempty"`
 }
 
 // ChildView is one child in a StatusView.
@@ -247,6 +254,10 @@ func (s *State) Status() StatusView {
 	sort.Slice(v.Children, func(i, j int) bool { return v.Children[i].SessionID < v.Children[j].SessionID })
 	if s.WrapUp != nil {
 		v.WrapUp = &WrapUpView{Kind: s.WrapUp.Kind, Token: s.WrapUp.Token, Checking: s.WrapUp.Checking}
+	}
+	if !s.ExitingSince.IsZero() {
+		at := s.ExitingSince
+		v.ExitingSince = &at
 	}
 	return v
 }
