@@ -200,6 +200,11 @@ func (d *decider) effect(e any) {
 	d.out.Effects = append(d.out.Effects, e)
 }
 
+// warn shows the user a warning toast on the family's host.
+func (d *decider) warn(msg string) {
+	d.effect(&messages.ShowToast{Host: d.s.Host, Title: "thatch", Message: msg, Variant: "warning"})
+}
+
 func (d *decider) seeHost(host string) {
 	if host != "" && host != d.s.Host {
 		d.emit(&messages.FamilyHostSeen{Host: host})
@@ -594,13 +599,8 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 		return
 	}
 	d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "token missing"})
-	d.effect(&messages.ShowToast{
-		Host:  s.Host,
-		Title: "thatch",
-		Message: fmt.Sprintf("/thatch/%s is waiting: finish the reply with %s alone on the last line once its blockers are resolved.",
-			w.Kind, w.Token),
-		Variant: "warning",
-	})
+	d.warn(fmt.Sprintf("/thatch/%s is waiting: finish the reply with %s alone on the last line once its blockers are resolved.",
+		w.Kind, w.Token))
 	d.normalIdle()
 }
 
@@ -746,12 +746,7 @@ func (d *decider) recovered() {
 			return
 		}
 		d.emit(&messages.FamilyExitFinished{Cause: "restarted too long after the greenlight to close the session"})
-		d.effect(&messages.ShowToast{
-			Host:  s.Host,
-			Title: "thatch",
-			Message: fmt.Sprintf("thatch restarted %s after /thatch/exit was greenlit and left this session open. Run /thatch/exit again to close it.",
-				d.now.Sub(s.ExitingSince).Round(time.Second)),
-			Variant: "warning",
-		})
+		d.warn(fmt.Sprintf("thatch restarted %s after /thatch/exit was greenlit and left this session open. Run /thatch/exit again to close it.",
+			d.now.Sub(s.ExitingSince).Round(time.Second)))
 	}
 }
