@@ -133,9 +133,10 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		return err
 	}
 	family := session.New(session.Config{
-		BufferLimit: r.cfg.OpenCode.BufferLimit,
-		StaleAfter:  r.cfg.OpenCode.StaleAfter,
-		FinishGrace: r.cfg.OpenCode.FinishGrace,
+		BufferLimit:     r.cfg.OpenCode.BufferLimit,
+		StaleAfter:      r.cfg.OpenCode.StaleAfter,
+		FinishGrace:     r.cfg.OpenCode.FinishGrace,
+		ExitRetryWindow: r.cfg.OpenCode.ExitRetryWindow,
 	})
 	r.exec = newExecutor(r.log.Named("executor"), r.cfg.OpenCode.RequestTimeout)
 	r.exec.rows = r.store.Rows()

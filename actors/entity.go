@@ -450,8 +450,15 @@ func (e *entity[S]) landed(ctx actor.Context, err error) {
 
 // release sends replies and runs effects of outputs whose events are
 // durable, and forgets their deliveries.
+//
+// A message's effects are dispatched before its reply is sent, so a caller
+// that has the reply knows they are under way: its timers are set and its
+// host calls are queued at the executor.
 func (e *entity[S]) release(ctx actor.Context, outs []output) {
 	for _, o := range outs {
+		for _, eff := range o.effects {
+			e.run(ctx, eff)
+		}
 		if o.d != nil && o.d.wantsReply() {
 			switch {
 			case o.answer != nil:
@@ -461,9 +468,6 @@ func (e *entity[S]) release(ctx actor.Context, outs []output) {
 			case o.d.ack:
 				e.reply(ctx, o.d, &Pong{Seq: e.durable, Active: e.active})
 			}
-		}
-		for _, eff := range o.effects {
-			e.run(ctx, eff)
 		}
 		if o.d != nil && len(e.sh.undurable) > 0 && e.sh.undurable[0] == o.d {
 			e.sh.undurable = e.sh.undurable[1:]

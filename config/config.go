@@ -113,6 +113,11 @@ type OpenCode struct {
 	// its turn as finished, so that a quick follow-up prompt does not start
 	// an extraction. Must be >= 0. Default: 10s.
 	FinishGrace time.Duration `koanf:"finish_grace" usage:"time a session must stay idle before its turn counts as finished (>= 0)"`
+	// ExitRetryWindow is how long after a greenlit /thatch/exit a restart
+	// of thatch still closes the session, if thatch stopped before the
+	// close went out; later the session is left open and the user told.
+	// Must be > 0. Default: 2m.
+	ExitRetryWindow time.Duration `koanf:"exit_retry_window" usage:"how long after a greenlit /thatch/exit a restart still closes the session"`
 	// RequestTimeout bounds each REST request to an opencode server.
 	// Must be > 0. Default: 10s.
 	RequestTimeout time.Duration `koanf:"request_timeout" usage:"timeout of each REST request to an opencode server"`
@@ -228,10 +233,11 @@ func Defaults() *Config {
 			BackoffMax:    30 * time.Second,
 		},
 		OpenCode: OpenCode{
-			BufferLimit:    20,
-			StaleAfter:     15 * time.Minute,
-			FinishGrace:    10 * time.Second,
-			RequestTimeout: 10 * time.Second,
+			BufferLimit:     20,
+			StaleAfter:      15 * time.Minute,
+			FinishGrace:     10 * time.Second,
+			ExitRetryWindow: 2 * time.Minute,
+			RequestTimeout:  10 * time.Second,
 		},
 		Memory: Memory{
 			Embedder:       EmbedderLocal,

@@ -100,6 +100,7 @@ func (c *Config) Validate() error {
 	if d := c.OpenCode.FinishGrace; d < 0 {
 		v.add("opencode.finish_grace", "must be >= 0, got %s", formatDuration(d))
 	}
+	v.positive("opencode.exit_retry_window", c.OpenCode.ExitRetryWindow)
 	v.positive("opencode.request_timeout", c.OpenCode.RequestTimeout)
 	v.servers(c.OpenCode.Servers)
 

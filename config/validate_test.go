@@ -79,6 +79,8 @@ func TestValidateOneValue(t *testing.T) {
 		{"finish_grace 0 is allowed", func(c *Config) { c.OpenCode.FinishGrace = 0 }, "", ""},
 		{"finish_grace negative", func(c *Config) { c.OpenCode.FinishGrace = -time.Second },
 			"opencode.finish_grace", "must be >= 0, got -1s"},
+		{"exit_retry_window 0", func(c *Config) { c.OpenCode.ExitRetryWindow = 0 },
+			"opencode.exit_retry_window", "must be a duration > 0, got 0s"},
 		{"request_timeout 0", func(c *Config) { c.OpenCode.RequestTimeout = 0 },
 			"opencode.request_timeout", "must be a duration > 0, got 0s"},
 		{"server without name", func(c *Config) { c.OpenCode.Servers = []Server{srv("", "http://127.0.0.1:1", "auto")} },
