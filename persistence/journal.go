@@ -290,10 +290,10 @@ func (j *Journal) SaveSnapshot(id Identity, seq uint64, data []byte) error {
 //
 // seq must not exceed HighestSeq(id). Compact reads nothing (the snapshot
 // key itself keeps the highest sequence number when every event is
-// deleted) and does not wait for an fsync: the
-// batch is atomic and becomes durable with the next synced write, and
-// losing it in a crash loses nothing, since the events it deletes are then
-// still there. So the entity that calls it is not held up by the disk.
+// deleted) and does not wait for an fsync: the batch is atomic and becomes
+// durable with the next synced write, and losing it in a crash loses
+// nothing, since the events it deletes are then still there. So the entity
+// that calls it is not held up by the disk.
 func (j *Journal) Compact(id Identity, seq uint64, data []byte) error {
 	if err := j.s.check(); err != nil {
 		return err

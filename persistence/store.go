@@ -43,7 +43,7 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is the largest memtable in bytes. Default: 64 MiB.
 	// Pebble starts with a 256 KiB memtable and doubles it at each flush
-	// up to this size, so a quiet daemon never grows one this large. Under
+	// up to this size, so a quiet daemon seldom grows one this large. Under
 	// load a large memtable is what keeps the journal cheap: an entity's
 	// events are deleted by its next snapshot, and events deleted while
 	// still in the memtable are never written to an sstable or compacted.
