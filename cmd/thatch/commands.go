@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/thatch-run/thatch"
+	"github.com/thatch-run/thatch/actors/session"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
 )
@@ -162,11 +164,8 @@ func printStatus(st *thatch.Status) {
 	}
 	tw.Flush()
 	if len(st.Sessions) > 0 {
-		fmt.Printf("\nsessions (use --json for every field):\n")
-		for _, s := range st.Sessions {
-			b, _ := json.Marshal(s)
-			fmt.Printf("  %s\n", b)
-		}
+		fmt.Printf("\nsessions (--json shows every field):\n")
+		writeSessions(os.Stdout, st.Sessions)
 	}
 	if len(st.LastErrors) > 0 {
 		fmt.Printf("\nlast errors:\n")
@@ -174,6 +173,90 @@ func printStatus(st *thatch.Status) {
 			fmt.Printf("  %s  %s  %s: %s\n", e.Time.Local().Format(time.DateTime), e.Action, e.Entity, strings.TrimSpace(e.Error))
 		}
 	}
+}
+
+// sessionRow is one session of a status report: a family's view, or the
+// error that kept thatch from reading it.
+type sessionRow struct {
+	session.StatusView
+	Family string `json:"family"`
+	Error  string `json:"error"`
+}
+
+// writeSessions prints a table of the session families in a status report:
+// what each holds (pending, accepted), what it is doing, its children and
+// its armed wrap-up.
+func writeSessions(w io.Writer, sessions []any) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SESSION\tPENDING\tACCEPTED\tSTATE\tCHILDREN\tWRAP-UP")
+	for _, raw := range sessions {
+		var r sessionRow
+		b, err := json.Marshal(raw)
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(tw, "  ?\t\t\tunreadable: %v\t\t\n", err)
+			continue
+		case r.Error != "":
+			fmt.Fprintf(tw, "  %s\t\t\terror: %s\t\t\n", r.Family, r.Error)
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\n", r.SessionID, r.Pending, r.Accepted, sessionState(&r.StatusView), sessionChildren(r.Children), sessionWrapUp(&r.StatusView))
+	}
+	tw.Flush()
+}
+
+func sessionState(v *session.StatusView) string {
+	var parts []string
+	switch {
+	case v.Deleted:
+		return "deleted"
+	case v.Extracting && v.ExtractionChild != "":
+		parts = append(parts, "extracting in "+v.ExtractionChild)
+	case v.Extracting:
+		parts = append(parts, "starting an extraction")
+	}
+	if v.Compacting {
+		parts = append(parts, "compacting")
+	}
+	if v.ExitingSince != nil {
+		parts = append(parts, "closing (exit greenlit "+v.ExitingSince.Local().Format(time.TimeOnly)+")")
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sessionChildren(children []session.ChildView) string {
+	if len(children) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, c := range children {
+		p := fmt.Sprintf("%s %s", c.SessionID, c.Kind)
+		if c.Claimed > 0 {
+			p += fmt.Sprintf(" (holds %d)", c.Claimed)
+		}
+		if c.Finishing {
+			p += " (finishing)"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func sessionWrapUp(v *session.StatusView) string {
+	if v.WrapUp == nil {
+		return "-"
+	}
+	s := "/thatch/" + v.WrapUp.Kind
+	if v.WrapUp.Checking {
+		s += " (checking)"
+	}
+	return s
 }
 
 func humanBytes(n uint64) string {
