@@ -229,14 +229,16 @@ func fillRecovery(dir string, n int) error {
 		if err != nil {
 			return err
 		}
-		if err := j.Compact(ident(id), recoverySnap, snap); err != nil {
-			return err
-		}
+		// The tail first: Compact's seq must not exceed the entity's
+		// highest, which the tail's last event sets.
 		evs := make([][]byte, recoveryTail)
 		for k := range evs {
 			evs[k] = encodedEvent(id, uint64(recoverySnap+k+1))
 		}
-		return j.Append(ident(id), recoverySnap+1, evs, persistence.MarkActive)
+		if err := j.Append(ident(id), recoverySnap+1, evs, persistence.MarkActive); err != nil {
+			return err
+		}
+		return j.Compact(ident(id), recoverySnap, snap)
 	})
 	return errors.Join(err, st.Close())
 }

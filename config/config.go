@@ -72,6 +72,8 @@ type Journal struct {
 	// Default: 100.
 	SnapshotEvery int `koanf:"snapshot_every" usage:"events journaled between snapshots of an entity (>= 1)"`
 	// CacheSizeMB is Pebble's block cache in MiB. Must be >= 1. Default: 32.
+	// Memtables come on top: they start at 256 KiB and grow with the write
+	// load up to 64 MiB each, two to four of them under a heavy load.
 	CacheSizeMB int `koanf:"cache_size_mb" usage:"Pebble block cache size in MiB (>= 1)"`
 }
 

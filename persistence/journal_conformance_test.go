@@ -5,6 +5,7 @@ package persistence
 // journal plugin, restated for thatch's API.
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/thatch-run/thatch/messages"
 )
@@ -101,7 +103,10 @@ func TestReplayStopsAtCallbackError(t *testing.T) {
 func TestCompactEverythingKeepsTheNumbering(t *testing.T) {
 	st := openMem(t, Options{})
 	j := st.Journal()
-	mustAppend(t, j, idA, 1, 5, MarkUnchanged)
+	// Two appends: the first writes the highest-seq key (1), the second
+	// does not, so after the compaction only the snapshot says 5.
+	mustAppend(t, j, idA, 1, 1, MarkUnchanged)
+	mustAppend(t, j, idA, 2, 4, MarkUnchanged)
 	if err := j.Compact(idA, 5, []byte("state@5")); err != nil {
 		t.Fatal(err)
 	}
@@ -138,29 +143,55 @@ func TestCompactEverythingKeepsTheNumbering(t *testing.T) {
 // a crash right after it may keep or lose it, but never half of it: the
 // state after the crash replays to the same events either way.
 func TestUnsyncedCompactIsAllOrNothing(t *testing.T) {
-	for _, percent := range []int{0, 50, 100} {
+	// The snapshot spans several WAL blocks, so a crash can keep some of
+	// the compaction's bytes and not others; it must still be all or
+	// nothing. Clones keep 0%..100% of the unsynced data, with several
+	// random draws in between.
+	snapData := bytes.Repeat([]byte("state@8;"), 12_000)
+	var kept, lost int
+	for i, percent := range []int{0, 100, 30, 50, 50, 70, 70, 90} {
 		mem := vfs.NewCrashableMem()
 		st := openMem(t, Options{FS: mem})
 		j := st.Journal()
-		mustAppend(t, j, idA, 1, 8, MarkUnchanged)
-		if err := j.Compact(idA, 8, []byte("state@8")); err != nil {
+		mustAppend(t, j, idA, 1, 1, MarkUnchanged) // the highest-seq key says 1
+		mustAppend(t, j, idA, 2, 7, MarkUnchanged)
+		if err := j.Compact(idA, 8, snapData); err != nil {
 			t.Fatal(err)
 		}
-		crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: percent, RNG: rand.New(rand.NewPCG(1, uint64(percent)))})
-		re := openMem(t, Options{FS: crashed})
-		rj := re.Journal()
-		events := replay(t, rj, idA, 0, math.MaxUint64, NoLimit)
-		snap, ok, err := rj.LoadSnapshot(idA, math.MaxUint64)
-		if err != nil {
+		// An unsynced write behind it fills the WAL block the compaction
+		// ends in, so that all of its bytes reach the file, unsynced.
+		if err := st.db.Set([]byte("zz-filler"), bytes.Repeat([]byte{'f'}, 64<<10), pebble.NoSync); err != nil {
 			t.Fatal(err)
+		}
+		// The WAL writer hands full blocks to the file in the background.
+		// A clone that keeps every unsynced byte is retried until it
+		// holds them, so that the kept outcome is seen for sure.
+		var rj *Journal
+		var events []record
+		var snap Snapshot
+		var ok bool
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: percent, RNG: rand.New(rand.NewPCG(1, uint64(i)))})
+			re := openMem(t, Options{FS: crashed})
+			rj = re.Journal()
+			events = replay(t, rj, idA, 0, math.MaxUint64, NoLimit)
+			var err error
+			if snap, ok, err = rj.LoadSnapshot(idA, math.MaxUint64); err != nil {
+				t.Fatal(err)
+			}
+			if percent < 100 || ok || time.Now().After(deadline) {
+				break
+			}
+			closeQuietly(t, re)
 		}
 		switch {
-		case ok && snap.Seq == 8 && len(events) == 0:
-			// The compaction survived whole.
+		case ok && snap.Seq == 8 && bytes.Equal(snap.Data, snapData) && len(events) == 0:
+			kept++ // the compaction survived whole
 		case !ok && sameRecords(events, want(idA, seqRange(1, 8)...)):
-			// It was lost whole: every event is still there.
+			lost++ // it was lost whole: every event is still there
 		default:
-			t.Fatalf("%d%% unsynced kept: snapshot ok=%v seq=%d with events %v: a torn compaction", percent, ok, snap.Seq, seqsOf(events))
+			t.Fatalf("%d%% unsynced kept: snapshot ok=%v seq=%d (%d bytes) with events %v: a torn compaction",
+				percent, ok, snap.Seq, len(snap.Data), seqsOf(events))
 		}
 		if h := mustHighest(t, rj, idA); h != 8 {
 			t.Fatalf("%d%% unsynced kept: highest %d, want 8", percent, h)
@@ -169,8 +200,12 @@ func TestUnsyncedCompactIsAllOrNothing(t *testing.T) {
 		mustAppend(t, j, idA, 9, 1, MarkUnchanged)
 		after := openMem(t, Options{FS: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})})
 		if snap, ok, err := after.Journal().LoadSnapshot(idA, math.MaxUint64); err != nil || !ok || snap.Seq != 8 {
-			t.Fatalf("a synced append did not make the compaction durable: %+v ok=%v err=%v", snap, ok, err)
+			t.Fatalf("a synced append did not make the compaction durable: %+v ok=%v err=%v", snap.Seq, ok, err)
 		}
+	}
+	// Both outcomes must have happened, or the test checked only one.
+	if kept == 0 || lost == 0 {
+		t.Errorf("the compaction was kept by %d clones and lost by %d: want both outcomes", kept, lost)
 	}
 }
 

@@ -119,9 +119,13 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, fs: o.FS, now: o.Now}
 	// Pebble reserves each memtable's size out of the block cache. The
-	// cache is sized for the blocks plus two full memtables (the one being
-	// written and the one being flushed), so that CacheSize stays what it
-	// says: memory for cached blocks.
+	// cache gets room for two full memtables (the one being written and
+	// the one being flushed) on top of CacheSize, so that CacheSize stays
+	// the memory for cached blocks in the steady state; while flushes fall
+	// behind, up to MemTableStopWritesThreshold memtables exist and the
+	// cached blocks give way to them. The store's memory is thus about
+	// CacheSize plus two to four memtables under a heavy write load, and
+	// CacheSize plus a few small memtables when thatch is quiet.
 	cache := pebble.NewCache(o.CacheSize + 2*int64(o.MemTableSize))
 	defer cache.Unref()
 	popts := &pebble.Options{
