@@ -131,6 +131,24 @@ func Start(o Options) (t *Tree, err error) {
 		}
 	}
 	t.env = &env
+	// A request that reaches a stopped process (an entity the supervisor
+	// gave up on, before its Terminated was handled, or a kind supervisor
+	// after Stop) becomes a dead letter; its caller is told at once
+	// instead of waiting out its timeout.
+	o.System.EventStream.Subscribe(func(ev any) {
+		dl, ok := ev.(*actor.DeadLetterEvent)
+		if !ok {
+			return
+		}
+		switch m := dl.Message.(type) {
+		case *actors.Call:
+			m.Reply(&actors.Rejected{Reason: "its actor is gone: " + dl.PID.String()})
+		case *envelope:
+			if m.reply != nil {
+				m.reply(&actors.Rejected{Reason: "the supervision tree is stopped"})
+			}
+		}
+	})
 	after := o.RestartAfter
 	if after == nil {
 		after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }

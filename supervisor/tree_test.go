@@ -388,6 +388,27 @@ func TestEffectsGoToTheExecutor(t *testing.T) {
 	})
 }
 
+// A request that can only end as a dead letter is answered with a
+// rejection at once, not left to time out.
+func TestRequestToAStoppedTreeIsRejected(t *testing.T) {
+	f := newFixture(t, vfs.NewMem(), 0, 0)
+	defer f.close()
+	if _, err := f.req("r", &addMsg{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tree.Stop(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.tree.Request(actors.Identity{Kind: "counter", ID: "r"}, &getMsg{}, time.Minute)
+	var rej *actors.Rejected
+	if !errors.As(err, &rej) {
+		t.Fatalf("request after Stop: %v, want a rejection", err)
+	}
+	if err := f.tree.Deliver(actors.Identity{Kind: "counter", ID: "r"}, &addMsg{N: 1}, time.Minute); !errors.As(err, &rej) {
+		t.Fatalf("deliver after Stop: %v, want a rejection", err)
+	}
+}
+
 func TestUnknownKind(t *testing.T) {
 	f := newFixture(t, vfs.NewMem(), 0, 0)
 	defer f.close()
