@@ -38,6 +38,10 @@ type Options struct {
 	// Clock drives entity timers and decisions. Default: the wall clock.
 	Clock actors.Clock
 	// Executor runs entity effects. Default: the runtime's own executor.
+	// A replacement must send each effect's result message back to the
+	// entity that issued it (see messages: ChildSessionCreated,
+	// SessionPrompted, MessagesFetched, SessionExitIssued); a family waits
+	// for them.
 	Executor actors.Executor
 	// Kinds are extra entity kinds to supervise besides thatch's own.
 	Kinds []actors.Spec

@@ -123,26 +123,42 @@ var _ = Describe("Wrap-up commands", func() {
 				return ok
 			}
 
-			It("closes the session after a prompt restart", func() {
+			It("closes the session once its host is back after a prompt restart", func() {
 				greenlitThenStop()
 				w.clock = actors.NewFakeClock(w.clock.Now().Add(30 * time.Second))
 				w.start()
+				Expect(w.view("ses_p").ExitingSince).NotTo(BeNil(), "the exit waits for its host")
+				w.reconcile(false)
 				Eventually(closes).Should(HaveLen(1))
 				Expect(closes()[0].Command).To(Equal("app.exit"))
 				Expect(watcherDeathRecorded()).To(BeTrue())
 				Expect(registered()).To(BeFalse())
 				Eventually(func() *time.Time { return w.view("ses_p").ExitingSince }).Should(BeNil(), "the exit ends once its close went out")
 				w.restart()
+				w.reconcile(false)
 				w.never(func() int { return len(closes()) }, Equal(1), "a finished exit is not issued again")
 			})
 
-			It("leaves the session open after a late restart and tells the user", func() {
+			It("leaves the session open when its host is back only after the window, and tells the user", func() {
 				greenlitThenStop()
 				w.clock = actors.NewFakeClock(w.clock.Now().Add(time.Hour))
 				w.start()
+				w.reconcile(false)
 				Eventually(w.callsOf(mToast)).Should(ContainElement(HaveField("Text", ContainSubstring("/thatch/exit again"))))
 				Expect(closes()).To(BeEmpty(), "an hour later the user may be working in it again")
 				Expect(w.view("ses_p").ExitingSince).To(BeNil())
+			})
+
+			It("ends the exit with its window when the host does not come back", func() {
+				greenlitThenStop()
+				w.start()
+				// The view is answered after the family's recovery, which
+				// set the window timer.
+				Expect(w.view("ses_p").ExitingSince).NotTo(BeNil())
+				w.clock.Advance(2 * time.Minute)
+				Eventually(func() *time.Time { return w.view("ses_p").ExitingSince }).Should(BeNil())
+				Eventually(w.callsOf(mToast)).Should(ContainElement(HaveField("Text", ContainSubstring("/thatch/exit again"))))
+				Expect(closes()).To(BeEmpty())
 			})
 		})
 

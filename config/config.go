@@ -115,11 +115,12 @@ type OpenCode struct {
 	// its turn as finished, so that a quick follow-up prompt does not start
 	// an extraction. Must be >= 0. Default: 10s.
 	FinishGrace time.Duration `koanf:"finish_grace" usage:"time a session must stay idle before its turn counts as finished (>= 0)"`
-	// ExitRetryWindow is how long after a greenlit /thatch/exit a restart
-	// of thatch still closes the session, if thatch stopped before the
-	// close went out; later the session is left open and the user told.
+	// ExitRetryWindow is how long after a greenlit /thatch/exit thatch
+	// still closes the session when the close could not go out (thatch
+	// restarted, or the host was unreachable): it tries again when the
+	// host reconnects. Later the session is left open and the user told.
 	// Must be > 0. Default: 2m.
-	ExitRetryWindow time.Duration `koanf:"exit_retry_window" usage:"how long after a greenlit /thatch/exit a restart still closes the session"`
+	ExitRetryWindow time.Duration `koanf:"exit_retry_window" usage:"how long after a greenlit /thatch/exit thatch still closes the session once its host is back"`
 	// RequestTimeout bounds each REST request to an opencode server.
 	// Must be > 0. Default: 10s.
 	RequestTimeout time.Duration `koanf:"request_timeout" usage:"timeout of each REST request to an opencode server"`

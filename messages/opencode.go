@@ -217,7 +217,9 @@ type CompactSession struct {
 	SessionID string `json:"sessionID"`
 }
 
-// ExitSession closes the session's host (the TUI's app.exit).
+// ExitSession closes the session's host (the TUI's app.exit). The executor
+// must answer with SessionExitIssued: the family keeps the exit pending
+// (and tries again when the host reconnects) until it does.
 type ExitSession struct {
 	Host      string `json:"host"`
 	SessionID string `json:"sessionID"`

@@ -18,6 +18,10 @@ const KindName = "opencode.session"
 // reconnect: "finish:" + child id.
 const finishTimerPrefix = "finish:"
 
+// exitTimer ends a greenlit /thatch/exit whose close did not go out within
+// ExitRetryWindow.
+const exitTimer = "exit"
+
 // Config tunes a Family. A zero field takes its default from DefaultConfig.
 type Config struct {
 	// BufferLimit is how many interactions a session's buffer holds; a new
@@ -595,6 +599,7 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 			d.emit(&messages.FamilyWrapUpDisarmed{Cause: "exit greenlit"})
 			d.emit(&messages.FamilyExitGreenlit{At: d.now})
 			d.exitEffects()
+			d.effect(&actors.StartTimer{Name: exitTimer, After: d.f.cfg.ExitRetryWindow})
 		}
 		return
 	}
@@ -614,16 +619,37 @@ func (d *decider) exitEffects() {
 	d.effect(&messages.ExitSession{Host: s.Host, SessionID: s.ID})
 }
 
-// exitIssued ends a greenlit exit once its close went to the host.
+// exitIssued ends a greenlit exit once its close went to the host. A close
+// that failed (most often: thatch restarted and the host has not connected
+// yet) is tried again when the host reconnects, until the exit's window
+// ends.
 func (d *decider) exitIssued(m *messages.SessionExitIssued) {
 	if m.SessionID != d.s.ID || d.s.ExitingSince.IsZero() {
 		return
 	}
-	cause := "closed"
-	if m.Err != "" {
-		cause = "close failed: " + m.Err
+	if m.Err == "" {
+		d.emit(&messages.FamilyExitFinished{Cause: "closed"})
+		d.effect(&actors.CancelTimer{Name: exitTimer})
+		return
 	}
+	if !d.exitDue() {
+		d.abandonExit("close failed: " + m.Err)
+	}
+}
+
+// exitDue reports whether a greenlit exit is still within its window.
+func (d *decider) exitDue() bool {
+	return d.now.Sub(d.s.ExitingSince) <= d.f.cfg.ExitRetryWindow
+}
+
+// abandonExit ends a greenlit exit without the close and tells the user,
+// who may be working in the session again by now. Its watcher deaths and
+// chat unregistration may have happened already; only the close is left.
+func (d *decider) abandonExit(cause string) {
+	ago := d.now.Sub(d.s.ExitingSince).Round(time.Second)
 	d.emit(&messages.FamilyExitFinished{Cause: cause})
+	d.effect(&actors.CancelTimer{Name: exitTimer})
+	d.warn(fmt.Sprintf("thatch could not close this session after /thatch/exit was greenlit (%s ago), and left it open; it may already be out of the chat directory. Run /thatch/exit again to close it.", ago))
 }
 
 // extractionPrompt is the prompt an extraction child of parentID receives.
@@ -672,6 +698,14 @@ func (d *decider) reconciled(m *messages.FamilyReconciled) {
 		return
 	}
 	d.seeHost(m.Host)
+	if !d.s.ExitingSince.IsZero() {
+		// A greenlit exit whose close did not go out: the host is back.
+		if d.exitDue() {
+			d.exitEffects()
+		} else {
+			d.abandonExit("host back after the window")
+		}
+	}
 	listed := make(map[string]messages.HostSession, len(m.Children))
 	for _, h := range m.Children {
 		listed[h.SessionID] = h
@@ -717,6 +751,12 @@ func (d *decider) reconciled(m *messages.FamilyReconciled) {
 }
 
 func (d *decider) tick(m *actors.Tick) {
+	if m.Name == exitTimer {
+		if !d.s.ExitingSince.IsZero() {
+			d.abandonExit("not closed within the window")
+		}
+		return
+	}
 	id, ok := strings.CutPrefix(m.Name, finishTimerPrefix)
 	if !ok {
 		return
@@ -740,13 +780,12 @@ func (d *decider) recovered() {
 		d.effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})
 	}
 	if !s.ExitingSince.IsZero() {
-		// Stopped between the exit's greenlight and its close.
-		if d.now.Sub(s.ExitingSince) <= d.f.cfg.ExitRetryWindow {
-			d.exitEffects()
-			return
-		}
-		d.emit(&messages.FamilyExitFinished{Cause: "restarted too long after the greenlight to close the session"})
-		d.warn(fmt.Sprintf("thatch restarted %s after /thatch/exit was greenlit and left this session open. Run /thatch/exit again to close it.",
-			d.now.Sub(s.ExitingSince).Round(time.Second)))
+		// Stopped between the exit's greenlight and its close. The host
+		// is not connected yet after a process restart (and after an
+		// actor restart the first close may still be queued), so the
+		// close is issued again when the host reconnects; the timer ends
+		// the exit if that does not happen within the window, giving the
+		// host at least the finish grace to come back.
+		d.effect(&actors.StartTimer{Name: exitTimer, After: max(s.ExitingSince.Add(d.f.cfg.ExitRetryWindow).Sub(d.now), d.f.cfg.FinishGrace)})
 	}
 }

@@ -734,6 +734,7 @@ func TestWrapUp(t *testing.T) {
 				&messages.RecordWatcherDeaths{SessionID: parent},
 				&messages.UnregisterChat{SessionID: parent},
 				&messages.ExitSession{Host: host, SessionID: parent},
+				&actors.StartTimer{Name: exitTimer, After: 2 * time.Minute},
 			},
 		},
 		{
@@ -875,38 +876,57 @@ func TestRecovery(t *testing.T) {
 			t.Errorf("effects %s", show(d.Effects))
 		}
 	})
-	t.Run("a crash between an exit's greenlight and its close closes it on restart", func(t *testing.T) {
+	exitEffects := []any{
+		&messages.RecordWatcherDeaths{SessionID: parent},
+		&messages.UnregisterChat{SessionID: parent},
+		&messages.ExitSession{Host: host, SessionID: parent},
+	}
+	greenlit := func(t *testing.T) *fam {
 		f := newFam(t, Config{})
 		f.sendAll(command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY"))
 		if f.s.ExitingSince.IsZero() || !f.k.Active(f.s) {
 			t.Fatalf("greenlit exit not recorded: exiting since %v, active %v", f.s.ExitingSince, f.k.Active(f.s))
 		}
+		return f
+	}
+	t.Run("a crash between an exit's greenlight and its close closes it once the host is back", func(t *testing.T) {
+		f := greenlit(t)
 		f.now = f.now.Add(30 * time.Second)
+		// After a restart the host is not connected yet: only the window
+		// timer, for what is left of the window.
 		d := f.crash()
-		wantEffects(t, d.Effects,
-			&messages.RecordWatcherDeaths{SessionID: parent},
-			&messages.UnregisterChat{SessionID: parent},
-			&messages.ExitSession{Host: host, SessionID: parent})
-		// The executor reports the close; the exit is over.
+		wantEffects(t, d.Effects, &actors.StartTimer{Name: exitTimer, After: 90 * time.Second})
+		// The close failed meanwhile (host not connected): still waiting.
+		if d := f.send(&messages.SessionExitIssued{SessionID: parent, Err: `host "h" is not connected`}); len(d.Events)+len(d.Effects) != 0 || f.s.ExitingSince.IsZero() {
+			t.Errorf("a failed close within the window ended the exit: %v %s", eventNames(d.Events), show(d.Effects))
+		}
+		// The host reconnects: the exit effects again, in order.
+		d = f.send(reconciled(true))
+		wantEffects(t, d.Effects, exitEffects...)
 		d = f.send(&messages.SessionExitIssued{SessionID: parent})
 		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"exit_finished"}) {
 			t.Errorf("events after the close: %v", names)
 		}
+		wantEffects(t, d.Effects, &actors.CancelTimer{Name: exitTimer})
 		if !f.s.ExitingSince.IsZero() || f.k.Active(f.s) {
 			t.Errorf("exit still pending after its close: %v", f.s.ExitingSince)
 		}
 		if d := f.crash(); len(d.Effects) != 0 {
 			t.Errorf("a finished exit was issued again: %s", show(d.Effects))
 		}
+		if d := f.send(reconciled(true)); len(effectsOf[messages.ExitSession](d.Effects)) != 0 {
+			t.Errorf("a finished exit was issued again on reconcile: %s", show(d.Effects))
+		}
 		if d := f.send(&messages.SessionExitIssued{SessionID: parent}); len(d.Events) != 0 {
 			t.Errorf("a repeated close report journaled %v", eventNames(d.Events))
 		}
 	})
-	t.Run("a restart long after an exit's greenlight leaves the session open and says so", func(t *testing.T) {
-		f := newFam(t, Config{})
-		f.sendAll(command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY"))
+	t.Run("a host back long after an exit's greenlight finds the session left open, and the user told", func(t *testing.T) {
+		f := greenlit(t)
 		f.now = f.now.Add(time.Hour)
 		d := f.crash()
+		wantEffects(t, d.Effects, &actors.StartTimer{Name: exitTimer, After: 10 * time.Second})
+		d = f.send(reconciled(true))
 		if len(effectsOf[messages.ExitSession](d.Effects)) != 0 || len(effectsOf[messages.UnregisterChat](d.Effects)) != 0 {
 			t.Errorf("closed a session an hour after its greenlight: %s", show(d.Effects))
 		}
@@ -916,6 +936,21 @@ func TestRecovery(t *testing.T) {
 		}
 		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"exit_finished"}) || !f.s.ExitingSince.IsZero() {
 			t.Errorf("events %v, exiting since %v", names, f.s.ExitingSince)
+		}
+	})
+	t.Run("an exit whose host never comes back ends with its window", func(t *testing.T) {
+		f := greenlit(t)
+		f.send(&messages.SessionExitIssued{SessionID: parent, Err: "connection refused"})
+		f.now = f.now.Add(2 * time.Minute)
+		d := f.send(&actors.Tick{Name: exitTimer})
+		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"exit_finished"}) || !f.s.ExitingSince.IsZero() || f.k.Active(f.s) {
+			t.Errorf("events %v, exiting since %v", names, f.s.ExitingSince)
+		}
+		if toasts := effectsOf[messages.ShowToast](d.Effects); len(toasts) != 1 {
+			t.Errorf("effects %s", show(d.Effects))
+		}
+		if d := f.send(&actors.Tick{Name: exitTimer}); len(d.Events) != 0 {
+			t.Errorf("a late tick journaled %v", eventNames(d.Events))
 		}
 	})
 	t.Run("state survives a snapshot", func(t *testing.T) {

@@ -273,18 +273,22 @@ func (m *model) parentDeleted() {
 	m.exitSince = time.Time{}
 }
 
-// exitIssued is the executor's report that the close went out.
-func (m *model) exitIssued() {
-	if !m.deleted {
+// exitIssued is the executor's report on the close: sent, or failed. A
+// failed close waits for the host's return while the window lasts.
+func (m *model) exitIssued(failed bool, now time.Time, window time.Duration) {
+	if m.deleted || m.exitSince.IsZero() {
+		return
+	}
+	if !failed || now.Sub(m.exitSince) > window {
 		m.exitSince = time.Time{}
 	}
 }
 
-// recovered returns whether the exit's effects must be issued again: a
-// restart within window of the greenlight closes the session, a later one
-// gives up on it.
-func (m *model) recovered(now time.Time, window time.Duration) bool {
-	if m.exitSince.IsZero() {
+// exitReconciled is a greenlit exit meeting its host again: it returns
+// whether the close is issued again (within the window); after the window
+// the exit ends.
+func (m *model) exitReconciled(now time.Time, window time.Duration) bool {
+	if m.deleted || m.exitSince.IsZero() {
 		return false
 	}
 	if now.Sub(m.exitSince) <= window {
@@ -292,6 +296,13 @@ func (m *model) recovered(now time.Time, window time.Duration) bool {
 	}
 	m.exitSince = time.Time{}
 	return false
+}
+
+// exitTick is the exit's window timer: an exit still waiting ends.
+func (m *model) exitTick() {
+	if !m.deleted {
+		m.exitSince = time.Time{}
+	}
 }
 
 func (m *model) sessionCreated(id, title string) {

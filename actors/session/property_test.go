@@ -302,6 +302,11 @@ func (w *world) check(t *rapid.T) {
 	if s.ExitingSince.IsZero() != m.exitSince.IsZero() || !s.ExitingSince.Equal(m.exitSince) {
 		t.Fatalf("exiting since %v, model %v", s.ExitingSince, m.exitSince)
 	}
+	// Liveness: a waiting exit has its window timer running, so it ends
+	// even if its host never comes back.
+	if !m.exitSince.IsZero() && !w.timers[exitTimer] {
+		t.Fatalf("a greenlit exit waits without its window timer")
+	}
 	wantActive := !m.deleted && (m.extracting || m.wrap != nil || !m.exitSince.IsZero() || len(m.list(atAccepted, "")) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(m.children)), func(c *mChild) bool { return c.finishing }))
 	if got := w.k.Active(s); got != wantActive {
 		t.Fatalf("Active = %v, want %v", got, wantActive)
@@ -535,11 +540,12 @@ func (w *world) newActions() map[string]action {
 			}
 			w.exits--
 			msg := &messages.SessionExitIssued{SessionID: parent}
-			if rapid.IntRange(0, 3).Draw(t, "exitFails") == 0 {
+			failed := rapid.IntRange(0, 3).Draw(t, "exitFails") == 0
+			if failed {
 				msg.Err = "host gone"
 			}
 			w.deliver(t, msg)
-			w.m.exitIssued()
+			w.m.exitIssued(failed, w.now, w.k.Config().ExitRetryWindow)
 		}},
 		"tick": {3, func(t *rapid.T) {
 			if len(w.timers) == 0 {
@@ -548,7 +554,11 @@ func (w *world) newActions() map[string]action {
 			name := rapid.SampledFrom(slices.Sorted(maps.Keys(w.timers))).Draw(t, "timer")
 			delete(w.timers, name)
 			w.deliver(t, &actors.Tick{Name: name})
-			w.m.tick(strings.TrimPrefix(name, "finish:"))
+			if name == exitTimer {
+				w.m.exitTick()
+			} else {
+				w.m.tick(strings.TrimPrefix(name, "finish:"))
+			}
 		}},
 		"lateTick": {1, func(t *rapid.T) {
 			// A timer that fires although it was cancelled, or for a
@@ -571,7 +581,11 @@ func (w *world) newActions() map[string]action {
 					SessionID: id, ParentID: parent, Title: w.hostChildren[id], Busy: rapid.Bool().Draw(t, "busy"),
 				})
 			}
-			w.deliver(t, r)
+			reissue := r.Present && w.m.exitReconciled(w.now, w.k.Config().ExitRetryWindow)
+			d := w.deliver(t, r)
+			if got := len(effectsOf[messages.ExitSession](d.Effects)) > 0; got != reissue {
+				t.Fatalf("exit issued again on reconcile: %v, want %v", got, reissue)
+			}
 			w.m.reconciled(r)
 		}},
 		"snapshot": {1, func(t *rapid.T) {
@@ -594,20 +608,16 @@ func (w *world) newActions() map[string]action {
 			if rapid.Bool().Draw(t, "loseExits") {
 				w.exits = 0
 			}
-			hadExit := !w.m.exitSince.IsZero()
-			reissue := w.m.recovered(w.now, w.k.Config().ExitRetryWindow)
 			d := w.deliver(t, &actors.Recovered{Restarted: true, Events: len(w.journal)})
-			// Recovered journals nothing, except the end of an exit whose
-			// greenlight is too old to close the session now.
-			wantEvents := []string(nil)
-			if hadExit && !reissue {
-				wantEvents = []string{"exit_finished"}
+			if len(d.Events) != 0 {
+				t.Fatalf("Recovered journaled %v", eventNames(d.Events))
 			}
-			if got := eventNames(d.Events); !slices.Equal(got, wantEvents) {
-				t.Fatalf("Recovered journaled %v, want %v", got, wantEvents)
+			// The host is not back yet: a waiting exit only gets its timer.
+			if len(effectsOf[messages.ExitSession](d.Effects)) > 0 {
+				t.Fatalf("exit issued on Recovered, before the host is back")
 			}
-			if got := len(effectsOf[messages.ExitSession](d.Effects)) > 0; got != reissue {
-				t.Fatalf("exit re-issued %v, want %v", got, reissue)
+			if got, want := w.timers[exitTimer], !w.m.exitSince.IsZero(); got != want {
+				t.Fatalf("exit timer running %v, want %v", got, want)
 			}
 			if got, want := len(effectsOf[messages.CreateChildSession](d.Effects)) > 0, w.m.extracting && w.m.attached == ""; got != want {
 				t.Fatalf("create re-issued %v, want %v", got, want)
