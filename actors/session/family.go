@@ -42,10 +42,12 @@ type Config struct {
 	// PayloadArgsLimit is the length of the args summary in the payload.
 	// Default: 120.
 	PayloadArgsLimit int
-	// ExitRetryWindow is how long after a greenlit /thatch/exit a restart
-	// still closes the session, if thatch stopped before the close was
-	// issued. Later, the user may have gone on working in it, so it is
-	// left open and told to run the command again. Default: 2m.
+	// ExitRetryWindow is how long after a greenlit /thatch/exit the family
+	// still closes the session when the close did not go out (thatch
+	// restarted, or the host was unreachable): it issues the exit again
+	// when the host reconnects. Later, the user may have gone on working
+	// in the session, so it is left open and the user told to run the
+	// command again. Default: 2m.
 	ExitRetryWindow time.Duration
 }
 
