@@ -328,11 +328,13 @@ func probeJournal(j *persistence.Journal, stop <-chan struct{}) ([]time.Duration
 }
 
 // idleLatency sends n SessionIdle events, paced every gap, to parents that
-// have pending interactions, while sessionIdleProducers producers keep
-// sending interactions (producers per-message-ack producers), and times each until the executor receives its
-// CreateChildSession. On that effect the executor also sends the parent a
-// failed ChildSessionCreated, which ends the extraction, so the parent's
-// next idle (a whole pass over the parents later) starts one again.
+// have pending interactions, while producers per-message-ack producers (none
+// for 0) keep sending interactions, and times each until the executor
+// receives its CreateChildSession. On that effect the executor also sends
+// the parent a failed ChildSessionCreated, which ends the extraction, so the
+// parent's next idle (a whole pass over the parents later) starts one
+// again. After the idles, still under the same background, it probes the
+// journal alone.
 func (r *sessionRig) idleLatency(n, producers int, gap, dur time.Duration) (idleResult, error) {
 	// Every parent needs pending interactions for its idle to extract.
 	for p := range r.parents {
