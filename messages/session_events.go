@@ -140,13 +140,14 @@ type FamilyWrapUpDisarmed struct {
 
 // FamilyExitGreenlit records that /thatch/exit was greenlit at At: the
 // session's watcher deaths, its chat unregistration and its close are
-// issued, and are issued again after a restart that comes soon enough.
+// issued, and issued again if the close does not go out and the host
+// reconnects within the family's exit window.
 type FamilyExitGreenlit struct {
 	At time.Time `json:"at"`
 }
 
-// FamilyExitFinished ends a greenlit exit: the close was issued (or
-// failed), or a restart came too late to issue it again.
+// FamilyExitFinished ends a greenlit exit: the close went out, or the exit
+// window ended without it and the session was left open.
 type FamilyExitFinished struct {
 	Cause string `json:"cause"`
 }

@@ -117,8 +117,8 @@ type State struct {
 	Compacting      bool      `json:"compacting,omitempty"`
 	WrapUp          *WrapUp   `json:"wrapUp,omitempty"`
 	// ExitingSince is when /thatch/exit was greenlit, until its close was
-	// issued. A restart within ExitRetryWindow of it issues the exit
-	// effects again.
+	// issued. A close that did not go out is issued again when the host
+	// reconnects within ExitRetryWindow of it.
 	ExitingSince time.Time `json:"exitingSince,omitzero"`
 }
 
