@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/thatch-run/thatch/messages"
@@ -177,18 +178,8 @@ func (s *State) takeAccepted(seqs []uint64) []Entry {
 	if len(s.Claims) == 0 {
 		s.Claims = nil
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return cmpSeq(a.Seq, b.Seq) })
+	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // mergeBySeq merges two lists ordered by entry number.

@@ -126,9 +126,7 @@ func runMemory(args []string) int {
 		return 1
 	}
 	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out)
+		printJSON(out)
 		return 0
 	}
 	printMemory(sub, out)
@@ -300,9 +298,7 @@ func runHygiene(args []string) int {
 		return 1
 	}
 	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(report)
+		printJSON(report)
 		return 0
 	}
 	clean := true
@@ -321,4 +317,11 @@ func runHygiene(args []string) int {
 		fmt.Println("every store is clean")
 	}
 	return 0
+}
+
+// printJSON writes v to stdout as indented JSON.
+func printJSON(v any) {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }

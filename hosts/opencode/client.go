@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -447,22 +446,23 @@ func (c *Client) FindChild(ctx context.Context, parentID, title string) (child S
 	if err != nil {
 		return Session{}, false, err
 	}
-	var matches []Session
-	for _, s := range children {
-		if s.Title == title {
-			matches = append(matches, s)
+	child, ok = oldest(children, func(s Session) bool { return s.Title == title })
+	return child, ok, nil
+}
+
+// oldest picks the oldest session in list that match accepts (the lowest
+// id among equally old ones), so that repeated lookups agree. ok is false
+// when none matches.
+func oldest(list []Session, match func(Session) bool) (child Session, ok bool) {
+	for _, s := range list {
+		if !match(s) {
+			continue
+		}
+		if !ok || s.Time.Created < child.Time.Created || s.Time.Created == child.Time.Created && s.ID < child.ID {
+			child, ok = s, true
 		}
 	}
-	if len(matches) == 0 {
-		return Session{}, false, nil
-	}
-	sort.SliceStable(matches, func(i, j int) bool {
-		if matches[i].Time.Created != matches[j].Time.Created {
-			return matches[i].Time.Created < matches[j].Time.Created
-		}
-		return matches[i].ID < matches[j].ID
-	})
-	return matches[0], true, nil
+	return child, ok
 }
 
 type textPart struct {

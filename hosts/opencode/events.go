@@ -94,11 +94,7 @@ func (d *Decoder) Decode(frame []byte) (any, error) {
 	case "server.heartbeat":
 		return &Heartbeat{Host: d.host}, nil
 	case "session.created":
-		var p sessionProps
-		if err := d.props(env, &p); err != nil {
-			return nil, err
-		}
-		id, err := sessionIDOf(env.Type, p)
+		p, id, err := d.session(env)
 		if err != nil {
 			return nil, err
 		}
@@ -108,11 +104,7 @@ func (d *Decoder) Decode(frame []byte) (any, error) {
 		}
 		return m, nil
 	case "session.deleted":
-		var p sessionProps
-		if err := d.props(env, &p); err != nil {
-			return nil, err
-		}
-		id, err := sessionIDOf(env.Type, p)
+		_, id, err := d.session(env)
 		if err != nil {
 			return nil, err
 		}
@@ -179,16 +171,21 @@ func (d *Decoder) sessionIDOnly(env envelope) (string, error) {
 	return p.SessionID, nil
 }
 
-// sessionIDOf prefers properties.sessionID (1.18) and falls back to
+// session reads the properties of a session.created or session.deleted
+// event and its session id: properties.sessionID (1.18), or else
 // properties.info.id, which is all that older servers sent.
-func sessionIDOf(typ string, p sessionProps) (string, error) {
+func (d *Decoder) session(env envelope) (sessionProps, string, error) {
+	var p sessionProps
+	if err := d.props(env, &p); err != nil {
+		return p, "", err
+	}
 	if p.SessionID != "" {
-		return p.SessionID, nil
+		return p, p.SessionID, nil
 	}
 	if p.Info != nil && p.Info.ID != "" {
-		return p.Info.ID, nil
+		return p, p.Info.ID, nil
 	}
-	return "", fmt.Errorf("%w: %s without sessionID or info.id", ErrMalformedEvent, typ)
+	return p, "", fmt.Errorf("%w: %s without sessionID or info.id", ErrMalformedEvent, env.Type)
 }
 
 // maxErrorText bounds the error text carried into a journaled message.

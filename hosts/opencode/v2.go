@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -192,22 +191,8 @@ func (v *V2Client) FindChild(ctx context.Context, parentID, title string) (Sessi
 	if err != nil {
 		return Session{}, false, err
 	}
-	var matches []Session
-	for _, s := range sessions {
-		if s.ParentID == parentID && s.Title == title {
-			matches = append(matches, s)
-		}
-	}
-	if len(matches) == 0 {
-		return Session{}, false, nil
-	}
-	sort.SliceStable(matches, func(i, j int) bool {
-		if matches[i].Time.Created != matches[j].Time.Created {
-			return matches[i].Time.Created < matches[j].Time.Created
-		}
-		return matches[i].ID < matches[j].ID
-	})
-	return matches[0], true, nil
+	child, ok := oldest(sessions, func(s Session) bool { return s.ParentID == parentID && s.Title == title })
+	return child, ok, nil
 }
 
 // PromptNoReply is a logged no-op that returns nil: v2 has no noReply

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -189,19 +190,9 @@ func (sh *shard) similar(v *vecData, self string, threshold float64) []SimilarEn
 			}
 			return 1
 		}
-		return cmpString(a.Slug, b.Slug)
+		return cmp.Compare(a.Slug, b.Slug)
 	})
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func link(adj map[string]map[string]struct{}, a, b string) {

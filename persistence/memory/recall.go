@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,7 +153,7 @@ func (s *Store) searchShards(stores []string) []*shard {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b *shard) int { return cmpString(a.name, b.name) })
+	slices.SortFunc(out, func(a, b *shard) int { return cmp.Compare(a.name, b.name) })
 	return out
 }
 

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -287,10 +288,10 @@ func (s *Store) Pairs(store string) ([]Pair, error) {
 			}
 			return 1
 		}
-		if c := cmpString(x.A, y.A); c != 0 {
+		if c := cmp.Compare(x.A, y.A); c != 0 {
 			return c
 		}
-		return cmpString(x.B, y.B)
+		return cmp.Compare(x.B, y.B)
 	})
 	return out, nil
 }

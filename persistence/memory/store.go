@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -248,10 +249,10 @@ func (s *Store) Reindex(ctx context.Context) (int, error) {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(jobs, func(a, b job) int {
-		if c := cmpString(a.store, b.store); c != 0 {
+		if c := cmp.Compare(a.store, b.store); c != 0 {
 			return c
 		}
-		return cmpString(a.slug, b.slug)
+		return cmp.Compare(a.slug, b.slug)
 	})
 	done := 0
 	for start := 0; start < len(jobs); start += reembedBatch {
