@@ -136,10 +136,14 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	grace := r.cfg.OpenCode.FinishGrace
+	if grace == 0 {
+		grace = session.NoGrace // the config allows "0s": no grace, not the default
+	}
 	family := session.New(session.Config{
 		BufferLimit:     r.cfg.OpenCode.BufferLimit,
 		StaleAfter:      r.cfg.OpenCode.StaleAfter,
-		FinishGrace:     r.cfg.OpenCode.FinishGrace,
+		FinishGrace:     grace,
 		ExitRetryWindow: r.cfg.OpenCode.ExitRetryWindow,
 	})
 	r.exec = newExecutor(r.log.Named("executor"), r.cfg.OpenCode.RequestTimeout)

@@ -31,7 +31,8 @@ type Config struct {
 	// before the parent's next idle returns it to pending. Default: 15m.
 	StaleAfter time.Duration
 	// FinishGrace is how long an extraction child found idle after a
-	// reconnect is given before it is finished. Default: 10s.
+	// reconnect is given before it is finished. Default: 10s; NoGrace
+	// finishes it at once.
 	FinishGrace time.Duration
 	// JournalOutputLimit cuts output and top-level string args, in
 	// characters, before an interaction is journaled. Default: 2000.
@@ -73,31 +74,33 @@ type Family struct {
 
 var _ actors.Kind[State] = (*Family)(nil)
 
+// NoGrace, as Config.FinishGrace, finishes an idle child at once (a zero
+// FinishGrace takes the default).
+const NoGrace time.Duration = -1
+
 // New returns the family kind with cfg; zero fields take their defaults.
 func New(cfg Config) *Family {
 	def := DefaultConfig()
-	if cfg.BufferLimit <= 0 {
-		cfg.BufferLimit = def.BufferLimit
-	}
-	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = def.StaleAfter
-	}
-	if cfg.FinishGrace <= 0 {
-		cfg.FinishGrace = def.FinishGrace
-	}
-	if cfg.JournalOutputLimit <= 0 {
-		cfg.JournalOutputLimit = def.JournalOutputLimit
-	}
-	if cfg.PayloadOutputLimit <= 0 {
-		cfg.PayloadOutputLimit = def.PayloadOutputLimit
-	}
-	if cfg.PayloadArgsLimit <= 0 {
-		cfg.PayloadArgsLimit = def.PayloadArgsLimit
-	}
-	if cfg.ExitRetryWindow <= 0 {
-		cfg.ExitRetryWindow = def.ExitRetryWindow
+	grace := cfg.FinishGrace
+	cfg.BufferLimit = orDefault(cfg.BufferLimit, def.BufferLimit)
+	cfg.StaleAfter = orDefault(cfg.StaleAfter, def.StaleAfter)
+	cfg.FinishGrace = orDefault(cfg.FinishGrace, def.FinishGrace)
+	cfg.JournalOutputLimit = orDefault(cfg.JournalOutputLimit, def.JournalOutputLimit)
+	cfg.PayloadOutputLimit = orDefault(cfg.PayloadOutputLimit, def.PayloadOutputLimit)
+	cfg.PayloadArgsLimit = orDefault(cfg.PayloadArgsLimit, def.PayloadArgsLimit)
+	cfg.ExitRetryWindow = orDefault(cfg.ExitRetryWindow, def.ExitRetryWindow)
+	if grace == NoGrace {
+		cfg.FinishGrace = 0
 	}
 	return &Family{cfg: cfg}
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Config returns the configuration in effect, defaults filled in.

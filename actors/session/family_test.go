@@ -1191,3 +1191,13 @@ func TestStaleSweepRequeuesWithoutIdle(t *testing.T) {
 		t.Fatal("View does not return a StatusView")
 	}
 }
+
+func TestNewFillsDefaultsAndKeepsNoGrace(t *testing.T) {
+	if got, want := New(Config{}).Config(), DefaultConfig(); got != want {
+		t.Errorf("New(Config{}).Config() = %+v, want the defaults %+v", got, want)
+	}
+	cfg := New(Config{BufferLimit: 5, FinishGrace: NoGrace}).Config()
+	if cfg.BufferLimit != 5 || cfg.FinishGrace != 0 || cfg.StaleAfter != DefaultConfig().StaleAfter {
+		t.Errorf("New kept %+v", cfg)
+	}
+}
