@@ -10,9 +10,7 @@ import (
 var _ = Describe("Session error from a child", func() {
 	var w *world
 	BeforeEach(func() {
-		w = newWorld()
-		w.parentCreated("ses_p")
-		w.tools("ses_p", "a", 3)
+		w = withParent(3)
 	})
 
 	It("requeues what a fetching child claimed, clears the flag and the child; the next idle re-extracts", func() {
@@ -59,9 +57,7 @@ var _ = Describe("Session error from a child", func() {
 var _ = Describe("Session deleted", func() {
 	var w *world
 	BeforeEach(func() {
-		w = newWorld()
-		w.parentCreated("ses_p")
-		w.tools("ses_p", "a", 3)
+		w = withParent(3)
 	})
 
 	It("a deleted extraction child's claim is requeued, and the next idle re-extracts", func() {

@@ -13,9 +13,7 @@ import (
 var _ = Describe("Session status idle", func() {
 	var w *world
 	BeforeEach(func() {
-		w = newWorld()
-		w.parentCreated("ses_p")
-		w.tools("ses_p", "a", 3)
+		w = withParent(3)
 	})
 
 	Describe("a parent going idle", func() {

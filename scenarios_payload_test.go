@@ -11,9 +11,7 @@ import (
 var _ = Describe("Payload fetch and completion", func() {
 	var w *world
 	BeforeEach(func() {
-		w = newWorld()
-		w.parentCreated("ses_p")
-		w.tools("ses_p", "a", 3)
+		w = withParent(3)
 	})
 
 	DescribeTable("a child's fetch means its parent's queue",

@@ -40,11 +40,8 @@ var _ = Describe("After a restart", func() {
 		var before session.StatusView
 
 		BeforeAll(func() {
-			w = newWorld()
-			w.parentCreated("ses_p")
-			w.tools("ses_p", "a", 3)
-			x = w.extraction("ses_p")
-			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(3))
+			w = withParent(3)
+			x = w.fetchingExtraction(3)
 			w.memory(x, messages.MemoryCreated)
 			w.tools("ses_p", "b", 3) // the memory write completed a-1..3; these stay pending
 			w.childCreated("ses_task", "ses_p", "explore")
@@ -91,11 +88,8 @@ var _ = Describe("After a restart", func() {
 		var x string
 
 		BeforeAll(func() {
-			w = newWorld()
-			w.parentCreated("ses_p")
-			w.tools("ses_p", "a", 3)
-			x = w.extraction("ses_p")
-			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(3))
+			w = withParent(3)
+			x = w.fetchingExtraction(3)
 			w.memory(x, messages.MemoryUpdated) // completes the claim
 			w.tools("ses_p", "b", 2)
 			w.childCreated("ses_x2", "ses_p", session.ExtractionTitle)
@@ -140,11 +134,8 @@ var _ = Describe("After a restart", func() {
 		var w *world
 		var x string
 		BeforeAll(func() {
-			w = newWorld()
-			w.parentCreated("ses_p")
-			w.tools("ses_p", "a", 2)
-			x = w.extraction("ses_p")
-			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(2))
+			w = withParent(2)
+			x = w.fetchingExtraction(2)
 			w.restart()
 			w.reconcile(false, extractionChild(x, false))
 		})
@@ -161,11 +152,8 @@ var _ = Describe("After a restart", func() {
 		var w *world
 		var x string
 		BeforeAll(func() {
-			w = newWorld()
-			w.parentCreated("ses_p")
-			w.tools("ses_p", "a", 3)
-			x = w.extraction("ses_p")
-			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(3))
+			w = withParent(3)
+			x = w.fetchingExtraction(3)
 			w.host.Remove(x) // deleted while thatch was down
 			w.restart()
 		})
@@ -191,9 +179,7 @@ var _ = Describe("After a restart", func() {
 	Describe("a task child", Ordered, func() {
 		var w *world
 		BeforeAll(func() {
-			w = newWorld()
-			w.parentCreated("ses_p")
-			w.tools("ses_p", "a", 2)
+			w = withParent(2)
 			w.childCreated("ses_task", "ses_p", "explore")
 			Expect(w.fetch("ses_task", "").callIDs()).To(HaveLen(2))
 			w.restart()
@@ -232,9 +218,7 @@ var _ = Describe("After a restart", func() {
 		Describe("before the create reached the host", Ordered, func() {
 			var w *world
 			BeforeAll(func() {
-				w = newWorld()
-				w.parentCreated("ses_p")
-				w.tools("ses_p", "a", 3)
+				w = withParent(3)
 				g := w.host.Block(mCreate, false)
 				w.idle("ses_p")
 				Eventually(g.entered).Should(BeClosed())
@@ -265,9 +249,7 @@ var _ = Describe("After a restart", func() {
 			var w *world
 			var x string
 			BeforeAll(func() {
-				w = newWorld()
-				w.parentCreated("ses_p")
-				w.tools("ses_p", "a", 3)
+				w = withParent(3)
 				g := w.host.Block(mCreate, true)
 				w.idle("ses_p")
 				Eventually(g.entered).Should(BeClosed())
@@ -301,9 +283,7 @@ var _ = Describe("After a restart", func() {
 			var w *world
 			var x string
 			BeforeAll(func() {
-				w = newWorld()
-				w.parentCreated("ses_p")
-				w.tools("ses_p", "a", 3)
+				w = withParent(3)
 				g := w.host.Block(mAsync, false)
 				w.idle("ses_p")
 				Eventually(g.entered).Should(BeClosed())
@@ -356,9 +336,7 @@ var _ = Describe("After a restart", func() {
 		Describe("after a compaction was decided", Ordered, func() {
 			var w *world
 			BeforeAll(func() {
-				w = newWorld()
-				w.parentCreated("ses_p")
-				w.tools("ses_p", "a", 2)
+				w = withParent(2)
 				w.command("ses_p", "/thatch/compact")
 				w.host.SetFinalText("ses_p", "THATCH_COMPACT_READY")
 				g := w.host.Block(mExecTUI, false)

@@ -47,6 +47,25 @@ type world struct {
 }
 
 // newWorld starts a runtime on a fresh data directory.
+// withParent is a new world whose parent ses_p is created and buffered n
+// tool calls, a-1..a-n.
+func withParent(n int) *world {
+	GinkgoHelper()
+	w := newWorld()
+	w.parentCreated("ses_p")
+	w.tools("ses_p", "a", n)
+	return w
+}
+
+// fetchingExtraction starts an extraction of ses_p and has its child fetch
+// the payload, which must hold n calls; it returns the child id.
+func (w *world) fetchingExtraction(n int) string {
+	GinkgoHelper()
+	x := w.extraction("ses_p")
+	Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(n))
+	return x
+}
+
 func newWorld() *world {
 	w := &world{dir: GinkgoT().TempDir(), host: newFakeHost(), http: &http.Client{Timeout: 30 * time.Second}}
 	w.clock = actors.NewFakeClock(epoch)

@@ -19,9 +19,7 @@ const (
 var _ = Describe("Wrap-up commands", func() {
 	var w *world
 	BeforeEach(func() {
-		w = newWorld()
-		w.parentCreated("ses_p")
-		w.tools("ses_p", "a", 2)
+		w = withParent(2)
 		// Another session may address this one through the chat directory.
 		Expect(w.rt.Store().Rows().Put(tableChatDirectory, "ses_p", []byte("chat"))).To(Succeed())
 	})

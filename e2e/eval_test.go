@@ -219,23 +219,7 @@ func (c evalCase) prepare(w *World) {
 }
 
 // startEvalStack is StartStack with the case's project prepared first.
-func startEvalStack(c evalCase) *Stack {
-	s := &Stack{W: NewWorld(), Model: fakemodel.New()}
-	DeferCleanup(s.Model.Close)
-	c.prepare(s.W)
-	WriteOpenCodeConfig(s.W, s.Model)
-	s.W.SeedDeps()
-	Install(s.W)
-	s.D = StartDaemon(s.W)
-	s.OC = StartOpenCode(s.W, 0)
-	s.D.WaitWatching(s.OC.HostPort)
-	DeferCleanup(func() {
-		if CurrentSpecReport().Failed() {
-			dumpModel(s.Model)
-		}
-	})
-	return s
-}
+func startEvalStack(c evalCase) *Stack { return startStackWith(c.prepare) }
 
 // evalParent scripts the parent turn: one recorded call per step, then
 // the recorded answer.

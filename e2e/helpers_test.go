@@ -21,9 +21,13 @@ type Stack struct {
 
 // StartStack installs thatch (seeded dependencies), then starts the daemon
 // and opencode, and waits until the daemon watches opencode.
-func StartStack() *Stack {
+func StartStack() *Stack { return startStackWith(func(*World) {}) }
+
+// startStackWith is StartStack with prepare run on the new world first.
+func startStackWith(prepare func(*World)) *Stack {
 	s := &Stack{W: NewWorld(), Model: fakemodel.New()}
 	DeferCleanup(s.Model.Close)
+	prepare(s.W)
 	WriteOpenCodeConfig(s.W, s.Model)
 	s.W.SeedDeps()
 	Install(s.W)

@@ -322,33 +322,20 @@ func (oc *OpenCode) WaitIdleAfter(id string, n int) {
 // LastAssistantText returns the text of session id's final assistant
 // message.
 func (oc *OpenCode) LastAssistantText(id string) string {
-	var msgs []struct {
-		Info struct {
-			Role string `json:"role"`
-		} `json:"info"`
-		Parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"parts"`
-	}
-	Expect(oc.call("GET", "/session/"+id+"/message", nil, &msgs)).To(Succeed())
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Info.Role != "assistant" {
-			continue
-		}
-		var b strings.Builder
-		for _, p := range msgs[i].Parts {
-			if p.Type == "text" {
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String()
-	}
-	return ""
+	text, err := oc.lastText(id, "assistant")
+	Expect(err).To(Succeed())
+	return text
 }
 
-// LastUserText returns the text of session id's last user message.
+// LastUserText returns the text of session id's last user message, or ""
+// while the messages cannot be read.
 func (oc *OpenCode) LastUserText(id string) string {
+	text, _ := oc.lastText(id, "user")
+	return text
+}
+
+// lastText joins the text parts of session id's last message of role.
+func (oc *OpenCode) lastText(id, role string) (string, error) {
 	var msgs []struct {
 		Info struct {
 			Role string `json:"role"`
@@ -359,19 +346,21 @@ func (oc *OpenCode) LastUserText(id string) string {
 		} `json:"parts"`
 	}
 	if err := oc.call("GET", "/session/"+id+"/message", nil, &msgs); err != nil {
-		return ""
+		return "", err
 	}
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Info.Role != "user" {
+		if msgs[i].Info.Role != role {
 			continue
 		}
 		var b strings.Builder
 		for _, p := range msgs[i].Parts {
-			b.WriteString(p.Text)
+			if p.Type == "text" {
+				b.WriteString(p.Text)
+			}
 		}
-		return b.String()
+		return b.String(), nil
 	}
-	return ""
+	return "", nil
 }
 
 // withEnv returns base with the KEY=value entries of extra replacing those
