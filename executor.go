@@ -222,6 +222,7 @@ func (x *executor) run(from actors.Identity, eff any) {
 		if err != nil {
 			log.Error("cannot start compaction", "session", e.SessionID, "error", err)
 		}
+		x.send(from, &messages.SessionCompactIssued{SessionID: e.SessionID, Err: errText(err)})
 	case *messages.ExitSession:
 		h, err := x.host(e.Host)
 		if err == nil {

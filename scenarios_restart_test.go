@@ -225,7 +225,8 @@ var _ = Describe("After a restart", func() {
 				v := w.view("ses_p")
 				Expect(v.Extracting).To(BeTrue(), "the decision to extract is journaled")
 				Expect(v.ExtractionChild).To(BeEmpty())
-				w.restart() // the blocked call ends with the old runtime
+				w.restart()        // the blocked call ends with the old runtime
+				w.reconcile(false) // the host reconnects
 			})
 
 			It("creates the child exactly once after the restart", func() {
@@ -258,6 +259,7 @@ var _ = Describe("After a restart", func() {
 				x = kids[0]
 				w.childCreated(x, "ses_p", session.ExtractionTitle) // the host's event stream reported it
 				w.restart()
+				w.reconcile(false, extractionChild(x, false)) // the host reconnects; x was never prompted
 			})
 
 			It("reuses the child the host already made (FindChild) instead of creating a second", func() {
@@ -265,6 +267,16 @@ var _ = Describe("After a restart", func() {
 				Expect(w.host.CallsOf(mFind)).To(ContainElement(HaveField("Session", x)))
 				Expect(w.host.CallsOf(mCreate)).To(HaveLen(1), "the one create, interrupted by the crash")
 				Expect(w.host.Children("ses_p", session.ExtractionTitle)).To(ConsistOf(x))
+				Expect(w.view("ses_p").ExtractionChild).To(Equal(x))
+			})
+
+			It("does not finish the reused child although the reconcile found it idle", func() {
+				c, ok := w.child("ses_p", x)
+				Expect(ok).To(BeTrue())
+				Expect(c.Finishing).To(BeFalse(), "attached and prompted: it is working now")
+				w.clock.Advance(finishGrace)
+				_, ok = w.child("ses_p", x) // answered after any timer the advance fired
+				Expect(ok).To(BeTrue(), "a finish would have cleared the child's record")
 				Expect(w.view("ses_p").ExtractionChild).To(Equal(x))
 			})
 
@@ -322,6 +334,7 @@ var _ = Describe("After a restart", func() {
 				Eventually(g.entered).Should(BeClosed())
 				Expect(w.view("ses_p").WrapUp.Checking).To(BeTrue())
 				w.restart()
+				w.reconcile(false) // the host reconnects
 			})
 
 			It("checks again after the restart and exits", func() {

@@ -154,6 +154,14 @@ type SessionExitIssued struct {
 	Err       string `json:"err,omitempty"`
 }
 
+// SessionCompactIssued answers CompactSession once the host was asked to
+// compact. Err is set on failure: the family then stops waiting for a
+// session.compacted that will not come.
+type SessionCompactIssued struct {
+	SessionID string `json:"sessionID"`
+	Err       string `json:"err,omitempty"`
+}
+
 // MessagesFetched answers FetchMessages with the text of the final assistant
 // message. Err is set when the messages could not be read.
 type MessagesFetched struct {
@@ -211,7 +219,8 @@ type FetchMessages struct {
 	SessionID string `json:"sessionID"`
 }
 
-// CompactSession starts the host's compaction of the session.
+// CompactSession starts the host's compaction of the session. The executor
+// answers with SessionCompactIssued.
 type CompactSession struct {
 	Host      string `json:"host"`
 	SessionID string `json:"sessionID"`

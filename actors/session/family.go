@@ -164,6 +164,12 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 		d.childCreated(m)
 	case *messages.SessionExitIssued:
 		d.exitIssued(m)
+	case *messages.SessionCompactIssued:
+		if m.Err != "" && m.SessionID == s.ID && s.Compacting {
+			// No session.compacted will come: extraction may go on.
+			d.emit(&messages.FamilyCompactionFinished{})
+			d.warn("thatch could not start the compaction (" + m.Err + "). Run /thatch/compact again.")
+		}
 	case *messages.SessionPrompted:
 		if m.Err != "" && s.Extracting && s.ExtractionChild != "" && m.SessionID == s.ExtractionChild {
 			d.emit(&messages.FamilyExtractionStopped{Cause: "prompt failed: " + m.Err})
@@ -175,7 +181,7 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 	case *actors.Tick:
 		d.tick(m)
 	case *actors.Recovered:
-		d.recovered()
+		d.recovered(m)
 	}
 	return d.out
 }
@@ -226,11 +232,22 @@ func buffered(tool string) bool {
 	switch tool {
 	case "", "skill", "task", "subagent":
 		return false
+	case MemoryRemember, MemoryRecall, MemoryForget, MemoryList:
+		// thatch's memory tools: a memory written by a parent is already
+		// durable, and extracting it again would duplicate it. Another
+		// plugin's memory_* tools are buffered like any tool.
+		return false
 	}
-	// thatch's own tools, the memory tools included: a memory written by a
-	// parent is already durable, and extracting it again would duplicate it.
-	return !strings.HasPrefix(tool, "thatch_") && !strings.HasPrefix(tool, "memory_")
+	return !strings.HasPrefix(tool, "thatch_")
 }
+
+// The memory tools thatch's plugin defines.
+const (
+	MemoryRemember = "memory_remember"
+	MemoryRecall   = "memory_recall"
+	MemoryForget   = "memory_forget"
+	MemoryList     = "memory_list"
+)
 
 func (d *decider) toolExecuted(m *messages.ToolExecuted) {
 	in := m.Interaction
@@ -392,6 +409,11 @@ func (d *decider) parentIdle() {
 // something to extract and nothing stands in the way.
 func (d *decider) normalIdle() {
 	d.requeueStale()
+	if s := d.s; s.Extracting && s.ExtractionChild == "" && d.now.Sub(s.ExtractionSince) >= d.f.cfg.StaleAfter {
+		// The create's answer never came (its host never reconnected
+		// after a restart): start over rather than wait for ever.
+		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
+	}
 	s := d.s
 	if s.Compacting || s.Extracting || len(s.Pending) == 0 {
 		return
@@ -469,12 +491,18 @@ func (d *decider) errored(m *messages.SessionErrored) {
 		return
 	}
 	id, fetched, finishing, kind := c.ID, c.Fetched, c.Finishing, c.Kind
-	if fetched {
+	switch {
+	case kind == ChildTask:
+		// Task sub-agents error routinely (an interrupted task ends in
+		// session.error). Like their deletion, their error hands back
+		// only their own claim and leaves a running extraction alone.
+		d.requeue(d.s.claimSeqs(id), "task child error")
+	case fetched:
 		d.requeue(d.s.claimSeqs(id), "child error")
-	} else {
+	default:
 		d.requeue(d.s.acceptedSeqs(), "child error before fetch")
 	}
-	if d.s.Extracting {
+	if kind == ChildExtraction && d.s.Extracting {
 		d.emit(&messages.FamilyExtractionStopped{Cause: "child error"})
 	}
 	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "error"})
@@ -680,7 +708,14 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 		return // a repeated answer
 	}
 	if s.Extracting && s.ExtractionChild == "" {
+		finishing := s.Children[m.ChildID] != nil && s.Children[m.ChildID].Finishing
 		d.emit(&messages.FamilyExtractionChildAttached{ChildID: m.ChildID})
+		if finishing {
+			// A reconcile found the reused child idle (it was never
+			// prompted); it is about to work, so it must not be finished.
+			d.emit(&messages.FamilyFinishCancelled{ChildID: m.ChildID})
+			d.effect(&actors.CancelTimer{Name: finishTimerPrefix + m.ChildID})
+		}
 		d.effect(&messages.PromptSession{Host: s.Host, SessionID: m.ChildID, Text: extractionPrompt(s.ID)})
 		return
 	}
@@ -753,6 +788,7 @@ func (d *decider) reconciled(m *messages.FamilyReconciled) {
 	if d.s.Compacting && !m.Parent.Busy {
 		d.emit(&messages.FamilyCompactionFinished{}) // the compaction ended while we were away
 	}
+	d.resume()
 }
 
 func (d *decider) tick(m *actors.Tick) {
@@ -771,15 +807,27 @@ func (d *decider) tick(m *actors.Tick) {
 	}
 }
 
-// recovered re-issues the effects whose results a crash may have lost, and
-// re-arms timers (they do not survive a restart).
-func (d *decider) recovered() {
+// resume re-issues the host calls whose answers a crash may have lost: the
+// create of an extraction child that has none yet, and the message fetch
+// of a wrap-up check. A repeat is harmless: the create reuses the child it
+// finds, and an answer that comes twice is ignored the second time.
+func (d *decider) resume() {
 	s := d.s
 	if s.Extracting && s.ExtractionChild == "" {
 		d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
 	}
 	if s.WrapUp != nil && s.WrapUp.Checking {
 		d.effect(&messages.FetchMessages{Host: s.Host, SessionID: s.ID})
+	}
+}
+
+// recovered re-arms timers (they do not survive a restart) and, after an
+// actor restart, resumes lost host calls at once. After a process start the
+// host is not connected yet, so they wait for its reconcile.
+func (d *decider) recovered(m *actors.Recovered) {
+	s := d.s
+	if m.Restarted {
+		d.resume()
 	}
 	for _, id := range s.finishingChildren() {
 		d.effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})

@@ -69,6 +69,8 @@ func TestToolExecuted(t *testing.T) {
 		},
 		{name: "thatch tools are not buffered", msg: toolNamed(parent, "c", "thatch_get_extraction_payload"), events: []string{}},
 		{name: "memory tools are not buffered", msg: toolNamed(parent, "c", "memory_remember"), events: []string{}},
+		{name: "memory recall is not buffered", msg: toolNamed(parent, "c", "memory_recall"), events: []string{}},
+		{name: "another plugin's memory_* tool is buffered", setup: []any{tool(parent, "c0")}, msg: toolNamed(parent, "c", "memory_graph_query"), events: []string{"interaction_buffered"}},
 		{name: "skill is not buffered", msg: toolNamed(parent, "c", "skill"), events: []string{}},
 		{name: "task is not buffered", msg: toolNamed(parent, "c", "task"), events: []string{}},
 		{name: "subagent is not buffered", msg: toolNamed(parent, "c", "subagent"), events: []string{}},
@@ -529,6 +531,19 @@ func TestParentIdle(t *testing.T) {
 			events: []string{},
 		},
 		{
+			name: "a reused child that a reconcile found idle is attached and not finished",
+			setup: []any{tool(parent, "c1"), idle(parent), extChild(ext),
+				reconciled(true, hs(ext, ExtractionTitle, false))},
+			msg:     childOK(ext),
+			events:  []string{"extraction_child_attached", "finish_cancelled"},
+			effects: []any{&actors.CancelTimer{Name: "finish:" + ext}, &messages.PromptSession{Host: host, SessionID: ext, Text: extractionPrompt(parent)}},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				if s.Children[ext].Finishing || s.ExtractionChild != ext {
+					t.Errorf("child %+v attached %q", s.Children[ext], s.ExtractionChild)
+				}
+			},
+		},
+		{
 			name:   "a repeated answer for the attached child is ignored",
 			setup:  []any{tool(parent, "c1"), idle(parent), childOK(ext)},
 			msg:    childOK(ext),
@@ -555,11 +570,24 @@ func TestParentIdle(t *testing.T) {
 			name: "a second pass creates no duplicates",
 			setup: []any{
 				tool(parent, "c1"), extChild(ext), fetch(ext, ""), tool(parent, "c2"), advance(16 * time.Minute),
-				idle(parent), advance(16 * time.Minute),
+				idle(parent), advance(time.Minute),
 			},
 			msg:    idle(parent),
 			events: []string{},
 			check:  func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "pending", callIDs(s.Pending), "c1", "c2") },
+		},
+		{
+			name:    "a create whose answer never came is given up after the stale window",
+			setup:   []any{tool(parent, "c1"), idle(parent), advance(15 * time.Minute)},
+			msg:     idle(parent),
+			events:  []string{"extraction_stopped", "extraction_started"},
+			effects: []any{create},
+		},
+		{
+			name:   "a create still unanswered within the stale window is waited for",
+			setup:  []any{tool(parent, "c1"), idle(parent), advance(14 * time.Minute)},
+			msg:    idle(parent),
+			events: []string{},
 		},
 	})
 }
@@ -590,6 +618,31 @@ func TestChildError(t *testing.T) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1", "c2")
 				if len(s.Claims) != 0 {
 					t.Errorf("claims %v", s.Claims)
+				}
+			},
+		},
+		{
+			name:   "a task child's error hands back only its claim and leaves the extraction running",
+			setup:  append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), taskChild(task), tool(parent, "c2"), fetch(task, ""), tool(parent, "c3")),
+			msg:    errored(task),
+			events: []string{"entries_requeued", "child_cleared"},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				wantIDs(t, "pending", callIDs(s.Pending), "c2", "c3")
+				wantIDs(t, "extractor's claim", claimIDs(s, ext), "c0", "c1")
+				if !s.Extracting || s.ExtractionChild != ext || s.Children[task] != nil {
+					t.Errorf("extracting %v child %q task record %+v", s.Extracting, s.ExtractionChild, s.Children[task])
+				}
+			},
+		},
+		{
+			name:   "a task child that never fetched pulls nothing back",
+			setup:  append(startExtraction(ext), fetch(ext, ""), taskChild(task)),
+			msg:    errored(task),
+			events: []string{"child_cleared"},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				wantIDs(t, "extractor's claim", claimIDs(s, ext), "c0")
+				if !s.Extracting {
+					t.Error("extraction stopped by a task child's error")
 				}
 			},
 		},
@@ -673,8 +726,36 @@ func TestCompacted(t *testing.T) {
 			events: []string{"compaction_finished"},
 		},
 		{
+			name:       "a compaction the host refused clears the flag and tells the user",
+			setup:      []any{tool(parent, "c1"), command("thatch/compact"), idle(parent), fetched("THATCH_COMPACT_READY")},
+			msg:        &messages.SessionCompactIssued{SessionID: parent, Err: "503 Service Unavailable"},
+			events:     []string{"compaction_finished"},
+			anyEffects: true,
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				toasts := effectsOf[messages.ShowToast](d.Effects)
+				if len(toasts) != 1 || toasts[0].Variant != "warning" || !strings.Contains(toasts[0].Message, "/thatch/compact again") {
+					t.Errorf("effects %s", show(d.Effects))
+				}
+				if s.Compacting {
+					t.Error("still compacting")
+				}
+			},
+		},
+		{
+			name:   "a compaction the host started waits for session.compacted",
+			setup:  []any{command("thatch/compact"), idle(parent), fetched("THATCH_COMPACT_READY")},
+			msg:    &messages.SessionCompactIssued{SessionID: parent},
+			events: []string{},
+		},
+		{
+			name:    "after a refused compaction an idle extracts again",
+			setup:   []any{tool(parent, "c1"), command("thatch/compact"), idle(parent), fetched("THATCH_COMPACT_READY"), &messages.SessionCompactIssued{SessionID: parent, Err: "503"}},
+			msg:     idle(parent),
+			effects: []any{&messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle}},
+		},
+		{
 			name:    "after which an idle extracts again",
-			setup:   []any{tool(parent, "c1"), command("thatch/compact"), idle(parent), fetched("THATCH_COMPACT_READY"), &messages.SessionCompacted{Host: host, SessionID: parent}},
+			setup:   []any{tool(parent, "c1"), command("thatch/compact"), idle(parent), fetched("THATCH_COMPACT_READY"), &messages.SessionCompactIssued{SessionID: parent}, &messages.SessionCompacted{Host: host, SessionID: parent}},
 			msg:     idle(parent),
 			effects: []any{&messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle}},
 		},
@@ -760,7 +841,7 @@ func TestWrapUp(t *testing.T) {
 			},
 		},
 		{
-			name:    "a failed fetch triggers nothing, stays armed and continues the idle",
+			name:    "a failed fetch triggers no wrap-up, stays armed and continues the idle",
 			setup:   armedIdle("thatch/compact"),
 			msg:     &messages.MessagesFetched{SessionID: parent, Err: "503"},
 			events:  []string{"wrapup_check_finished", "extraction_started"},
@@ -874,6 +955,33 @@ func TestRecovery(t *testing.T) {
 		d = f.send(fetched("THATCH_EXIT_READY"))
 		if len(effectsOf[messages.ExitSession](d.Effects)) != 1 {
 			t.Errorf("effects %s", show(d.Effects))
+		}
+	})
+	t.Run("after a process restart the create waits for the host's reconcile", func(t *testing.T) {
+		f := newFam(t, Config{})
+		f.sendAll(tool(parent, "c1"), idle(parent))
+		// The host is not connected yet: a create now could only fail.
+		if d := f.restart(); len(d.Effects)+len(d.Events) != 0 {
+			t.Fatalf("on Recovered: events %v effects %s", eventNames(d.Events), show(d.Effects))
+		}
+		d := f.send(reconciled(true))
+		wantEffects(t, d.Effects, &messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle})
+		f.send(childOK(ext))
+		if d := f.send(reconciled(true, hs(ext, ExtractionTitle, true))); len(d.Effects) != 0 {
+			t.Errorf("a reconcile after the child exists re-issued %s", show(d.Effects))
+		}
+	})
+	t.Run("after a process restart a wrap-up check resumes on the host's reconcile", func(t *testing.T) {
+		f := newFam(t, Config{})
+		f.sendAll(command("thatch/exit"), idle(parent))
+		if d := f.restart(); len(d.Effects) != 0 {
+			t.Fatalf("on Recovered: %s", show(d.Effects))
+		}
+		d := f.send(reconciled(true))
+		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent})
+		d = f.send(fetched("THATCH_EXIT_READY"))
+		if len(effectsOf[messages.ExitSession](d.Effects)) != 1 {
+			t.Errorf("the greenlit exit did not close the session: %s", show(d.Effects))
 		}
 	})
 	exitEffects := []any{

@@ -95,6 +95,14 @@ func (f *fam) crash() actors.Decision {
 	return f.send(&actors.Recovered{Restarted: true, Events: len(f.journal)})
 }
 
+// restart rebuilds the state from the journal as a process start does: the
+// actor is spawned fresh, not restarted, and no host is connected yet.
+func (f *fam) restart() actors.Decision {
+	f.t.Helper()
+	f.s = f.replay()
+	return f.send(&actors.Recovered{Events: len(f.journal)})
+}
+
 // tb is what both *testing.T and *rapid.T offer.
 type tb interface {
 	Helper()

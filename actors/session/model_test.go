@@ -59,6 +59,8 @@ type model struct {
 	deleted    bool
 	extracting bool
 	attached   string
+	// extSince is when the running extraction started.
+	extSince   time.Time
 	compacting bool
 	wrap       *mWrap
 	// exitSince is when a greenlit exit's close became due; zero when none
@@ -193,8 +195,11 @@ func (m *model) normalIdle(now time.Time) {
 			e.where, e.holder, e.at = atPending, "", time.Time{}
 		}
 	}
+	if m.extracting && m.attached == "" && now.Sub(m.extSince) >= m.stale {
+		m.extracting = false // the create's answer never came
+	}
 	if !m.compacting && !m.extracting && len(m.list(atPending, "")) > 0 {
-		m.extracting, m.attached = true, ""
+		m.extracting, m.attached, m.extSince = true, "", now
 	}
 }
 
@@ -227,12 +232,15 @@ func (m *model) errored(id string) {
 	if m.deleted || c == nil {
 		return
 	}
-	if c.fetched {
+	switch {
+	case c.kind == ChildTask, c.fetched:
 		m.requeue(m.list(atAccepted, id))
-	} else {
+	default:
 		m.requeue(m.list(atAccepted, ""))
 	}
-	m.extracting, m.attached = false, ""
+	if c.kind == ChildExtraction {
+		m.extracting, m.attached = false, ""
+	}
 	m.clearChild(id)
 }
 
@@ -364,7 +372,7 @@ func (m *model) childCreated(id string, failed bool) bool {
 	}
 	if m.extracting && m.attached == "" {
 		if c := m.children[id]; c != nil {
-			c.kind = ChildExtraction
+			c.kind, c.finishing = ChildExtraction, false
 		} else {
 			m.children[id] = &mChild{kind: ChildExtraction}
 		}
@@ -421,6 +429,16 @@ func (m *model) reconciled(r *messages.FamilyReconciled) {
 	if m.compacting && !r.Parent.Busy {
 		m.compacting = false
 	}
+}
+
+// resumes reports which lost host calls a reconcile or an actor restart
+// issues again: the create of a child not yet attached, and the message
+// fetch of a running wrap-up check.
+func (m *model) resumes() (create, fetch bool) {
+	if m.deleted {
+		return false, false
+	}
+	return m.extracting && m.attached == "", m.wrap != nil && m.wrap.checking
 }
 
 func (m *model) tick(child string) {

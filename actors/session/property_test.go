@@ -122,6 +122,27 @@ func (w *world) deliver(t *rapid.T, msg any) actors.Decision {
 	return d
 }
 
+// checkResumed checks that a step re-issued exactly the lost host calls the
+// model expects.
+func (w *world) checkResumed(t *rapid.T, d actors.Decision, step string) {
+	create, fetch := w.m.resumes()
+	if got := len(effectsOf[messages.CreateChildSession](d.Effects)) > 0; got != create {
+		t.Fatalf("%s: create re-issued %v, want %v", step, got, create)
+	}
+	if got := len(effectsOf[messages.FetchMessages](d.Effects)) > 0; got != fetch {
+		t.Fatalf("%s: message fetch re-issued %v, want %v", step, got, fetch)
+	}
+}
+
+// checkDeleted checks that a child's idle (or finish timer) deleted the
+// child exactly when it is an extraction child: task sub-agents never are.
+func (w *world) checkDeleted(t *rapid.T, d actors.Decision, id string, want bool) {
+	got := slices.ContainsFunc(effectsOf[messages.DeleteSession](d.Effects), func(e *messages.DeleteSession) bool { return e.SessionID == id })
+	if got != want {
+		t.Fatalf("idle of %s: deleted %v, want %v (effects %s)", id, got, want, show(d.Effects))
+	}
+}
+
 // checkEvents checks each completion against the claims before the step:
 // only the fetcher's own claim, except the fallback of a child that never
 // fetched, and nothing completed twice.
@@ -425,8 +446,11 @@ func (w *world) newActions() map[string]action {
 		}},
 		"childIdle": {4, func(t *rapid.T) {
 			id := w.pickChild(t, "child")
-			w.deliver(t, idle(id))
+			c := w.m.children[id]
+			wantDelete := !w.m.deleted && c != nil && c.kind == ChildExtraction
+			d := w.deliver(t, idle(id))
 			w.m.idle(id, w.now)
+			w.checkDeleted(t, d, id, wantDelete)
 		}},
 		"childError": {2, func(t *rapid.T) {
 			id := w.pickChild(t, "child")
@@ -553,12 +577,16 @@ func (w *world) newActions() map[string]action {
 			}
 			name := rapid.SampledFrom(slices.Sorted(maps.Keys(w.timers))).Draw(t, "timer")
 			delete(w.timers, name)
-			w.deliver(t, &actors.Tick{Name: name})
+			child := strings.TrimPrefix(name, "finish:")
+			c := w.m.children[child]
+			wantDelete := name != exitTimer && !w.m.deleted && c != nil && c.finishing && c.kind == ChildExtraction
+			d := w.deliver(t, &actors.Tick{Name: name})
 			if name == exitTimer {
 				w.m.exitTick()
 			} else {
-				w.m.tick(strings.TrimPrefix(name, "finish:"))
+				w.m.tick(child)
 			}
+			w.checkDeleted(t, d, child, wantDelete)
 		}},
 		"lateTick": {1, func(t *rapid.T) {
 			// A timer that fires although it was cancelled, or for a
@@ -587,6 +615,8 @@ func (w *world) newActions() map[string]action {
 				t.Fatalf("exit issued again on reconcile: %v, want %v", got, reissue)
 			}
 			w.m.reconciled(r)
+			// The host is back: lost creates and message fetches go out again.
+			w.checkResumed(t, d, "reconcile")
 		}},
 		"snapshot": {1, func(t *rapid.T) {
 			w.snap, w.snapAt = encode(t, w.s), len(w.journal)
@@ -608,7 +638,10 @@ func (w *world) newActions() map[string]action {
 			if rapid.Bool().Draw(t, "loseExits") {
 				w.exits = 0
 			}
-			d := w.deliver(t, &actors.Recovered{Restarted: true, Events: len(w.journal)})
+			// An actor restart (the host still connected) or a process start
+			// (the host connects later, and its reconcile resumes).
+			restarted := rapid.Bool().Draw(t, "actorRestart")
+			d := w.deliver(t, &actors.Recovered{Restarted: restarted, Events: len(w.journal)})
 			if len(d.Events) != 0 {
 				t.Fatalf("Recovered journaled %v", eventNames(d.Events))
 			}
@@ -619,11 +652,10 @@ func (w *world) newActions() map[string]action {
 			if got, want := w.timers[exitTimer], !w.m.exitSince.IsZero(); got != want {
 				t.Fatalf("exit timer running %v, want %v", got, want)
 			}
-			if got, want := len(effectsOf[messages.CreateChildSession](d.Effects)) > 0, w.m.extracting && w.m.attached == ""; got != want {
-				t.Fatalf("create re-issued %v, want %v", got, want)
-			}
-			if got, want := len(effectsOf[messages.FetchMessages](d.Effects)) > 0, w.m.wrap != nil && w.m.wrap.checking; got != want {
-				t.Fatalf("fetch re-issued %v, want %v", got, want)
+			if restarted {
+				w.checkResumed(t, d, "actor restart")
+			} else if len(effectsOf[messages.CreateChildSession](d.Effects))+len(effectsOf[messages.FetchMessages](d.Effects)) > 0 {
+				t.Fatalf("host calls issued on a process start, before the host is connected: %s", show(d.Effects))
 			}
 		}},
 	}

@@ -114,9 +114,10 @@ for (let i = 0; i < 200; i++) {
 }
 const long = "x".repeat(3000);
 await hooks["tool.execute.after"]({ tool: "read", sessionID: "ses_p", callID: "c1", args: { filePath: long, nested: { deep: long }, n: 1 } }, { title: "t", output: long, metadata: {} });
-for (const t of ["thatch_extraction_done", "skill", "task", "subagent"]) {
+for (const t of ["thatch_extraction_done", "skill", "task", "subagent", "memory_remember", "memory_recall"]) {
   await hooks["tool.execute.after"]({ tool: t, sessionID: "ses_p", callID: "c-" + t, args: {} }, { title: "", output: "", metadata: {} });
 }
+await hooks["tool.execute.after"]({ tool: "memory_graph", sessionID: "ses_p", callID: "c3", args: {} }, { title: "", output: "another plugin's memory tool", metadata: {} });
 await hooks["tool.execute.after"]({ tool: "mcp_thing", sessionID: "ses_p", callID: "c2", args: {} }, { content: [{ type: "text", text: "mcp" }] });
 await hooks["command.execute.before"]({ command: "thatch/compact", sessionID: "ses_p", arguments: "soon" }, { parts: [] });
 await hooks["command.execute.before"]({ command: "init", sessionID: "ses_p", arguments: "" }, { parts: [] });
@@ -222,7 +223,7 @@ func TestPluginAgainstFakeDaemon(t *testing.T) {
 		for _, c := range tools {
 			names = append(names, c.Body["tool"].(string))
 		}
-		if strings.Join(names, ",") != "read,mcp_thing" {
+		if strings.Join(names, ",") != "read,memory_graph,mcp_thing" {
 			t.Fatalf("forwarded tools %v (the call made with the daemon gone must not arrive)", names)
 		}
 		first := tools[0].Body
@@ -239,8 +240,8 @@ func TestPluginAgainstFakeDaemon(t *testing.T) {
 		if n := len(args["nested"].(map[string]any)["deep"].(string)); n != 3000 {
 			t.Errorf("nested arg changed to %d chars; only top-level strings are cut", n)
 		}
-		if !strings.Contains(tools[1].Body["output"].(string), "mcp") {
-			t.Errorf("a non-string output is sent as JSON: %v", tools[1].Body)
+		if !strings.Contains(tools[2].Body["output"].(string), "mcp") {
+			t.Errorf("a non-string output is sent as JSON: %v", tools[2].Body)
 		}
 	})
 	t.Run("forwards only thatch commands", func(t *testing.T) {

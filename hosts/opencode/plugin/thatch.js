@@ -22,8 +22,11 @@ const TOOL_TIMEOUT_MS = 30000; // tools: the daemon journals before it answers
 const TEXT_LIMIT = 2000; // tool output and top-level string args
 const POLL_MS = Number(process.env.OPENCODE_THATCH_POLL_MS) || 2000;
 const RETRY_FAILED_MS = 30000; // a daemon that did not answer is tried this often
-// Tools whose calls carry no facts of their own (the daemon filters too).
-const SKIPPED_TOOLS = new Set(["skill", "task", "subagent"]);
+// Tools whose calls carry no facts of their own (the daemon filters too):
+// the agent-dispatch tools, and the memory tools this plugin defines (a
+// memory already written is durable; extracting it again would duplicate
+// it). Another plugin's memory_* tools are buffered like any other tool.
+const SKIPPED_TOOLS = new Set(["skill", "task", "subagent", "memory_remember", "memory_recall", "memory_forget", "memory_list"]);
 // What serverUrl says when the server does not listen on a port (the TUI
 // started without --port or --hostname): the daemon has nothing to reach.
 const NO_SERVER_URL = "http://localhost:4096/";
@@ -225,7 +228,7 @@ export const ThatchPlugin = async (input) => {
     "tool.execute.after": async (hook, output) => {
       try {
         const name = hook?.tool ?? "";
-        if (!name || name.startsWith("thatch_") || name.startsWith("memory_") || SKIPPED_TOOLS.has(name) || !hook.sessionID) return;
+        if (!name || name.startsWith("thatch_") || SKIPPED_TOOLS.has(name) || !hook.sessionID) return;
         await call("/v1/opencode/tool", {
           host: currentHost(),
           sessionID: hook.sessionID,
