@@ -92,6 +92,28 @@ func (d *sessionDirectory) setHost(family, host string) error {
 	return d.set(tableFamilyHost, d.hosts, family, host)
 }
 
+// adoptHost and adoptDirectory record a family's host or directory when
+// none is recorded yet. Events and reconciles call them, so they cost
+// nothing once the value is known, and a name that differs (a plugin's own
+// name for a server) never overwrites the one the family was created on.
+func (d *sessionDirectory) adoptHost(family, host string) error {
+	return d.adopt(tableFamilyHost, d.hosts, family, host)
+}
+
+func (d *sessionDirectory) adoptDirectory(family, dir string) error {
+	return d.adopt(tableFamilyDir, d.dirs, family, dir)
+}
+
+func (d *sessionDirectory) adopt(table string, m map[string]string, family, v string) error {
+	d.mu.RLock()
+	known := m[family] != ""
+	d.mu.RUnlock()
+	if known {
+		return nil
+	}
+	return d.set(table, m, family, v)
+}
+
 // setDirectory durably records the directory a family's parent runs in.
 func (d *sessionDirectory) setDirectory(family, dir string) error {
 	return d.set(tableFamilyDir, d.dirs, family, dir)

@@ -53,6 +53,10 @@ type executor struct {
 	// stranded heals sessions left in deleted worktrees on every host and
 	// drops hosts whose process is gone.
 	stranded func(ctx context.Context)
+	// linkChild records a child thatch created under its parent, so that
+	// the child's tool calls reach the family even when the host's
+	// session.created for it is lost.
+	linkChild func(child, parent string) error
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -149,6 +153,13 @@ func (x *executor) run(from actors.Identity, eff any) {
 				s, err = h.Client.CreateSession(ctx, e.ParentID, e.Title)
 			}
 			res.ChildID = s.ID
+		}
+		if err == nil && x.linkChild != nil {
+			// Only a lost session.created makes this link matter; the
+			// child exists either way, so a failure here is only logged.
+			if lerr := x.linkChild(res.ChildID, e.ParentID); lerr != nil {
+				log.Warn("cannot record the extraction child's parent", "child", res.ChildID, "error", lerr)
+			}
 		}
 		res.Err = errText(err)
 		if err != nil {

@@ -323,3 +323,30 @@ func (h *fakeHost) ExecuteTUICommand(ctx context.Context, command string) error 
 func (h *fakeHost) PublishTUICommand(ctx context.Context, command string) error {
 	return h.do(ctx, hostCall{Method: mPubTUI, Command: command}, nil)
 }
+
+// AddSession makes the host list s, as a session that exists on it
+// without thatch having created it (or seen it created).
+func (h *fakeHost) AddSession(s opencode.Session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sessions = append(h.sessions, s)
+}
+
+// ListSessions lists the sessions the host has and has not deleted, for a
+// reconcile. It is not recorded as a call.
+func (h *fakeHost) ListSessions(context.Context) ([]opencode.Session, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []opencode.Session
+	for _, s := range h.sessions {
+		if !h.deleted[s.ID] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// SessionStatus reports every session idle: the fake runs no model.
+func (h *fakeHost) SessionStatus(context.Context) (map[string]opencode.SessionStatus, error) {
+	return map[string]opencode.SessionStatus{}, nil
+}

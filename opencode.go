@@ -73,17 +73,17 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 		}
 		return familyID(m.SessionID), o.dir.setHost(m.SessionID, m.Host)
 	case *messages.SessionIdle:
-		return familyID(o.dir.family(m.SessionID)), nil
+		return o.onHost(m.SessionID, m.Host)
 	case *messages.SessionErrored:
-		return familyID(o.dir.family(m.SessionID)), nil
+		return o.onHost(m.SessionID, m.Host)
 	case *messages.SessionDeleted:
 		return familyID(o.dir.family(m.SessionID)), nil
 	case *messages.SessionCompacted:
-		return familyID(o.dir.family(m.SessionID)), nil
+		return o.onHost(m.SessionID, m.Host)
 	case *messages.ToolExecuted:
-		return familyID(o.dir.family(m.Interaction.SessionID)), nil
+		return o.onHost(m.Interaction.SessionID, m.Host)
 	case *messages.CommandExecuting:
-		return familyID(o.dir.family(m.SessionID)), nil
+		return o.onHost(m.SessionID, m.Host)
 	case *messages.FetchPayload:
 		return familyID(o.dir.family(m.CallerID)), nil
 	case *messages.ExtractionDone:
@@ -92,6 +92,15 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 		return familyID(o.dir.family(m.CallerID)), nil
 	}
 	return actors.Identity{}, fmt.Errorf("thatch: no route for %T", msg)
+}
+
+// onHost returns the family of session and records the host it lives on
+// when none is recorded yet: a session thatch first meets through one of its
+// events (it existed before the daemon started, or its session.created was
+// lost) must still be reconciled when its host reconnects.
+func (o *openCode) onHost(session, host string) (actors.Identity, error) {
+	fam := o.dir.family(session)
+	return familyID(fam), o.dir.adoptHost(fam, host)
 }
 
 // deliver routes msg and waits until its family has journaled it.
@@ -183,10 +192,14 @@ func (o *openCode) connect(ctx context.Context, s config.Server, pid int, direct
 	}
 	h := &hostConn{name: s.Name, url: s.URL, client: client, pid: pid, directory: directory, info: info}
 	h.stream, err = opencode.NewStream(opencode.StreamOptions{
-		Client:    client,
-		Handler:   func(msg any) { o.onEvent(h, msg) },
-		OnConnect: func(ctx context.Context) { o.reconcile(ctx, h) },
-		Logger:    o.log.Named("stream").With("host", s.Name),
+		Client:  client,
+		Handler: func(msg any) { o.onEvent(h, msg) },
+		OnConnect: func(ctx context.Context) {
+			if err := o.reconcile(ctx, h.name, client); err != nil {
+				o.log.Warn("reconcile failed", "host", h.name, "error", err)
+			}
+		},
+		Logger: o.log.Named("stream").With("host", s.Name),
 	})
 	if err != nil {
 		return nil, err
@@ -247,18 +260,22 @@ func (o *openCode) onEvent(h *hostConn, msg any) {
 	}
 }
 
+// sessionLister is what a reconcile reads from a host.
+type sessionLister interface {
+	ListSessions(ctx context.Context) ([]opencode.Session, error)
+	SessionStatus(ctx context.Context) (map[string]opencode.SessionStatus, error)
+}
+
 // reconcile runs after every (re)connect: the stream has no replay, so
 // thatch compares what the host lists with what it holds.
-func (o *openCode) reconcile(ctx context.Context, h *hostConn) {
-	sessions, err := h.client.ListSessions(ctx)
+func (o *openCode) reconcile(ctx context.Context, host string, l sessionLister) error {
+	sessions, err := l.ListSessions(ctx)
 	if err != nil {
-		o.log.Warn("reconcile: cannot list sessions", "host", h.name, "error", err)
-		return
+		return fmt.Errorf("cannot list sessions: %w", err)
 	}
-	statuses, err := h.client.SessionStatus(ctx)
+	statuses, err := l.SessionStatus(ctx)
 	if err != nil {
-		o.log.Warn("reconcile: cannot read session statuses", "host", h.name, "error", err)
-		return
+		return fmt.Errorf("cannot read session statuses: %w", err)
 	}
 	listed := opencode.ToHostSessions(sessions, statuses)
 	byID := map[string]messages.HostSession{}
@@ -269,15 +286,14 @@ func (o *openCode) reconcile(ctx context.Context, h *hostConn) {
 	for _, s := range listed {
 		if s.ParentID != "" {
 			if _, err := o.dir.link(s.SessionID, s.ParentID); err != nil {
-				o.log.Error("reconcile: cannot record child", "error", err)
-				return
+				return fmt.Errorf("cannot record child: %w", err)
 			}
 		}
 	}
 	families := map[string]*messages.FamilyReconciled{}
-	known := o.dir.familiesOn(h.name)
+	known := o.dir.familiesOn(host)
 	for _, fam := range known {
-		families[fam] = &messages.FamilyReconciled{Host: h.name, Parent: messages.HostSession{SessionID: fam}}
+		families[fam] = &messages.FamilyReconciled{Host: host, Parent: messages.HostSession{SessionID: fam}}
 	}
 	for _, s := range listed {
 		fam := o.dir.family(s.SessionID)
@@ -287,6 +303,11 @@ func (o *openCode) reconcile(ctx context.Context, h *hostConn) {
 		}
 		if s.SessionID == fam {
 			fr.Present, fr.Parent = true, s
+			// A family first met through its events has no directory yet,
+			// and its payload would name the global store only.
+			if err := o.dir.adoptDirectory(fam, s.Directory); err != nil {
+				o.log.Error("reconcile: cannot record directory", "family", fam, "error", err)
+			}
 		} else {
 			fr.Children = append(fr.Children, s)
 		}
@@ -301,14 +322,46 @@ func (o *openCode) reconcile(ctx context.Context, h *hostConn) {
 		if !fr.Present && len(sessions) == 0 && len(known) > 0 {
 			// An empty list for a host with families is more likely a
 			// project mismatch than every session deleted: don't wipe.
-			o.log.Warn("reconcile: host lists no sessions; keeping families", "host", h.name)
-			return
+			o.log.Warn("reconcile: host lists no sessions; keeping families", "host", host)
+			return nil
 		}
 		if err := o.tree.Deliver(familyID(id), fr, deliverTimeout); err != nil {
 			o.log.Error("reconcile: cannot deliver", "family", id, "error", err)
+			continue
+		}
+		if !fr.Present {
+			// The family journaled its parent's deletion: like a
+			// session.deleted, its links and host record route nothing.
+			if err := o.dir.forget(id); err != nil {
+				o.log.Error("reconcile: cannot forget family", "family", id, "error", err)
+			}
 		}
 	}
-	o.log.Debug("reconciled", "host", h.name, "sessions", len(listed), "families", len(families))
+	o.log.Debug("reconciled", "host", host, "sessions", len(listed), "families", len(families))
+	return nil
+}
+
+// reconcileHost reconciles a connected host on demand; a host supplied by
+// an embedder must be able to list its sessions.
+func (o *openCode) reconcileHost(ctx context.Context, name string) error {
+	o.mu.Lock()
+	h, ok := o.hosts[name]
+	o.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("thatch: host %q is not connected", name)
+	}
+	var l sessionLister
+	if h.client != nil {
+		l = h.client
+	} else if c, ok := h.info.Client.(sessionLister); ok {
+		l = c
+	} else {
+		return fmt.Errorf("thatch: host %q cannot list its sessions", name)
+	}
+	if err := o.reconcile(ctx, name, l); err != nil {
+		return fmt.Errorf("thatch: reconcile %s: %w", name, err)
+	}
+	return nil
 }
 
 // healStranded moves sessions whose directory was deleted (a removed git

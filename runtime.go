@@ -47,7 +47,8 @@ type Options struct {
 	Kinds []actors.Spec
 	// Hosts are opencode hosts whose clients the embedder supplies, by host
 	// name; they have no event stream of their own (the embedder delivers
-	// events with DeliverHostEvent). Tests use recording fakes here.
+	// events with DeliverHostEvent, and reconciles with ReconcileHost).
+	// Tests use recording fakes here.
 	Hosts map[string]HostInfo
 }
 
@@ -162,6 +163,10 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		executor = r.exec
 	}
 	r.exec.stranded = r.oc.healStranded
+	r.exec.linkChild = func(child, parent string) error {
+		_, err := sessions.link(child, parent)
+		return err
+	}
 	r.exec.activeFamilies = func() []string {
 		var ids []string
 		_ = r.store.Journal().Active(session.KindName, func(id persistence.Identity) error {
@@ -237,6 +242,19 @@ func (r *Runtime) DeliverHostEvent(msg any) error {
 		return errors.New("thatch: runtime not started")
 	}
 	return r.oc.deliver(msg)
+}
+
+// ReconcileHost lists a connected host's sessions and reconciles every
+// family on it, as a (re)connect of its event stream does. A host supplied
+// in Options.Hosts is connected from Start but has no stream: call this
+// after Start, and after the host was unreachable, so that families
+// rehydrated by the start resume their host calls. Its client must also
+// offer ListSessions and SessionStatus.
+func (r *Runtime) ReconcileHost(ctx context.Context, host string) error {
+	if r.oc == nil {
+		return errors.New("thatch: runtime not started")
+	}
+	return r.oc.reconcileHost(ctx, host)
 }
 
 // Reconcile delivers a host's session listing as after a reconnect.

@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/thatch-run/thatch/actors/session"
+	"github.com/thatch-run/thatch/messages"
 )
 
 var _ = Describe("Session error from a child", func() {
@@ -40,6 +41,26 @@ var _ = Describe("Session error from a child", func() {
 		v := w.view("ses_p")
 		Expect(v.Claims).To(Equal(map[string]int{x: 3}))
 		Expect(v.Pending).To(Equal(2))
+		Expect(v.Extracting).To(BeTrue(), "a task child's error leaves the running extraction alone")
+		Expect(v.ExtractionChild).To(Equal(x))
+	})
+
+	It("from a task child that never fetched pulls nothing back from the running extractor", func() {
+		x := w.extraction("ses_p")
+		Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(3))
+		w.childCreated("ses_task", "ses_p", "lint")
+		w.errored("ses_task") // an interrupted task ends in session.error
+		v := w.view("ses_p")
+		Expect(v.Claims).To(Equal(map[string]int{x: 3}))
+		Expect(v.Pending).To(Equal(0))
+		Expect(v.ExtractionChild).To(Equal(x))
+
+		By("the extractor's completion still consumes its own entries")
+		w.memory(x, messages.MemoryCreated)
+		w.idle(x)
+		v = w.view("ses_p")
+		Expect(v.Accepted + v.Pending).To(Equal(0))
+		w.never(w.countOf(mCreate), Equal(1), "nothing came back to extract twice")
 	})
 
 	It("requeues the parent's whole accepted set when the child never fetched", func() {
@@ -143,12 +164,18 @@ var _ = Describe("Session deleted", func() {
 })
 
 var _ = Describe("Session compacted", func() {
-	It("blocks extraction while compacting and clears the flag on session.compacted", func() {
-		w := newWorld()
+	var w *world
+	BeforeEach(func() {
+		// Two buffered calls and a /thatch/compact whose checklist the
+		// model finished: the next idle greenlights the compaction.
+		w = newWorld()
 		w.parentCreated("ses_p")
 		w.tools("ses_p", "a", 2)
 		w.command("ses_p", "/thatch/compact")
 		w.host.SetFinalText("ses_p", "Checklist done.\n"+session.TokenCompact)
+	})
+
+	It("blocks extraction while compacting and clears the flag on session.compacted", func() {
 		w.idle("ses_p")
 		Eventually(w.callsOf(mExecTUI)).Should(HaveLen(1))
 		Expect(w.view("ses_p").Compacting).To(BeTrue())
@@ -160,6 +187,18 @@ var _ = Describe("Session compacted", func() {
 		By("session.compacted clears the flag; the next idle extracts")
 		w.compacted("ses_p")
 		Expect(w.view("ses_p").Compacting).To(BeFalse())
+		x := w.extraction("ses_p")
+		Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(2))
+	})
+
+	It("clears the flag and tells the user when the host refuses the compaction", func() {
+		w.host.FailNext(mExecTUI, 1)
+		w.idle("ses_p")
+		Eventually(w.callsOf(mToast)).Should(ContainElement(And(
+			HaveField("Variant", "warning"), HaveField("Text", ContainSubstring("/thatch/compact again")))))
+		Expect(w.view("ses_p").Compacting).To(BeFalse(), "no session.compacted will come")
+
+		By("the next idle extracts")
 		x := w.extraction("ses_p")
 		Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(2))
 	})

@@ -14,6 +14,20 @@ var _ = Describe("Payload fetch and completion", func() {
 		w = withParent(3)
 	})
 
+	It("reaches the parent's queue from an extraction child whose session.created was lost", func() {
+		w.idle("ses_p")
+		Eventually(func() []hostCall { return w.createsFor("ses_p") }).Should(HaveLen(1))
+		x := w.createsFor("ses_p")[0].Session
+		Eventually(w.promptsTo(x)).Should(HaveLen(1))
+		// No session.created for x reaches thatch (its stream was down).
+		Expect(w.fetch(x, "").callIDs()).To(Equal([]string{"a-1", "a-2", "a-3"}))
+		w.memory(x, messages.MemoryCreated)
+		w.idle(x)
+		Eventually(w.callsOf(mDelete)).Should(ContainElement(HaveField("Session", x)))
+		v := w.view("ses_p")
+		Expect(v.Pending + v.Accepted).To(Equal(0))
+	})
+
 	DescribeTable("a child's fetch means its parent's queue",
 		func(target func(child string) string) {
 			x := w.extraction("ses_p")

@@ -1,12 +1,14 @@
 package thatch_test
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/thatch-run/thatch/actors/session"
+	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -211,6 +213,36 @@ var _ = Describe("After a restart", func() {
 			Expect(c.Kind).To(Equal(session.ChildTask))
 			w.tools("ses_p", "b", 1)
 			Expect(w.fetch("ses_new", "").callIDs()).To(Equal([]string{"b-1"}), "the new child's tool calls reach its parent's family")
+		})
+	})
+
+	Describe("a session thatch first met through its events", Ordered, func() {
+		// It existed before the daemon started, or its session.created was
+		// lost: no session.created ever reached thatch.
+		var w *world
+		BeforeAll(func() {
+			w = newWorld()
+			repo := gitRepo("git@github.com:acme/old.git")
+			w.host.AddSession(opencode.Session{ID: "ses_old", Directory: repo})
+			w.host.AddSession(opencode.Session{ID: "ses_gone_later", Directory: repo})
+			w.tools("ses_old", "a", 2)
+			w.tools("ses_gone_later", "g", 1)
+		})
+
+		It("gets its directory from the host's reconcile, so its payload names the project store", func() {
+			Expect(w.rt.ReconcileHost(context.Background(), hostName)).To(Succeed())
+			x := w.extraction("ses_old")
+			p := w.fetch(x, "ses_old")
+			Expect(p.callIDs()).To(Equal([]string{"a-1", "a-2"}))
+			Expect(p.ProjectStore).To(Equal("acme/old"))
+		})
+
+		It("is found deleted by a reconcile once the host no longer lists it", func() {
+			w.host.Remove("ses_gone_later")
+			Expect(w.rt.ReconcileHost(context.Background(), hostName)).To(Succeed())
+			v := w.view("ses_gone_later")
+			Expect(v.Deleted).To(BeTrue())
+			Expect(v.Pending).To(Equal(0))
 		})
 	})
 
