@@ -16,6 +16,9 @@ const (
 	tableFamilyHost = "opencode.family_host"
 	// tableFamilyDir maps a family id to its parent session's directory.
 	tableFamilyDir = "opencode.family_dir"
+	// tableDeletedFamilies notes families whose parent was deleted; the
+	// runtime-state sweep forgets their journals once the note is old.
+	tableDeletedFamilies = "opencode.deleted_family"
 	// tableWatcherDeaths records sessions whose watchers are gone.
 	tableWatcherDeaths = "opencode.watcher_deaths"
 	// tableChatDirectory lists sessions other sessions may address.

@@ -57,6 +57,9 @@ type executor struct {
 	// the child's tool calls reach the family even when the host's
 	// session.created for it is lost.
 	linkChild func(child, parent string) error
+	// forgetDeleted forgets the journals of deleted families noted before
+	// cutoff and returns how many it forgot.
+	forgetDeleted func(cutoff time.Time) (int, error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -247,6 +250,18 @@ func (x *executor) run(from actors.Identity, eff any) {
 		if err := x.rows.Put(tableWatcherDeaths, e.SessionID, []byte(x.now().UTC().Format(time.RFC3339Nano))); err != nil {
 			log.Error("cannot record watcher deaths", "error", err)
 		}
+	case *messages.RecordFamilyDeleted:
+		// The first note's time counts: a tombstone woken again (by a
+		// status, say) must not postpone its own sweep.
+		if _, ok, err := x.rows.Get(tableDeletedFamilies, e.SessionID); err != nil || ok {
+			if err != nil {
+				log.Error("cannot read deleted-family note", "error", err)
+			}
+			return
+		}
+		if err := x.rows.Put(tableDeletedFamilies, e.SessionID, nil); err != nil {
+			log.Error("cannot note deleted family", "error", err)
+		}
 	case *messages.UnregisterChat:
 		if err := x.rows.Delete(tableChatDirectory, e.SessionID); err != nil {
 			log.Error("cannot unregister chat", "error", err)
@@ -258,6 +273,15 @@ func (x *executor) run(from actors.Identity, eff any) {
 				log.Error("runtime-state sweep failed", "table", table, "error", err)
 			} else if n > 0 {
 				log.Info("aged out runtime-state rows", "table", table, "rows", n)
+			}
+		}
+		if x.forgetDeleted != nil {
+			n, err := x.forgetDeleted(e.Cutoff)
+			if err != nil {
+				log.Error("cannot forget deleted sessions", "error", err)
+			}
+			if n > 0 {
+				log.Info("forgot the journals of deleted sessions", "sessions", n)
 			}
 		}
 	case *messages.SweepStaleClaims:

@@ -122,6 +122,8 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	r.store, err = persistence.Open(dir, persistence.Options{
 		CacheSize: int64(r.cfg.Journal.CacheSizeMB) << 20,
 		OnFailure: r.fail,
+		// Rows age on the clock the sweeps compute their cutoffs with.
+		Now: r.o.Clock.Now,
 	})
 	if err != nil {
 		return err
@@ -163,6 +165,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		executor = r.exec
 	}
 	r.exec.stranded = r.oc.healStranded
+	r.exec.forgetDeleted = r.forgetDeletedFamilies
 	r.exec.linkChild = func(child, parent string) error {
 		_, err := sessions.link(child, parent)
 		return err
@@ -269,6 +272,40 @@ func (r *Runtime) Reconcile(host string, fr *messages.FamilyReconciled) error {
 		}
 	}
 	return r.tree.Deliver(familyID(fr.Parent.SessionID), fr, deliverTimeout)
+}
+
+// forgetDeletedFamilies forgets the journal of every family whose parent
+// was deleted before cutoff: a tombstone only has to outlive the late
+// events of its session. A family that is live (woken since) waits for
+// the next sweep, so no running entity loses its journal.
+func (r *Runtime) forgetDeletedFamilies(cutoff time.Time) (int, error) {
+	live, err := r.tree.LiveIDs(session.KindName, 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	busy := make(map[string]bool, len(live))
+	for _, id := range live {
+		busy[id] = true
+	}
+	var due []string
+	err = r.store.Rows().Scan(tableDeletedFamilies, func(row persistence.Row) error {
+		if row.WrittenAt.Before(cutoff) && !busy[row.Key] {
+			due = append(due, row.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i, id := range due {
+		if err := r.store.Journal().Forget(familyID(id)); err != nil {
+			return i, err
+		}
+		if err := r.store.Rows().Delete(tableDeletedFamilies, id); err != nil {
+			return i + 1, err
+		}
+	}
+	return len(due), nil
 }
 
 // reminderText is the session-start reminder for a session in directory,

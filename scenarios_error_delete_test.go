@@ -1,11 +1,14 @@
 package thatch_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/thatch-run/thatch/actors/session"
 	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/persistence"
 )
 
 var _ = Describe("Session error from a child", func() {
@@ -160,6 +163,34 @@ var _ = Describe("Session deleted", func() {
 		w.tools("ses_p", "c", 1)
 		w.never(func() int { return len(w.host.Calls()) }, Equal(before), "a deleted family is inert")
 		Expect(w.view("ses_p").Pending).To(Equal(0))
+	})
+
+	It("is forgotten by the sweep once the deletion is older than the runtime-state lifetime", func() {
+		w := withParent(2)
+		w.deleted("ses_p")
+		noted := func() bool {
+			_, ok, err := w.rt.Store().Rows().Get(tableDeletedFamilies, "ses_p")
+			Expect(err).NotTo(HaveOccurred())
+			return ok
+		}
+		Eventually(noted).Should(BeTrue(), "the deletion is noted for the sweep")
+		w.restart() // the tombstone is not rehydrated: nothing holds it live
+		known := func() bool {
+			found := false
+			Expect(w.rt.Store().Journal().EntityIDs(session.KindName, func(id persistence.Identity) error {
+				found = found || id.ID == "ses_p"
+				return nil
+			})).To(Succeed())
+			return found
+		}
+		Expect(known()).To(BeTrue())
+
+		w.clock.Advance(w.cfg.Sweep.RuntimeStateTTL - time.Hour) // sweeps run; the deletion is younger
+		w.never(known, BeTrue(), "a recent tombstone still answers its session's late events")
+
+		w.clock.Advance(2 * time.Hour)
+		Eventually(known).Should(BeFalse(), "the sweep forgot the family's journal")
+		Expect(noted()).To(BeFalse(), "and its note")
 	})
 })
 

@@ -10,10 +10,12 @@ import (
 	"github.com/thatch-run/thatch/actors/session"
 )
 
-// Registry tables the exit wrap-up writes; they mirror the runtime's.
+// Registry tables the exit wrap-up and a parent's deletion write; they
+// mirror the runtime's.
 const (
-	tableWatcherDeaths = "opencode.watcher_deaths"
-	tableChatDirectory = "chat.directory"
+	tableWatcherDeaths   = "opencode.watcher_deaths"
+	tableChatDirectory   = "chat.directory"
+	tableDeletedFamilies = "opencode.deleted_family"
 )
 
 var _ = Describe("Wrap-up commands", func() {

@@ -174,8 +174,10 @@ type Sweep struct {
 	// Interval is how often the sweepers run. Must be > 0. Default: 1m.
 	Interval time.Duration `koanf:"interval" usage:"how often the sweepers run"`
 	// RuntimeStateTTL is how long runtime-state rows live without being
-	// refreshed. Must be > 0. Default: 24h.
-	RuntimeStateTTL time.Duration `koanf:"runtime_state_ttl" usage:"lifetime of runtime-state rows that are not refreshed"`
+	// refreshed, and how long a deleted session's family is kept (to
+	// ignore the session's late events) before its journal is forgotten.
+	// Must be > 0. Default: 24h.
+	RuntimeStateTTL time.Duration `koanf:"runtime_state_ttl" usage:"lifetime of runtime-state rows that are not refreshed, and of a deleted session's journal"`
 }
 
 // Values accepted by the enumerated keys.

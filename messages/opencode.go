@@ -234,6 +234,14 @@ type ExitSession struct {
 	SessionID string `json:"sessionID"`
 }
 
+// RecordFamilyDeleted notes, as runtime state, that a parent session was
+// deleted and its family is a tombstone. The runtime-state sweep forgets
+// the family's journal once the note is older than the state's lifetime.
+// Recording it again keeps the first note's time.
+type RecordFamilyDeleted struct {
+	SessionID string `json:"sessionID"`
+}
+
 // RecordWatcherDeaths records that the session's watchers are gone. It comes
 // before UnregisterChat on exit.
 type RecordWatcherDeaths struct {

@@ -9,7 +9,8 @@ type SweepRan struct {
 
 // Effects of the sweeper. Each names a housekeeping job the executor runs.
 
-// SweepRuntimeState deletes runtime-state rows last written before Cutoff.
+// SweepRuntimeState deletes runtime-state rows last written before Cutoff,
+// and forgets the journals of families whose parent was deleted before it.
 type SweepRuntimeState struct {
 	Cutoff time.Time `json:"cutoff"`
 }

@@ -137,6 +137,11 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 		return d.out
 	}
 	if s.Deleted {
+		if _, ok := msg.(*actors.Recovered); ok {
+			// A note lost in a crash, or a tombstone from before notes:
+			// the sweep needs it to forget the family.
+			d.effect(&messages.RecordFamilyDeleted{SessionID: s.ID})
+		}
 		return d.out
 	}
 	switch m := msg.(type) {
@@ -569,6 +574,7 @@ func (d *decider) parentDeleted() {
 	for _, id := range timers {
 		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 	}
+	d.effect(&messages.RecordFamilyDeleted{SessionID: d.s.ID})
 }
 
 func (s *State) finishingChildren() []string {

@@ -668,6 +668,20 @@ func TestSessionDeleted(t *testing.T) {
 			check:  func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1") },
 		},
 		{
+			// The issue's "if it has none" reads here as "if it never
+			// fetched", as for an error: a child whose claim is already
+			// completed processed its payload, and the accepted set may be
+			// a second extractor's.
+			name:   "an extraction child whose claim was completed hands back nothing",
+			setup:  append(startExtraction(ext), fetch(ext, ""), doneAck(ext), tool(parent, "c1"), extChild(ext2), fetch(ext2, "")),
+			msg:    deletedMsg(ext),
+			events: []string{"extraction_stopped", "child_cleared"},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				wantIDs(t, "pending", callIDs(s.Pending))
+				wantIDs(t, "second extractor's claim", claimIDs(s, ext2), "c1")
+			},
+		},
+		{
 			name:   "a task child without a claim never pulls an extractor's payload back",
 			setup:  append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), taskChild(task)),
 			msg:    deletedMsg(task),
@@ -693,8 +707,9 @@ func TestSessionDeleted(t *testing.T) {
 			name: "a deleted parent takes its accepted entries and drops its pending ones",
 			setup: append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), tool(parent, "c2"),
 				command("thatch/exit")),
-			msg:    deletedMsg(parent),
-			events: []string{"parent_deleted"},
+			msg:     deletedMsg(parent),
+			events:  []string{"parent_deleted"},
+			effects: []any{gone},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				ev := eventOf[messages.FamilyParentDeleted](t, d.Events)
 				if !slices.Equal(ev.Completed, []uint64{1, 2}) || !slices.Equal(ev.Dropped, []uint64{3}) {
@@ -890,10 +905,11 @@ func TestWrapUp(t *testing.T) {
 			},
 		},
 		{
-			name:   "deleting the session clears the arm",
-			setup:  []any{command("thatch/exit")},
-			msg:    deletedMsg(parent),
-			events: []string{"parent_deleted"},
+			name:    "deleting the session clears the arm",
+			setup:   []any{command("thatch/exit")},
+			msg:     deletedMsg(parent),
+			events:  []string{"parent_deleted"},
+			effects: []any{gone},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if s.WrapUp != nil {
 					t.Errorf("still armed")
@@ -1181,10 +1197,18 @@ func TestReconciled(t *testing.T) {
 			},
 		},
 		{
-			name:   "a parent that is gone is handled as deleted",
-			setup:  []any{tool(parent, "c1")},
-			msg:    reconciled(false),
-			events: []string{"parent_deleted"},
+			name:    "a parent that is gone is handled as deleted",
+			setup:   []any{tool(parent, "c1")},
+			msg:     reconciled(false),
+			events:  []string{"parent_deleted"},
+			effects: []any{gone},
+		},
+		{
+			name:    "a tombstone woken again notes its deletion for the sweep, and journals nothing",
+			setup:   []any{tool(parent, "c1"), deletedMsg(parent)},
+			msg:     &actors.Recovered{},
+			events:  []string{},
+			effects: []any{gone},
 		},
 	})
 }

@@ -138,6 +138,9 @@ func created(id, parentID, title string) *messages.SessionCreated {
 	return &messages.SessionCreated{Host: host, SessionID: id, ParentID: parentID, Title: title, Directory: "/repo"}
 }
 
+// gone is the effect that notes a deleted family for the sweep.
+var gone = &messages.RecordFamilyDeleted{SessionID: parent}
+
 func taskChild(id string) *messages.SessionCreated { return created(id, parent, "explore the repo") }
 func extChild(id string) *messages.SessionCreated  { return created(id, parent, ExtractionTitle) }
 

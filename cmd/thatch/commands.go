@@ -116,9 +116,10 @@ func runCheckConfig(args []string) int {
 }
 
 func runStatus(args []string) int {
-	var asJSON bool
+	var asJSON, all bool
 	cfg, code, err := loadConfig("status", args, func(fs *pflag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print the raw JSON status")
+		fs.BoolVar(&asJSON, "json", false, "print the raw JSON status (every session)")
+		fs.BoolVar(&all, "all", false, "list every session, also those at rest and deleted ones")
 	})
 	if cfg == nil && err == nil {
 		return code
@@ -148,11 +149,11 @@ func runStatus(args []string) int {
 		fmt.Fprintf(os.Stderr, "thatch status: %v\n", err)
 		return 1
 	}
-	printStatus(&st)
+	printStatus(&st, all)
 	return 0
 }
 
-func printStatus(st *thatch.Status) {
+func printStatus(st *thatch.Status, all bool) {
 	fmt.Printf("thatch %s, pid %d, up %s\n", st.Version, st.PID, (time.Duration(st.UptimeSeconds) * time.Second).String())
 	fmt.Printf("data:    %s (journal %s)\n", st.DataDir, humanBytes(st.JournalBytes))
 	fmt.Printf("control: http://%s\n\n", st.ControlAddr)
@@ -165,7 +166,7 @@ func printStatus(st *thatch.Status) {
 	tw.Flush()
 	if len(st.Sessions) > 0 {
 		fmt.Printf("\nsessions (--json shows every field):\n")
-		writeSessions(os.Stdout, st.Sessions)
+		writeSessions(os.Stdout, st.Sessions, all)
 	}
 	if len(st.LastErrors) > 0 {
 		fmt.Printf("\nlast errors:\n")
@@ -185,10 +186,19 @@ type sessionRow struct {
 
 // writeSessions prints a table of the session families in a status report:
 // what each holds (pending, accepted), what it is doing, its children and
-// its armed wrap-up.
-func writeSessions(w io.Writer, sessions []any) {
+// its armed wrap-up. Unless all is set, families at rest (holding and doing
+// nothing) and deleted ones are only counted: a long-running daemon knows
+// every session it ever saw.
+func writeSessions(w io.Writer, sessions []any, all bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SESSION\tPENDING\tACCEPTED\tSTATE\tCHILDREN\tWRAP-UP")
+	var resting, deleted int
+	defer func() {
+		tw.Flush()
+		if resting+deleted > 0 {
+			fmt.Fprintf(w, "  (not listed: %d at rest, %d deleted; --all lists them)\n", resting, deleted)
+		}
+	}()
 	for _, raw := range sessions {
 		var r sessionRow
 		b, err := json.Marshal(raw)
@@ -202,10 +212,28 @@ func writeSessions(w io.Writer, sessions []any) {
 		case r.Error != "":
 			fmt.Fprintf(tw, "  %s\t\t\terror: %s\t\t\n", r.Family, r.Error)
 			continue
+		case !all && r.Deleted:
+			deleted++
+			continue
+		case !all && atRest(&r.StatusView):
+			resting++
+			continue
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\n", r.SessionID, r.Pending, r.Accepted, sessionState(&r.StatusView), sessionChildren(r.Children), sessionWrapUp(&r.StatusView))
 	}
-	tw.Flush()
+}
+
+// atRest reports whether a family holds nothing and is doing nothing.
+func atRest(v *session.StatusView) bool {
+	if v.Pending+v.Accepted > 0 || v.Extracting || v.Compacting || v.WrapUp != nil || v.ExitingSince != nil {
+		return false
+	}
+	for _, c := range v.Children {
+		if c.Claimed > 0 || c.Buffered > 0 || c.Finishing {
+			return false
+		}
+	}
+	return true
 }
 
 func sessionState(v *session.StatusView) string {

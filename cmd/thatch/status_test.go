@@ -21,12 +21,14 @@ func TestWriteSessionsShowsWhatEachFamilyHolds(t *testing.T) {
 		session.StatusView{SessionID: "ses_quiet", Pending: 1},
 		session.StatusView{SessionID: "ses_leaving", ExitingSince: &at},
 		map[string]string{"family": "ses_broken", "error": "supervisor: request: no answer in time"},
+		session.StatusView{SessionID: "ses_done", Children: []session.ChildView{{SessionID: "ses_t2", Kind: session.ChildTask}}},
+		session.StatusView{SessionID: "ses_gone", Deleted: true},
 	}
 	var buf bytes.Buffer
-	writeSessions(&buf, views)
+	writeSessions(&buf, views, false)
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("want a header and 4 rows, got:\n%s", buf.String())
+	if len(lines) != 6 {
+		t.Fatalf("want a header, 4 rows and a count of the rest, got:\n%s", buf.String())
 	}
 	for i, want := range [][]string{
 		{"SESSION", "PENDING", "ACCEPTED", "STATE", "CHILDREN", "WRAP-UP"},
@@ -34,11 +36,30 @@ func TestWriteSessionsShowsWhatEachFamilyHolds(t *testing.T) {
 		{"ses_quiet", "1", "0", "-"},
 		{"ses_leaving", "closing (exit greenlit 10:00:00)"},
 		{"ses_broken", "error: supervisor: request: no answer in time"},
+		{"not listed: 1 at rest, 1 deleted; --all lists them"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(lines[i], w) {
 				t.Errorf("line %d %q lacks %q", i, lines[i], w)
 			}
 		}
+	}
+}
+
+func TestWriteSessionsAllListsRestingAndDeleted(t *testing.T) {
+	views := []any{
+		session.StatusView{SessionID: "ses_done"},
+		session.StatusView{SessionID: "ses_gone", Deleted: true},
+	}
+	var buf bytes.Buffer
+	writeSessions(&buf, views, true)
+	out := buf.String()
+	for _, want := range []string{"ses_done", "ses_gone", "deleted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--all output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "not listed") {
+		t.Errorf("--all still hides sessions:\n%s", out)
 	}
 }
