@@ -95,26 +95,24 @@ func (d *sessionDirectory) setHost(family, host string) error {
 	return d.set(tableFamilyHost, d.hosts, family, host)
 }
 
-// adoptHost and adoptDirectory record a family's host or directory when
-// none is recorded yet. Events and reconciles call them, so they cost
-// nothing once the value is known, and a name that differs (a plugin's own
-// name for a server) never overwrites the one the family was created on.
-func (d *sessionDirectory) adoptHost(family, host string) error {
-	return d.adopt(tableFamilyHost, d.hosts, family, host)
-}
-
-func (d *sessionDirectory) adoptDirectory(family, dir string) error {
-	return d.adopt(tableFamilyDir, d.dirs, family, dir)
-}
-
-func (d *sessionDirectory) adopt(table string, m map[string]string, family, v string) error {
+// hostOf returns the host recorded for a family ("" when none is).
+func (d *sessionDirectory) hostOf(family string) string {
 	d.mu.RLock()
-	known := m[family] != ""
+	defer d.mu.RUnlock()
+	return d.hosts[family]
+}
+
+// adoptDirectory records a family's directory when none is recorded yet.
+// Reconciles call it for every listed parent, so it costs nothing once the
+// directory is known.
+func (d *sessionDirectory) adoptDirectory(family, dir string) error {
+	d.mu.RLock()
+	known := d.dirs[family] != ""
 	d.mu.RUnlock()
 	if known {
 		return nil
 	}
-	return d.set(table, m, family, v)
+	return d.setDirectory(family, dir)
 }
 
 // setDirectory durably records the directory a family's parent runs in.

@@ -94,13 +94,43 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 	return actors.Identity{}, fmt.Errorf("thatch: no route for %T", msg)
 }
 
-// onHost returns the family of session and records the host it lives on
-// when none is recorded yet: a session thatch first meets through one of its
-// events (it existed before the daemon started, or its session.created was
-// lost) must still be reconciled when its host reconnects.
+// onHost returns the family of session and records the host it lives on,
+// so that its host's reconciles reach it: a session thatch first meets
+// through one of its events (it existed before the daemon started, or its
+// session.created was lost) has no host recorded, and one whose opencode
+// restarted on another port now lives on a new host. A recorded host that
+// is still connected is kept: the same server watched under two names
+// must not rewrite the record on every event.
 func (o *openCode) onHost(session, host string) (actors.Identity, error) {
 	fam := o.dir.family(session)
-	return familyID(fam), o.dir.adoptHost(fam, host)
+	cur := o.dir.hostOf(fam)
+	if host == "" || cur == host {
+		return familyID(fam), nil
+	}
+	if cur != "" && (o.connected(cur) || !o.connected(host)) {
+		return familyID(fam), nil
+	}
+	return familyID(fam), o.dir.setHost(fam, host)
+}
+
+// sameServer reports whether two base URLs name the same server: the same
+// scheme and host:port, whatever the trailing slash.
+func sameServer(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
+		strings.TrimSuffix(ua.Path, "/") == strings.TrimSuffix(ub.Path, "/")
+}
+
+// connected reports whether a host of that name is being watched.
+func (o *openCode) connected(name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.hosts[name]
+	return ok
 }
 
 // deliver routes msg and waits until its family has journaled it.
@@ -148,13 +178,21 @@ func (o *openCode) addStatic(name string, info HostInfo) {
 	o.hosts[name] = &hostConn{name: name, info: info}
 }
 
-// connect starts watching an opencode server. A server already known by
-// name is left as it is.
+// connect starts watching an opencode server. A server already watched,
+// under this name or at this URL, is left as it is and returned: a plugin
+// registering a server that the config names too must not make thatch
+// watch it twice, with every event delivered under two host names.
 func (o *openCode) connect(ctx context.Context, s config.Server, pid int, directory string) (*hostConn, error) {
 	o.mu.Lock()
 	if h, ok := o.hosts[s.Name]; ok {
 		o.mu.Unlock()
 		return h, nil
+	}
+	for _, h := range o.hosts {
+		if h.url != "" && sameServer(h.url, s.URL) {
+			o.mu.Unlock()
+			return h, nil
+		}
 	}
 	o.mu.Unlock()
 	client, err := opencode.New(opencode.Options{

@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/thatch-run/thatch"
+	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/session"
 	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/messages"
@@ -243,6 +245,37 @@ var _ = Describe("After a restart", func() {
 			v := w.view("ses_gone_later")
 			Expect(v.Deleted).To(BeTrue())
 			Expect(v.Pending).To(Equal(0))
+		})
+	})
+
+	Describe("a session whose opencode came back on another port while thatch was down", Ordered, func() {
+		var w *world
+		var moved *fakeHost
+		BeforeAll(func() {
+			w = withParent(2)
+			g := w.host.Block(mCreate, false)
+			w.idle("ses_p")
+			Eventually(g.entered).Should(BeClosed())
+			w.stop() // the blocked create ends with the runtime
+			moved = newFakeHost()
+			moved.AddSession(opencode.Session{ID: "ses_p", Directory: "/src/project"})
+			moved.AddSession(opencode.Session{ID: "ses_other", Directory: "/src/project"})
+			w.clock = actors.NewFakeClock(w.clock.Now())
+			w.start2(map[string]thatch.HostInfo{"moved": {Client: moved, API: "v1"}})
+			// The new host's first reconcile cannot know the family yet.
+			Expect(w.rt.ReconcileHost(context.Background(), "moved")).To(Succeed())
+		})
+
+		It("resumes the extraction on the new host at its first event there", func() {
+			w.deliver(&messages.ToolExecuted{Host: "moved", Interaction: messages.Interaction{ID: "m-1", SessionID: "ses_p", Tool: "bash"}})
+			Eventually(func() []hostCall { return moved.CallsOf(mCreate) }).Should(HaveLen(1))
+			Expect(moved.CallsOf(mCreate)[0].Parent).To(Equal("ses_p"))
+		})
+
+		It("is reconciled on the new host from then on", func() {
+			moved.Remove("ses_p")
+			Expect(w.rt.ReconcileHost(context.Background(), "moved")).To(Succeed())
+			Expect(w.view("ses_p").Deleted).To(BeTrue())
 		})
 	})
 

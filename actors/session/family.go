@@ -200,6 +200,9 @@ type decider struct {
 	s    *State
 	now  time.Time
 	out  actors.Decision
+	// resumed is set once this decision re-issued the lost host calls,
+	// so that a later step does not issue them twice.
+	resumed bool
 }
 
 func (d *decider) emit(ev any) {
@@ -225,9 +228,17 @@ func (d *decider) warn(msg string) {
 	d.effect(&messages.ShowToast{Host: d.s.Host, Title: "thatch", Message: msg, Variant: "warning"})
 }
 
+// seeHost records the host the family's events come from. A family whose
+// host changed (its opencode restarted on another port) resumes there the
+// host calls that went to the old one and can no longer be answered.
 func (d *decider) seeHost(host string) {
-	if host != "" && host != d.s.Host {
-		d.emit(&messages.FamilyHostSeen{Host: host})
+	if host == "" || host == d.s.Host {
+		return
+	}
+	moved := d.s.Host != ""
+	d.emit(&messages.FamilyHostSeen{Host: host})
+	if moved {
+		d.resume()
 	}
 }
 
@@ -403,6 +414,8 @@ func (d *decider) parentIdle() {
 	if w := d.s.WrapUp; w != nil {
 		if !w.Checking {
 			d.emit(&messages.FamilyWrapUpCheckStarted{})
+		} else if d.resumed {
+			return // the fetch already went out again in this decision
 		}
 		d.effect(&messages.FetchMessages{Host: d.s.Host, SessionID: d.s.ID})
 		return
@@ -818,6 +831,10 @@ func (d *decider) tick(m *actors.Tick) {
 // of a wrap-up check. A repeat is harmless: the create reuses the child it
 // finds, and an answer that comes twice is ignored the second time.
 func (d *decider) resume() {
+	if d.resumed {
+		return
+	}
+	d.resumed = true
 	s := d.s
 	if s.Extracting && s.ExtractionChild == "" {
 		d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})

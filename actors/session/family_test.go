@@ -1000,6 +1000,28 @@ func TestRecovery(t *testing.T) {
 			t.Errorf("the greenlit exit did not close the session: %s", show(d.Effects))
 		}
 	})
+	t.Run("a family whose opencode came back on another host resumes its lost calls there", func(t *testing.T) {
+		f := newFam(t, Config{})
+		f.sendAll(tool(parent, "c1"), idle(parent))
+		f.restart() // the old host never comes back
+		moved := tool(parent, "c2")
+		moved.Host = "h2"
+		d := f.send(moved)
+		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"host_seen", "interaction_buffered"}) {
+			t.Errorf("events %v", names)
+		}
+		wantEffects(t, d.Effects, &messages.CreateChildSession{Host: "h2", ParentID: parent, Title: ExtractionTitle})
+		if d := f.send(moved); len(d.Effects) != 0 {
+			t.Errorf("a second event from the same host re-issued %s", show(d.Effects))
+		}
+	})
+	t.Run("an idle from a new host during a wrap-up check fetches the messages once", func(t *testing.T) {
+		f := newFam(t, Config{})
+		f.sendAll(command("thatch/exit"), idle(parent))
+		f.restart()
+		d := f.send(&messages.SessionIdle{Host: "h2", SessionID: parent})
+		wantEffects(t, d.Effects, &messages.FetchMessages{Host: "h2", SessionID: parent})
+	})
 	exitEffects := []any{
 		&messages.RecordWatcherDeaths{SessionID: parent},
 		&messages.UnregisterChat{SessionID: parent},

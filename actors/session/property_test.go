@@ -418,6 +418,18 @@ func (w *world) newActions() map[string]action {
 	return map[string]action{
 		"toolParent": {8, func(t *rapid.T) { toolCall(t, parent) }},
 		"toolChild":  {3, func(t *rapid.T) { toolCall(t, w.pickChild(t, "session")) }},
+		"hostMoved": {1, func(t *rapid.T) {
+			// The parent's opencode came back on another port: its next
+			// event names a new host, and the family resumes there what
+			// it had asked the old one. (The next step names the usual
+			// host again: a second move.)
+			id := w.id("call")
+			d := w.deliver(t, &messages.ToolExecuted{Host: w.id("h-moved"), Interaction: messages.Interaction{
+				ID: id, SessionID: parent, Tool: "bash", Output: "o",
+			}})
+			w.m.tool(parent, id, "bash")
+			w.checkResumed(t, d, "host move")
+		}},
 		"parentCreated": {1, func(t *rapid.T) {
 			w.deliver(t, created(parent, "", "main"))
 		}},
