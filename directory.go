@@ -32,6 +32,11 @@ const (
 type sessionDirectory struct {
 	rows *persistence.Rows
 
+	// wmu serializes the writers: each one checks, writes its rows and
+	// updates the maps as one step, so that the rows and the maps agree
+	// and no check is stale by the time its write lands.
+	wmu sync.Mutex
+	// mu guards the maps for readers.
 	mu      sync.RWMutex
 	parents map[string]string
 	hosts   map[string]string
@@ -74,6 +79,8 @@ func (d *sessionDirectory) family(session string) string {
 // link durably records that child belongs to parent's family and returns
 // that family.
 func (d *sessionDirectory) link(child, parent string) (string, error) {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
 	fam := d.family(parent)
 	d.mu.RLock()
 	cur, ok := d.parents[child]
@@ -92,42 +99,38 @@ func (d *sessionDirectory) link(child, parent string) (string, error) {
 
 // setHost durably records the host a family lives on.
 func (d *sessionDirectory) setHost(family, host string) error {
-	return d.set(tableFamilyHost, d.hosts, family, host)
+	return d.set(tableFamilyHost, d.hosts, family, host, always)
 }
 
-// hostOf returns the host recorded for a family ("" when none is).
-func (d *sessionDirectory) hostOf(family string) string {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.hosts[family]
-}
-
-// adoptDirectory records a family's directory when none is recorded yet.
-// Reconciles call it for every listed parent, so it costs nothing once the
-// directory is known.
-func (d *sessionDirectory) adoptDirectory(family, dir string) error {
-	d.mu.RLock()
-	known := d.dirs[family] != ""
-	d.mu.RUnlock()
-	if known {
-		return nil
-	}
-	return d.setDirectory(family, dir)
+// moveHost records host for a family when replace approves of the host
+// recorded now ("" when none is). It runs under the writers' lock, so no
+// other write lands between the check and its own.
+func (d *sessionDirectory) moveHost(family, host string, replace func(cur string) bool) error {
+	return d.set(tableFamilyHost, d.hosts, family, host, replace)
 }
 
 // setDirectory durably records the directory a family's parent runs in.
 func (d *sessionDirectory) setDirectory(family, dir string) error {
-	return d.set(tableFamilyDir, d.dirs, family, dir)
+	return d.set(tableFamilyDir, d.dirs, family, dir, always)
 }
 
-func (d *sessionDirectory) set(table string, m map[string]string, family, v string) error {
+// adoptDirectory records a family's directory when none is recorded yet.
+func (d *sessionDirectory) adoptDirectory(family, dir string) error {
+	return d.set(tableFamilyDir, d.dirs, family, dir, func(cur string) bool { return cur == "" })
+}
+
+func always(string) bool { return true }
+
+func (d *sessionDirectory) set(table string, m map[string]string, family, v string, replace func(cur string) bool) error {
 	if v == "" {
 		return nil
 	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
 	d.mu.RLock()
 	cur := m[family]
 	d.mu.RUnlock()
-	if cur == v {
+	if cur == v || !replace(cur) {
 		return nil
 	}
 	if err := d.rows.Put(table, family, []byte(v)); err != nil {
@@ -161,6 +164,8 @@ func (d *sessionDirectory) familiesOn(host string) []string {
 
 // forget drops a family that is gone for good, and its children's links.
 func (d *sessionDirectory) forget(family string) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
 	d.mu.Lock()
 	var kids []string
 	for c, p := range d.parents {

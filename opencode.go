@@ -73,17 +73,19 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 		}
 		return familyID(m.SessionID), o.dir.setHost(m.SessionID, m.Host)
 	case *messages.SessionIdle:
-		return o.onHost(m.SessionID, m.Host)
+		return o.onHost(m.SessionID, m.Host), nil
 	case *messages.SessionErrored:
-		return o.onHost(m.SessionID, m.Host)
+		return o.onHost(m.SessionID, m.Host), nil
 	case *messages.SessionDeleted:
 		return familyID(o.dir.family(m.SessionID)), nil
 	case *messages.SessionCompacted:
-		return o.onHost(m.SessionID, m.Host)
+		return o.onHost(m.SessionID, m.Host), nil
 	case *messages.ToolExecuted:
-		return o.onHost(m.Interaction.SessionID, m.Host)
+		// The plugin's calls name the server, not the directory-scoped
+		// connection whose listing a reconcile reads: they record no host.
+		return familyID(o.dir.family(m.Interaction.SessionID)), nil
 	case *messages.CommandExecuting:
-		return o.onHost(m.SessionID, m.Host)
+		return familyID(o.dir.family(m.SessionID)), nil
 	case *messages.FetchPayload:
 		return familyID(o.dir.family(m.CallerID)), nil
 	case *messages.ExtractionDone:
@@ -96,21 +98,24 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 
 // onHost returns the family of session and records the host it lives on,
 // so that its host's reconciles reach it: a session thatch first meets
-// through one of its events (it existed before the daemon started, or its
-// session.created was lost) has no host recorded, and one whose opencode
-// restarted on another port now lives on a new host. A recorded host that
-// is still connected is kept: the same server watched under two names
-// must not rewrite the record on every event.
-func (o *openCode) onHost(session, host string) (actors.Identity, error) {
+// through one of its stream events (it existed before the daemon started,
+// or its session.created was lost) has no host recorded, and one whose
+// opencode restarted on another port now lives on a new host. A recorded
+// host that is still watched is kept: the same server watched under two
+// names must not rewrite the record on every event. Failing to record it
+// is logged, not fatal: the event itself must not be lost over it.
+func (o *openCode) onHost(session, host string) actors.Identity {
 	fam := o.dir.family(session)
-	cur := o.dir.hostOf(fam)
-	if host == "" || cur == host {
-		return familyID(fam), nil
+	if host == "" {
+		return familyID(fam)
 	}
-	if cur != "" && (o.connected(cur) || !o.connected(host)) {
-		return familyID(fam), nil
+	err := o.dir.moveHost(fam, host, func(cur string) bool {
+		return cur == "" || (!o.connected(cur) && o.connected(host))
+	})
+	if err != nil {
+		o.log.Warn("cannot record the host of a session", "session", session, "host", host, "error", err)
 	}
-	return familyID(fam), o.dir.setHost(fam, host)
+	return familyID(fam)
 }
 
 // sameServer reports whether two base URLs name the same server: the same

@@ -222,29 +222,42 @@ var _ = Describe("After a restart", func() {
 		// It existed before the daemon started, or its session.created was
 		// lost: no session.created ever reached thatch.
 		var w *world
+		var repo string
 		BeforeAll(func() {
 			w = newWorld()
-			repo := gitRepo("git@github.com:acme/old.git")
-			w.host.AddSession(opencode.Session{ID: "ses_old", Directory: repo})
-			w.host.AddSession(opencode.Session{ID: "ses_gone_later", Directory: repo})
+			repo = gitRepo("git@github.com:acme/old.git")
+			for _, id := range []string{"ses_old", "ses_gone_later"} {
+				w.host.AddSession(opencode.Session{ID: id, Directory: repo})
+			}
 			w.tools("ses_old", "a", 2)
 			w.tools("ses_gone_later", "g", 1)
 		})
 
-		It("gets its directory from the host's reconcile, so its payload names the project store", func() {
+		It("is reconciled once its host's stream named it, and its payload names the project store", func() {
+			x := w.extraction("ses_old") // session.idle, from the host's stream
 			Expect(w.rt.ReconcileHost(context.Background(), hostName)).To(Succeed())
-			x := w.extraction("ses_old")
 			p := w.fetch(x, "ses_old")
 			Expect(p.callIDs()).To(Equal([]string{"a-1", "a-2"}))
-			Expect(p.ProjectStore).To(Equal("acme/old"))
+			Expect(p.ProjectStore).To(Equal("acme/old"), "the directory came from the host's listing")
 		})
 
-		It("is found deleted by a reconcile once the host no longer lists it", func() {
+		It("is not judged by a host's listing when only the plugin's calls named it", func() {
+			// The plugin names the server, not the directory-scoped
+			// connection whose listing a reconcile reads: a session of
+			// another project on the same server is not listed there.
 			w.host.Remove("ses_gone_later")
 			Expect(w.rt.ReconcileHost(context.Background(), hostName)).To(Succeed())
 			v := w.view("ses_gone_later")
+			Expect(v.Deleted).To(BeFalse())
+			Expect(v.Pending).To(Equal(1))
+		})
+
+		It("is found deleted by a reconcile once its host no longer lists it", func() {
+			w.host.Remove("ses_old")
+			Expect(w.rt.ReconcileHost(context.Background(), hostName)).To(Succeed())
+			v := w.view("ses_old")
 			Expect(v.Deleted).To(BeTrue())
-			Expect(v.Pending).To(Equal(0))
+			Expect(v.Pending + v.Accepted).To(Equal(0))
 		})
 	})
 
@@ -267,7 +280,7 @@ var _ = Describe("After a restart", func() {
 		})
 
 		It("resumes the extraction on the new host at its first event there", func() {
-			w.deliver(&messages.ToolExecuted{Host: "moved", Interaction: messages.Interaction{ID: "m-1", SessionID: "ses_p", Tool: "bash"}})
+			w.deliver(&messages.SessionIdle{Host: "moved", SessionID: "ses_p"})
 			Eventually(func() []hostCall { return moved.CallsOf(mCreate) }).Should(HaveLen(1))
 			Expect(moved.CallsOf(mCreate)[0].Parent).To(Equal("ses_p"))
 		})
