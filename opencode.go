@@ -237,11 +237,7 @@ func (o *openCode) connect(ctx context.Context, s config.Server, pid int, direct
 	h.stream, err = opencode.NewStream(opencode.StreamOptions{
 		Client:  client,
 		Handler: func(msg any) { o.onEvent(h, msg) },
-		OnConnect: func(ctx context.Context) {
-			if err := o.reconcile(ctx, h.name, client); err != nil {
-				o.log.Warn("reconcile failed", "host", h.name, "error", err)
-			}
-		},
+		OnConnect: func(ctx context.Context) { o.reconcileRetrying(ctx, h.name, client) },
 		Logger: o.log.Named("stream").With("host", s.Name),
 	})
 	if err != nil {
@@ -382,6 +378,38 @@ func (o *openCode) reconcile(ctx context.Context, host string, l sessionLister) 
 	}
 	o.log.Debug("reconciled", "host", host, "sessions", len(listed), "families", len(families))
 	return nil
+}
+
+// reconcileAttempts is how often a connect tries its reconcile before it
+// gives up until the next connect; the waits between tries double from
+// reconcileRetryWait.
+const reconcileAttempts = 3
+
+var reconcileRetryWait = time.Second // a variable for the tests
+
+// reconcileRetrying runs a connect's reconcile, trying again a few times:
+// families that a restart left waiting for their host resume only on a
+// reconcile, so one failed listing must not leave them until the next
+// reconnect. The stream's events wait meanwhile.
+func (o *openCode) reconcileRetrying(ctx context.Context, host string, l sessionLister) {
+	wait := reconcileRetryWait
+	for try := 1; ; try++ {
+		err := o.reconcile(ctx, host, l)
+		if err == nil {
+			return
+		}
+		if try == reconcileAttempts || ctx.Err() != nil {
+			o.log.Warn("reconcile failed; the next connect tries again", "host", host, "tries", try, "error", err)
+			return
+		}
+		o.log.Debug("reconcile failed; trying again", "host", host, "in", wait, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
 
 // reconcileHost reconciles a connected host on demand; a host supplied by

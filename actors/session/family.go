@@ -183,6 +183,7 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 		d.reconciled(m)
 	case *messages.StaleSweep:
 		d.requeueStale()
+		d.giveUpLostCreate()
 	case *actors.Tick:
 		d.tick(m)
 	case *actors.Recovered:
@@ -427,17 +428,24 @@ func (d *decider) parentIdle() {
 // something to extract and nothing stands in the way.
 func (d *decider) normalIdle() {
 	d.requeueStale()
-	if s := d.s; s.Extracting && s.ExtractionChild == "" && d.now.Sub(s.ExtractionSince) >= d.f.cfg.StaleAfter {
-		// The create's answer never came (its host never reconnected
-		// after a restart): start over rather than wait for ever.
-		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
-	}
+	d.giveUpLostCreate()
 	s := d.s
 	if s.Compacting || s.Extracting || len(s.Pending) == 0 {
 		return
 	}
 	d.emit(&messages.FamilyExtractionStarted{At: d.now})
 	d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
+}
+
+// giveUpLostCreate ends an extraction whose child was asked for a stale
+// window ago and never came: the create's answer was lost (its host never
+// reconnected after a restart, or its reconcile failed). The parent's idle
+// runs it before deciding to extract, and so does the stale reaper's sweep,
+// so that a family whose host is gone for good does not stay busy.
+func (d *decider) giveUpLostCreate() {
+	if s := d.s; s.Extracting && s.ExtractionChild == "" && d.now.Sub(s.ExtractionSince) >= d.f.cfg.StaleAfter {
+		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
+	}
 }
 
 // requeueStale returns to pending every accepted entry whose completion has

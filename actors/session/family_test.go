@@ -570,11 +570,14 @@ func TestParentIdle(t *testing.T) {
 			name: "a second pass creates no duplicates",
 			setup: []any{
 				tool(parent, "c1"), extChild(ext), fetch(ext, ""), tool(parent, "c2"), advance(16 * time.Minute),
-				idle(parent), advance(time.Minute),
+				idle(parent), advance(16 * time.Minute),
 			},
-			msg:    idle(parent),
-			events: []string{},
-			check:  func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "pending", callIDs(s.Pending), "c1", "c2") },
+			msg: idle(parent),
+			// Nothing is accepted any more: no requeue, and the create of
+			// the first pass, never answered, is given up and made again.
+			events:  []string{"extraction_stopped", "extraction_started"},
+			effects: []any{create},
+			check:   func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "pending", callIDs(s.Pending), "c1", "c2") },
 		},
 		{
 			name:    "a create whose answer never came is given up after the stale window",
@@ -1343,6 +1346,24 @@ func TestStaleSweepRequeuesWithoutIdle(t *testing.T) {
 	}
 	if _, ok := f.View(s).(StatusView); !ok {
 		t.Fatal("View does not return a StatusView")
+	}
+}
+
+func TestStaleSweepEndsAnExtractionWhoseChildNeverCame(t *testing.T) {
+	f := newFam(t, Config{})
+	f.sendAll(tool(parent, "c1"), idle(parent))
+	f.restart() // the host never comes back: no reconcile, no idle
+	f.now = f.now.Add(14 * time.Minute)
+	if d := f.send(&messages.StaleSweep{}); len(d.Events) != 0 {
+		t.Fatalf("gave up within the stale window: %v", eventNames(d.Events))
+	}
+	f.now = f.now.Add(time.Minute)
+	d := f.send(&messages.StaleSweep{})
+	if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"extraction_stopped"}) || len(d.Effects) != 0 {
+		t.Fatalf("events %v effects %s", names, show(d.Effects))
+	}
+	if f.s.Extracting || f.k.Active(f.s) {
+		t.Errorf("still extracting %v, active %v", f.s.Extracting, f.k.Active(f.s))
 	}
 }
 

@@ -190,16 +190,32 @@ func (m *model) idle(session string, now time.Time) bool {
 }
 
 func (m *model) normalIdle(now time.Time) {
+	m.staleSweep(now)
+	if !m.compacting && !m.extracting && len(m.list(atPending, "")) > 0 {
+		m.extracting, m.attached, m.extSince = true, "", now
+	}
+}
+
+// staleSweep is the stale reaper's sweep, which every parent idle runs
+// first: stale accepted entries go back, and a create that never came is
+// given up.
+func (m *model) staleSweep(now time.Time) {
+	if m.deleted {
+		return
+	}
 	for _, e := range m.list(atAccepted, "") {
 		if now.Sub(e.at) >= m.stale {
 			e.where, e.holder, e.at = atPending, "", time.Time{}
 		}
 	}
+	m.giveUpLostCreate(now)
+}
+
+// giveUpLostCreate ends an extraction whose child never came within the
+// stale window.
+func (m *model) giveUpLostCreate(now time.Time) {
 	if m.extracting && m.attached == "" && now.Sub(m.extSince) >= m.stale {
-		m.extracting = false // the create's answer never came
-	}
-	if !m.compacting && !m.extracting && len(m.list(atPending, "")) > 0 {
-		m.extracting, m.attached, m.extSince = true, "", now
+		m.extracting = false
 	}
 }
 

@@ -607,6 +607,13 @@ func (w *world) newActions() map[string]action {
 			w.deliver(t, &actors.Tick{Name: "finish:" + id})
 			w.m.tick(id)
 		}},
+		"staleSweep": {1, func(t *rapid.T) {
+			d := w.deliver(t, &messages.StaleSweep{})
+			if len(d.Effects) != 0 {
+				t.Fatalf("a stale sweep issued %s", show(d.Effects))
+			}
+			w.m.staleSweep(w.now)
+		}},
 		"advance": {4, func(t *rapid.T) {
 			w.now = w.now.Add(time.Duration(rapid.IntRange(0, 20).Draw(t, "minutes")) * time.Minute)
 		}},
