@@ -235,10 +235,10 @@ func (o *openCode) connect(ctx context.Context, s config.Server, pid int, direct
 	}
 	h := &hostConn{name: s.Name, url: s.URL, client: client, pid: pid, directory: directory, info: info}
 	h.stream, err = opencode.NewStream(opencode.StreamOptions{
-		Client:  client,
-		Handler: func(msg any) { o.onEvent(h, msg) },
+		Client:    client,
+		Handler:   func(msg any) { o.onEvent(h, msg) },
 		OnConnect: func(ctx context.Context) { o.reconcileRetrying(ctx, h.name, client) },
-		Logger: o.log.Named("stream").With("host", s.Name),
+		Logger:    o.log.Named("stream").With("host", s.Name),
 	})
 	if err != nil {
 		return nil, err
