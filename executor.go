@@ -251,17 +251,19 @@ func (x *executor) run(from actors.Identity, eff any) {
 			log.Error("cannot record watcher deaths", "error", err)
 		}
 	case *messages.RecordFamilyDeleted:
-		// The first note's time counts: a tombstone woken again (by a
-		// status, say) must not postpone its own sweep.
-		if _, ok, err := x.rows.Get(tableDeletedFamilies, e.SessionID); err != nil || ok {
-			if err != nil {
-				log.Error("cannot read deleted-family note", "error", err)
-			}
+		// The first note's time counts: asking again must not postpone
+		// the sweep.
+		_, ok, err := x.rows.Get(tableDeletedFamilies, e.SessionID)
+		if err == nil && !ok {
+			err = x.rows.Put(tableDeletedFamilies, e.SessionID, nil)
+		}
+		if err != nil {
+			// No answer: the tombstone stays active and asks again when
+			// it is next rehydrated.
+			log.Error("cannot note deleted family", "error", err)
 			return
 		}
-		if err := x.rows.Put(tableDeletedFamilies, e.SessionID, nil); err != nil {
-			log.Error("cannot note deleted family", "error", err)
-		}
+		x.send(from, &messages.DeletionNoted{SessionID: e.SessionID})
 	case *messages.UnregisterChat:
 		if err := x.rows.Delete(tableChatDirectory, e.SessionID); err != nil {
 			log.Error("cannot unregister chat", "error", err)

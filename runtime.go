@@ -277,19 +277,13 @@ func (r *Runtime) Reconcile(host string, fr *messages.FamilyReconciled) error {
 // forgetDeletedFamilies forgets the journal of every family whose parent
 // was deleted before cutoff: a tombstone only has to outlive the late
 // events of its session. A family that is live (woken since) waits for
-// the next sweep, so no running entity loses its journal.
+// the next sweep; the tree checks and forgets in one step, so no entity
+// wakes in between. Its directory rows (child links a late create answer
+// may have added) go with it.
 func (r *Runtime) forgetDeletedFamilies(cutoff time.Time) (int, error) {
-	live, err := r.tree.LiveIDs(session.KindName, 5*time.Second)
-	if err != nil {
-		return 0, err
-	}
-	busy := make(map[string]bool, len(live))
-	for _, id := range live {
-		busy[id] = true
-	}
 	var due []string
-	err = r.store.Rows().Scan(tableDeletedFamilies, func(row persistence.Row) error {
-		if row.WrittenAt.Before(cutoff) && !busy[row.Key] {
+	err := r.store.Rows().Scan(tableDeletedFamilies, func(row persistence.Row) error {
+		if row.WrittenAt.Before(cutoff) {
 			due = append(due, row.Key)
 		}
 		return nil
@@ -297,15 +291,24 @@ func (r *Runtime) forgetDeletedFamilies(cutoff time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for i, id := range due {
-		if err := r.store.Journal().Forget(familyID(id)); err != nil {
-			return i, err
+	n := 0
+	for _, id := range due {
+		forgotten, err := r.tree.ForgetPassive(familyID(id), 5*time.Second)
+		if err != nil {
+			return n, err
+		}
+		if !forgotten {
+			continue
+		}
+		n++
+		if err := r.oc.dir.forget(id); err != nil {
+			return n, err
 		}
 		if err := r.store.Rows().Delete(tableDeletedFamilies, id); err != nil {
-			return i + 1, err
+			return n, err
 		}
 	}
-	return len(due), nil
+	return n, nil
 }
 
 // reminderText is the session-start reminder for a session in directory,

@@ -174,15 +174,21 @@ var _ = Describe("Session deleted", func() {
 			return ok
 		}
 		Eventually(noted).Should(BeTrue(), "the deletion is noted for the sweep")
-		w.restart() // the tombstone is not rehydrated: nothing holds it live
-		known := func() bool {
-			found := false
-			Expect(w.rt.Store().Journal().EntityIDs(session.KindName, func(id persistence.Identity) error {
-				found = found || id.ID == "ses_p"
-				return nil
-			})).To(Succeed())
-			return found
+		// lists reports whether a journal index lists the family.
+		lists := func(index func(kind string, fn func(persistence.Identity) error) error) func() bool {
+			return func() bool {
+				found := false
+				Expect(index(session.KindName, func(id persistence.Identity) error {
+					found = found || id.ID == "ses_p"
+					return nil
+				})).To(Succeed())
+				return found
+			}
 		}
+		active := lists(w.rt.Store().Journal().Active)
+		Eventually(active).Should(BeFalse(), "once noted, the tombstone needs no rehydration")
+		w.restart() // the tombstone is not rehydrated: nothing holds it live
+		known := lists(w.rt.Store().Journal().EntityIDs)
 		Expect(known()).To(BeTrue())
 
 		w.clock.Advance(w.cfg.Sweep.RuntimeStateTTL - time.Hour) // sweeps run; the deletion is younger

@@ -237,8 +237,14 @@ type ExitSession struct {
 // RecordFamilyDeleted notes, as runtime state, that a parent session was
 // deleted and its family is a tombstone. The runtime-state sweep forgets
 // the family's journal once the note is older than the state's lifetime.
-// Recording it again keeps the first note's time.
+// Recording it again keeps the first note's time. The executor answers
+// with DeletionNoted once the note is stored.
 type RecordFamilyDeleted struct {
+	SessionID string `json:"sessionID"`
+}
+
+// DeletionNoted answers RecordFamilyDeleted.
+type DeletionNoted struct {
 	SessionID string `json:"sessionID"`
 }
 

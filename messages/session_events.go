@@ -146,6 +146,11 @@ type FamilyExitGreenlit struct {
 	At time.Time `json:"at"`
 }
 
+// FamilyDeletionNoted records that the runtime-state note of the family's
+// deletion is stored: the tombstone needs nothing more and is no longer
+// rehydrated on start.
+type FamilyDeletionNoted struct{}
+
 // FamilyExitFinished ends a greenlit exit: the close went out, or the exit
 // window ended without it and the session was left open.
 type FamilyExitFinished struct {
@@ -191,6 +196,7 @@ func init() {
 	Register[FamilyWrapUpDisarmed]("session.wrapup_disarmed", 1)
 	Register[FamilyExitGreenlit]("session.exit_greenlit", 1)
 	Register[FamilyExitFinished]("session.exit_finished", 1)
+	Register[FamilyDeletionNoted]("session.deletion_noted", 1)
 	Register[FamilyFinishScheduled]("session.finish_scheduled", 1)
 	Register[FamilyFinishCancelled]("session.finish_cancelled", 1)
 	Register[FamilyParentDeleted]("session.parent_deleted", 1)

@@ -339,6 +339,24 @@ func (t *Tree) LiveIDs(kind string, timeout time.Duration) ([]string, error) {
 	return ids, nil
 }
 
+// ForgetPassive deletes the journal of an entity that is not live (never
+// woken, or passivated) and reports whether it did; a live entity is left
+// alone. The check and the delete run on the kind's supervisor, where
+// entities are spawned, so an entity cannot wake in between and rebuild
+// from a journal half gone.
+func (t *Tree) ForgetPassive(id actors.Identity, timeout time.Duration) (bool, error) {
+	pid, ok := t.kinds[id.Kind]
+	if !ok {
+		return false, fmt.Errorf("%w: %q", ErrUnknownKind, id.Kind)
+	}
+	res, err := t.sys.Root.RequestFuture(pid, &forgetPassive{id: id.ID}, timeout).Result()
+	if err != nil {
+		return false, err
+	}
+	a := res.(*forgetAnswer)
+	return a.forgotten, a.err
+}
+
 // WaitIdle waits until every live entity has handled what was sent to it
 // before this call (it pings each one).
 func (t *Tree) WaitIdle(timeout time.Duration) error {
@@ -402,6 +420,14 @@ func (r *rootActor) Receive(ctx actor.Context) {
 
 type liveQuery struct{}
 type liveAnswer struct{ ids []string }
+
+// forgetPassive asks a kind supervisor to forget an entity's journal if it
+// is not live; the answer is a *forgetAnswer.
+type forgetPassive struct{ id string }
+type forgetAnswer struct {
+	forgotten bool
+	err       error
+}
 
 type stashed struct {
 	env    *envelope
@@ -468,6 +494,18 @@ func (k *kindSupervisor) Receive(ctx actor.Context) {
 			ids = append(ids, id)
 		}
 		ctx.Respond(&liveAnswer{ids: ids})
+	case *forgetPassive:
+		// Spawns happen on this goroutine too, so no entity can wake
+		// between the check and the forget and rebuild from a journal
+		// half gone.
+		_, live := k.live[m.id]
+		_, stopping := k.stopping[m.id]
+		if live || stopping {
+			ctx.Respond(&forgetAnswer{})
+			return
+		}
+		err := k.tree.journal.Forget(persistence.Identity{Kind: k.spec.KindName(), ID: m.id})
+		ctx.Respond(&forgetAnswer{forgotten: err == nil, err: err})
 	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
 	default:
 		k.tree.log.Warn("kind supervisor got an unexpected message", "kind", k.spec.KindName(), "message", fmt.Sprintf("%T", m))

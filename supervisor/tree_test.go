@@ -334,6 +334,39 @@ func TestPassivationAndWake(t *testing.T) {
 	}
 }
 
+func TestForgetPassiveSparesALiveEntity(t *testing.T) {
+	f := newFixture(t, vfs.NewMem(), 0, time.Minute)
+	defer f.close()
+	e := actors.Identity{Kind: "counter", ID: "e"}
+	if _, err := f.req("e", &addMsg{N: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if forgotten, err := f.tree.ForgetPassive(e, time.Second); err != nil || forgotten {
+		t.Fatalf("a live entity: forgotten %v, %v", forgotten, err)
+	}
+	if high, _ := f.store.Journal().HighestSeq(e); high == 0 {
+		t.Fatal("the live entity's journal is gone")
+	}
+	f.clock.Advance(2 * time.Minute)
+	eventually(t, "passivation", func() bool {
+		ids, _ := f.tree.LiveIDs("counter", time.Second)
+		return len(ids) == 0
+	})
+	if forgotten, err := f.tree.ForgetPassive(e, time.Second); err != nil || !forgotten {
+		t.Fatalf("a passivated entity: forgotten %v, %v", forgotten, err)
+	}
+	if high, _ := f.store.Journal().HighestSeq(e); high != 0 {
+		t.Fatalf("journal still ends at %d", high)
+	}
+	// Woken again, it starts from nothing.
+	if got, err := f.req("e", &addMsg{N: 4}); err != nil || got != 4 {
+		t.Fatalf("after forget the entity answered %v %v", got, err)
+	}
+	if _, err := f.tree.ForgetPassive(actors.Identity{Kind: "nope", ID: "e"}, time.Second); !errors.Is(err, ErrUnknownKind) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+}
+
 func TestMessagesDuringPassivationAreHeldNotLost(t *testing.T) {
 	f := newFixture(t, vfs.NewMem(), 0, time.Minute)
 	defer f.close()

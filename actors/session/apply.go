@@ -121,6 +121,8 @@ func (f *Family) Apply(s *State, ev any) *State {
 		}
 	case *messages.FamilyParentDeleted:
 		*s = State{ID: s.ID, Host: s.Host, Directory: s.Directory, Created: s.Created, Deleted: true, LastSeq: s.LastSeq}
+	case *messages.FamilyDeletionNoted:
+		s.DeletionNoted = true
 	}
 	return s
 }

@@ -118,7 +118,7 @@ func (f *Family) Initial(id string) *State { return &State{ID: id} }
 // tombstone is never active.
 func (f *Family) Active(s *State) bool {
 	if s.Deleted {
-		return false
+		return !s.DeletionNoted // rehydrated until its sweep note is stored
 	}
 	return s.Extracting || s.WrapUp != nil || !s.ExitingSince.IsZero() || len(s.Claims) > 0 || s.finishing()
 }
@@ -137,10 +137,17 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 		return d.out
 	}
 	if s.Deleted {
-		if _, ok := msg.(*actors.Recovered); ok {
-			// A note lost in a crash, or a tombstone from before notes:
-			// the sweep needs it to forget the family.
-			d.effect(&messages.RecordFamilyDeleted{SessionID: s.ID})
+		switch m := msg.(type) {
+		case *actors.Recovered:
+			if !s.DeletionNoted {
+				// The note was lost in a crash (or the tombstone is older
+				// than notes): the sweep needs it to forget the family.
+				d.effect(&messages.RecordFamilyDeleted{SessionID: s.ID})
+			}
+		case *messages.DeletionNoted:
+			if m.SessionID == s.ID && !s.DeletionNoted {
+				d.emit(&messages.FamilyDeletionNoted{})
+			}
 		}
 		return d.out
 	}

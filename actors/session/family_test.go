@@ -721,8 +721,8 @@ func TestSessionDeleted(t *testing.T) {
 				if !s.Deleted || s.Extracting || s.WrapUp != nil || len(s.Pending)+len(s.Claims)+len(s.Children) != 0 {
 					t.Errorf("not a tombstone: %+v", s)
 				}
-				if New(Config{}).Active(s) {
-					t.Error("a tombstone is active")
+				if !New(Config{}).Active(s) {
+					t.Error("a tombstone whose note is not stored yet is not active: a crash now would never note it")
 				}
 			},
 		},
@@ -1229,11 +1229,23 @@ func TestReconciled(t *testing.T) {
 			effects: []any{gone},
 		},
 		{
-			name:    "a tombstone woken again notes its deletion for the sweep, and journals nothing",
+			name:    "a tombstone rehydrated before its note was stored asks for it again, and journals nothing",
 			setup:   []any{tool(parent, "c1"), deletedMsg(parent)},
 			msg:     &actors.Recovered{},
 			events:  []string{},
 			effects: []any{gone},
+		},
+		{
+			name:   "a stored note is journaled once",
+			setup:  []any{tool(parent, "c1"), deletedMsg(parent)},
+			msg:    noted,
+			events: []string{"deletion_noted"},
+		},
+		{
+			name:   "a noted tombstone woken again asks for nothing",
+			setup:  []any{tool(parent, "c1"), deletedMsg(parent), noted},
+			msg:    &actors.Recovered{},
+			events: []string{},
 		},
 	})
 }
@@ -1261,6 +1273,8 @@ func TestActive(t *testing.T) {
 		{"exit closed", []any{command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY"), &messages.SessionExitIssued{SessionID: parent}}, false},
 		{"a claim outstanding", []any{tool(parent, "c1"), fetch(parent, "")}, true},
 		{"claim completed", []any{tool(parent, "c1"), fetch(parent, ""), doneAck(parent)}, false},
+		{"deleted, note not stored", []any{tool(parent, "c1"), deletedMsg(parent)}, true},
+		{"deleted and noted", []any{tool(parent, "c1"), deletedMsg(parent), noted}, false},
 	} {
 		f := newFam(t, Config{})
 		f.sendAll(tc.setup...)

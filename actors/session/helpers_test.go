@@ -141,6 +141,9 @@ func created(id, parentID, title string) *messages.SessionCreated {
 // gone is the effect that notes a deleted family for the sweep.
 var gone = &messages.RecordFamilyDeleted{SessionID: parent}
 
+// noted is the executor's answer to gone.
+var noted = &messages.DeletionNoted{SessionID: parent}
+
 func taskChild(id string) *messages.SessionCreated { return created(id, parent, "explore the repo") }
 func extChild(id string) *messages.SessionCreated  { return created(id, parent, ExtractionTitle) }
 

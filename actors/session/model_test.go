@@ -51,12 +51,14 @@ type mWrap struct {
 }
 
 type model struct {
-	limit      int
-	stale      time.Duration
-	entries    map[string]*mEntry
-	next       int
-	children   map[string]*mChild
-	deleted    bool
+	limit    int
+	stale    time.Duration
+	entries  map[string]*mEntry
+	next     int
+	children map[string]*mChild
+	deleted  bool
+	// noted is set once a deleted family's note for the sweep is stored.
+	noted      bool
 	extracting bool
 	attached   string
 	// extSince is when the running extraction started.

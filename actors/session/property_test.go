@@ -34,6 +34,7 @@ type world struct {
 	prompts []string
 	fetches int
 	exits   int
+	notes   int // RecordFamilyDeleted effects not yet answered
 	timers  map[string]bool
 
 	// The host.
@@ -108,6 +109,8 @@ func (w *world) deliver(t *rapid.T, msg any) actors.Decision {
 			w.fetches++
 		case *messages.ExitSession:
 			w.exits++
+		case *messages.RecordFamilyDeleted:
+			w.notes++
 		case *actors.StartTimer:
 			w.timers[e.Name] = true
 		case *actors.CancelTimer:
@@ -328,7 +331,7 @@ func (w *world) check(t *rapid.T) {
 	if !m.exitSince.IsZero() && !w.timers[exitTimer] {
 		t.Fatalf("a greenlit exit waits without its window timer")
 	}
-	wantActive := !m.deleted && (m.extracting || m.wrap != nil || !m.exitSince.IsZero() || len(m.list(atAccepted, "")) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(m.children)), func(c *mChild) bool { return c.finishing }))
+	wantActive := m.deleted && !m.noted || !m.deleted && (m.extracting || m.wrap != nil || !m.exitSince.IsZero() || len(m.list(atAccepted, "")) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(m.children)), func(c *mChild) bool { return c.finishing }))
 	if got := w.k.Active(s); got != wantActive {
 		t.Fatalf("Active = %v, want %v", got, wantActive)
 	}
@@ -583,6 +586,16 @@ func (w *world) newActions() map[string]action {
 			w.deliver(t, msg)
 			w.m.exitIssued(failed, w.now, w.k.Config().ExitRetryWindow)
 		}},
+		"completeNote": {2, func(t *rapid.T) {
+			if w.notes == 0 {
+				return
+			}
+			w.notes--
+			w.deliver(t, &messages.DeletionNoted{SessionID: parent})
+			if w.m.deleted {
+				w.m.noted = true
+			}
+		}},
 		"tick": {3, func(t *rapid.T) {
 			if len(w.timers) == 0 {
 				return
@@ -657,6 +670,9 @@ func (w *world) newActions() map[string]action {
 			if rapid.Bool().Draw(t, "loseExits") {
 				w.exits = 0
 			}
+			if rapid.Bool().Draw(t, "loseNotes") {
+				w.notes = 0
+			}
 			// An actor restart (the host still connected) or a process start
 			// (the host connects later, and its reconcile resumes).
 			restarted := rapid.Bool().Draw(t, "actorRestart")
@@ -670,6 +686,9 @@ func (w *world) newActions() map[string]action {
 			}
 			if got, want := w.timers[exitTimer], !w.m.exitSince.IsZero(); got != want {
 				t.Fatalf("exit timer running %v, want %v", got, want)
+			}
+			if got, want := len(effectsOf[messages.RecordFamilyDeleted](d.Effects)) > 0, w.m.deleted && !w.m.noted; got != want {
+				t.Fatalf("deletion note asked for again %v, want %v", got, want)
 			}
 			if restarted {
 				w.checkResumed(t, d, "actor restart")

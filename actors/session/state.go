@@ -101,6 +101,10 @@ type State struct {
 	// Deleted makes the state a tombstone: the parent is gone and the
 	// family ignores everything but answers tool calls with nothing.
 	Deleted bool `json:"deleted,omitempty"`
+	// DeletionNoted is set once the tombstone's note for the sweep that
+	// forgets it is stored; until then the tombstone is rehydrated on
+	// start to ask for it again.
+	DeletionNoted bool `json:"deletionNoted,omitempty"`
 	// LastSeq is the highest entry number handed out.
 	LastSeq uint64 `json:"lastSeq,omitempty"`
 	// Pending is the parent's queue, ordered by entry number, so entries
