@@ -212,7 +212,7 @@ func (x *executor) run(from actors.Identity, eff any) {
 			log.Debug("toast not shown", "error", err)
 		}
 	case *messages.FetchMessages:
-		res := &messages.MessagesFetched{SessionID: e.SessionID}
+		res := &messages.MessagesFetched{SessionID: e.SessionID, Check: e.Check}
 		h, err := x.host(e.Host)
 		if err == nil {
 			var msgs []opencode.Message

@@ -165,7 +165,9 @@ type SessionCompactIssued struct {
 // MessagesFetched answers FetchMessages with the text of the final assistant
 // message. Err is set when the messages could not be read.
 type MessagesFetched struct {
-	SessionID          string `json:"sessionID"`
+	SessionID string `json:"sessionID"`
+	// Check is FetchMessages.Check, echoed.
+	Check              uint64 `json:"check,omitempty"`
 	FinalAssistantText string `json:"finalAssistantText"`
 	Err                string `json:"err,omitempty"`
 }
@@ -217,6 +219,9 @@ type ShowToast struct {
 type FetchMessages struct {
 	Host      string `json:"host"`
 	SessionID string `json:"sessionID"`
+	// Check numbers the wrap-up check the fetch is for; the answer echoes
+	// it, so that a repeated fetch's late answer cannot end a later check.
+	Check uint64 `json:"check,omitempty"`
 }
 
 // CompactSession starts the host's compaction of the session. The executor

@@ -100,6 +100,7 @@ func (f *Family) Apply(s *State, ev any) *State {
 	case *messages.FamilyWrapUpCheckStarted:
 		if s.WrapUp != nil {
 			s.WrapUp.Checking = true
+			s.Checks++
 		}
 	case *messages.FamilyWrapUpCheckFinished:
 		if s.WrapUp != nil {

@@ -425,7 +425,7 @@ func (d *decider) parentIdle() {
 		} else if d.resumed {
 			return // the fetch already went out again in this decision
 		}
-		d.effect(&messages.FetchMessages{Host: d.s.Host, SessionID: d.s.ID})
+		d.effect(&messages.FetchMessages{Host: d.s.Host, SessionID: d.s.ID, Check: d.s.Checks})
 		return
 	}
 	d.normalIdle()
@@ -650,6 +650,9 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 	if m.SessionID != s.ID || s.WrapUp == nil || !s.WrapUp.Checking {
 		return // a repeated answer: the check already ended
 	}
+	if m.Check != 0 && m.Check != s.Checks {
+		return // a repeated fetch's late answer, for an earlier check
+	}
 	w := *s.WrapUp
 	if m.Err != "" {
 		d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "messages unavailable: " + m.Err})
@@ -855,7 +858,7 @@ func (d *decider) resume() {
 		d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
 	}
 	if s.WrapUp != nil && s.WrapUp.Checking {
-		d.effect(&messages.FetchMessages{Host: s.Host, SessionID: s.ID})
+		d.effect(&messages.FetchMessages{Host: s.Host, SessionID: s.ID, Check: s.Checks})
 	}
 }
 

@@ -781,7 +781,7 @@ func TestCompacted(t *testing.T) {
 }
 
 func TestWrapUp(t *testing.T) {
-	fetchMsgs := &messages.FetchMessages{Host: host, SessionID: parent}
+	fetchMsgs := &messages.FetchMessages{Host: host, SessionID: parent, Check: 1}
 	create := &messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle}
 	armedIdle := func(cmd string) []any { return []any{tool(parent, "c1"), command(cmd), idle(parent)} }
 	runCases(t, []decideCase{
@@ -875,7 +875,25 @@ func TestWrapUp(t *testing.T) {
 			setup:   append(armedIdle("thatch/exit"), fetched("not yet")),
 			msg:     idle(parent),
 			events:  []string{"wrapup_check_started"},
-			effects: []any{fetchMsgs},
+			effects: []any{&messages.FetchMessages{Host: host, SessionID: parent, Check: 2}},
+		},
+		{
+			name:   "a late answer for an earlier check does not end the running one",
+			setup:  append(armedIdle("thatch/exit"), fetched("not yet"), idle(parent)),
+			msg:    &messages.MessagesFetched{SessionID: parent, Check: 1, FinalAssistantText: "not yet"},
+			events: []string{},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				if !s.WrapUp.Checking {
+					t.Error("the check ended on an earlier check's answer")
+				}
+			},
+		},
+		{
+			name:       "the running check's answer ends it",
+			setup:      append(armedIdle("thatch/exit"), fetched("not yet"), idle(parent)),
+			msg:        &messages.MessagesFetched{SessionID: parent, Check: 2, FinalAssistantText: "done\nTHATCH_EXIT_READY"},
+			events:     []string{"wrapup_disarmed", "exit_greenlit"},
+			anyEffects: true,
 		},
 		{
 			name:   "a repeated answer after the check ended is ignored",
@@ -970,7 +988,7 @@ func TestRecovery(t *testing.T) {
 		f := newFam(t, Config{})
 		f.sendAll(command("thatch/exit"), idle(parent))
 		d := f.crash()
-		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent})
+		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent, Check: 1})
 		d = f.send(fetched("THATCH_EXIT_READY"))
 		if len(effectsOf[messages.ExitSession](d.Effects)) != 1 {
 			t.Errorf("effects %s", show(d.Effects))
@@ -997,7 +1015,7 @@ func TestRecovery(t *testing.T) {
 			t.Fatalf("on Recovered: %s", show(d.Effects))
 		}
 		d := f.send(reconciled(true))
-		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent})
+		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent, Check: 1})
 		d = f.send(fetched("THATCH_EXIT_READY"))
 		if len(effectsOf[messages.ExitSession](d.Effects)) != 1 {
 			t.Errorf("the greenlit exit did not close the session: %s", show(d.Effects))
@@ -1023,7 +1041,7 @@ func TestRecovery(t *testing.T) {
 		f.sendAll(command("thatch/exit"), idle(parent))
 		f.restart()
 		d := f.send(&messages.SessionIdle{Host: "h2", SessionID: parent})
-		wantEffects(t, d.Effects, &messages.FetchMessages{Host: "h2", SessionID: parent})
+		wantEffects(t, d.Effects, &messages.FetchMessages{Host: "h2", SessionID: parent, Check: 1})
 	})
 	exitEffects := []any{
 		&messages.RecordWatcherDeaths{SessionID: parent},

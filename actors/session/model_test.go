@@ -65,6 +65,8 @@ type model struct {
 	extSince   time.Time
 	compacting bool
 	wrap       *mWrap
+	// checks counts the wrap-up checks started.
+	checks uint64
 	// exitSince is when a greenlit exit's close became due; zero when none
 	// is waiting.
 	exitSince time.Time
@@ -179,6 +181,9 @@ func (m *model) idle(session string, now time.Time) bool {
 	}
 	if session == parent {
 		if m.wrap != nil {
+			if !m.wrap.checking {
+				m.checks++
+			}
 			m.wrap.checking = true
 			return true
 		}
@@ -354,8 +359,8 @@ func (m *model) command(name string) {
 	}
 }
 
-func (m *model) messagesFetched(text string, failed bool, now time.Time) {
-	if m.deleted || m.wrap == nil || !m.wrap.checking {
+func (m *model) messagesFetched(text string, failed bool, now time.Time, check uint64) {
+	if m.deleted || m.wrap == nil || !m.wrap.checking || check != m.checks {
 		return
 	}
 	if !failed {

@@ -32,7 +32,7 @@ type world struct {
 	// The executor's outstanding work.
 	creates int
 	prompts []string
-	fetches int
+	fetches []uint64 // the check numbers of FetchMessages not yet answered
 	exits   int
 	notes   int // RecordFamilyDeleted effects not yet answered
 	timers  map[string]bool
@@ -106,7 +106,7 @@ func (w *world) deliver(t *rapid.T, msg any) actors.Decision {
 		case *messages.PromptSession:
 			w.prompts = append(w.prompts, e.SessionID)
 		case *messages.FetchMessages:
-			w.fetches++
+			w.fetches = append(w.fetches, e.Check)
 		case *messages.ExitSession:
 			w.exits++
 		case *messages.RecordFamilyDeleted:
@@ -558,20 +558,24 @@ func (w *world) newActions() map[string]action {
 			}
 		}},
 		"completeFetchMessages": {4, func(t *rapid.T) {
-			if w.fetches == 0 {
+			if len(w.fetches) == 0 {
 				return
 			}
-			w.fetches--
+			// Answers may come in any order: a repeated fetch's answer can
+			// arrive after a later check started.
+			i := rapid.IntRange(0, len(w.fetches)-1).Draw(t, "fetch")
+			check := w.fetches[i]
+			w.fetches = slices.Delete(w.fetches, i, i+1)
 			text := rapid.SampledFrom([]string{
 				"done\nTHATCH_COMPACT_READY", "done\nTHATCH_EXIT_READY\n", "THATCH_EXIT_READY is next\nblocked", "still working", "",
 			}).Draw(t, "finalText")
 			failed := rapid.IntRange(0, 4).Draw(t, "fetchFails") == 0
-			msg := &messages.MessagesFetched{SessionID: parent, FinalAssistantText: text}
+			msg := &messages.MessagesFetched{SessionID: parent, Check: check, FinalAssistantText: text}
 			if failed {
 				msg.Err = "503"
 			}
 			w.deliver(t, msg)
-			w.m.messagesFetched(text, failed, w.now)
+			w.m.messagesFetched(text, failed, w.now, check)
 		}},
 		"completeExit": {2, func(t *rapid.T) {
 			if w.exits == 0 {
@@ -662,7 +666,7 @@ func (w *world) newActions() map[string]action {
 				w.creates = 0
 			}
 			if rapid.Bool().Draw(t, "loseFetches") {
-				w.fetches = 0
+				w.fetches = nil
 			}
 			if rapid.Bool().Draw(t, "losePrompts") {
 				w.prompts = nil

@@ -120,6 +120,9 @@ type State struct {
 	ExtractionChild string    `json:"extractionChild,omitempty"`
 	Compacting      bool      `json:"compacting,omitempty"`
 	WrapUp          *WrapUp   `json:"wrapUp,omitempty"`
+	// Checks counts the wrap-up checks ever started; the running one is
+	// number Checks.
+	Checks uint64 `json:"checks,omitempty"`
 	// ExitingSince is when /thatch/exit was greenlit, until its close was
 	// issued. A close that did not go out is issued again when the host
 	// reconnects within ExitRetryWindow of it.
