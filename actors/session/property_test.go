@@ -30,12 +30,13 @@ type world struct {
 	snapAt  int
 
 	// The executor's outstanding work.
-	creates int
-	prompts []string
-	fetches []uint64 // the check numbers of FetchMessages not yet answered
-	exits   int
-	notes   int // RecordFamilyDeleted effects not yet answered
-	timers  map[string]bool
+	creates  int
+	prompts  []string
+	fetches  []uint64 // the check numbers of FetchMessages not yet answered
+	exits    int
+	compacts int // CompactSession effects not yet answered
+	notes    int // RecordFamilyDeleted effects not yet answered
+	timers   map[string]bool
 
 	// The host.
 	hostChildren map[string]string // child id -> title
@@ -107,6 +108,8 @@ func (w *world) deliver(t *rapid.T, msg any) actors.Decision {
 			w.prompts = append(w.prompts, e.SessionID)
 		case *messages.FetchMessages:
 			w.fetches = append(w.fetches, e.Check)
+		case *messages.CompactSession:
+			w.compacts++
 		case *messages.ExitSession:
 			w.exits++
 		case *messages.RecordFamilyDeleted:
@@ -407,7 +410,7 @@ func (w *world) actionNames() []string {
 }
 
 func (w *world) newActions() map[string]action {
-	tools := []string{"bash", "read", "edit", "webfetch", "thatch_memory_search", "skill", "task", "subagent"}
+	tools := []string{"bash", "read", "edit", "webfetch", "thatch_memory_search", "skill", "task", "subagent", "memory_remember", "memory_recall", "memory_graph"}
 	ops := []messages.MemoryOp{messages.MemoryCreated, messages.MemoryUpdated, messages.MemoryDeleted}
 	toolCall := func(t *rapid.T, session string) {
 		id := w.id("call")
@@ -577,6 +580,24 @@ func (w *world) newActions() map[string]action {
 			w.deliver(t, msg)
 			w.m.messagesFetched(text, failed, w.now, check)
 		}},
+		"completeCompact": {2, func(t *rapid.T) {
+			if w.compacts == 0 {
+				return
+			}
+			w.compacts--
+			msg := &messages.SessionCompactIssued{SessionID: parent}
+			if rapid.IntRange(0, 2).Draw(t, "compactRefused") == 0 {
+				msg.Err = "503"
+			}
+			d := w.deliver(t, msg)
+			refused := msg.Err != "" && !w.m.deleted && w.m.compacting
+			if refused {
+				w.m.compacting = false
+			}
+			if got := len(effectsOf[messages.ShowToast](d.Effects)) > 0; got != refused {
+				t.Fatalf("refused compaction told the user %v, want %v", got, refused)
+			}
+		}},
 		"completeExit": {2, func(t *rapid.T) {
 			if w.exits == 0 {
 				return
@@ -670,6 +691,9 @@ func (w *world) newActions() map[string]action {
 			}
 			if rapid.Bool().Draw(t, "losePrompts") {
 				w.prompts = nil
+			}
+			if rapid.Bool().Draw(t, "loseCompacts") {
+				w.compacts = 0
 			}
 			if rapid.Bool().Draw(t, "loseExits") {
 				w.exits = 0
