@@ -73,7 +73,7 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 		}
 		return familyID(m.SessionID), o.dir.setHost(m.SessionID, m.Host)
 	case *messages.SessionIdle:
-		return o.onHost(m.SessionID, m.Host), nil
+		return o.onHost(m.SessionID, m.Host), nil // records the host: see onHost
 	case *messages.SessionErrored:
 		return o.onHost(m.SessionID, m.Host), nil
 	case *messages.SessionDeleted:
@@ -102,32 +102,40 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 // or its session.created was lost) has no host recorded, and one whose
 // opencode restarted on another port now lives on a new host. A recorded
 // host that is still watched is kept: the same server watched under two
-// names must not rewrite the record on every event. Failing to record it
-// is logged, not fatal: the event itself must not be lost over it.
+// names must not rewrite the record on every event. When the record
+// changes, the family is reconciled with its new host at once (it may
+// wait for calls its old host can no longer answer, and it may have
+// children thatch did not see), before the event itself is delivered.
+// Failing to record or reconcile is logged, not fatal: the event must not
+// be lost over it.
 func (o *openCode) onHost(session, host string) actors.Identity {
 	fam := o.dir.family(session)
 	if host == "" {
 		return familyID(fam)
 	}
+	moved := false
 	err := o.dir.moveHost(fam, host, func(cur string) bool {
-		return cur == "" || (!o.connected(cur) && o.connected(host))
+		moved = cur == "" || (!o.connected(cur) && o.connected(host))
+		return moved
 	})
 	if err != nil {
 		o.log.Warn("cannot record the host of a session", "session", session, "host", host, "error", err)
+		return familyID(fam)
 	}
-	return familyID(fam)
-}
-
-// sameServer reports whether two base URLs name the same server: the same
-// scheme and host:port, whatever the trailing slash.
-func sameServer(a, b string) bool {
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	if errA != nil || errB != nil {
-		return false
+	if !moved {
+		return familyID(fam)
 	}
-	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
-		strings.TrimSuffix(ua.Path, "/") == strings.TrimSuffix(ub.Path, "/")
+	l, err := o.listerOf(host)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*o.cfg.OpenCode.RequestTimeout)
+		err = o.reconcileOnly(ctx, host, l, map[string]bool{fam: true})
+		cancel()
+	}
+	if err != nil {
+		o.log.Warn("cannot reconcile a session with its new host", "session", session, "host", host, "error", err)
+	}
+	// The listing may have shown that session is a child of a family.
+	return familyID(o.dir.family(session))
 }
 
 // connected reports whether a host of that name is being watched.
@@ -183,21 +191,13 @@ func (o *openCode) addStatic(name string, info HostInfo) {
 	o.hosts[name] = &hostConn{name: name, info: info}
 }
 
-// connect starts watching an opencode server. A server already watched,
-// under this name or at this URL, is left as it is and returned: a plugin
-// registering a server that the config names too must not make thatch
-// watch it twice, with every event delivered under two host names.
+// connect starts watching an opencode server. A server already known by
+// name is left as it is.
 func (o *openCode) connect(ctx context.Context, s config.Server, pid int, directory string) (*hostConn, error) {
 	o.mu.Lock()
 	if h, ok := o.hosts[s.Name]; ok {
 		o.mu.Unlock()
 		return h, nil
-	}
-	for _, h := range o.hosts {
-		if h.url != "" && sameServer(h.url, s.URL) {
-			o.mu.Unlock()
-			return h, nil
-		}
 	}
 	o.mu.Unlock()
 	client, err := opencode.New(opencode.Options{
@@ -308,6 +308,12 @@ type sessionLister interface {
 // reconcile runs after every (re)connect: the stream has no replay, so
 // thatch compares what the host lists with what it holds.
 func (o *openCode) reconcile(ctx context.Context, host string, l sessionLister) error {
+	return o.reconcileOnly(ctx, host, l, nil)
+}
+
+// reconcileOnly is reconcile limited to the families in only (all of the
+// host's when only is nil).
+func (o *openCode) reconcileOnly(ctx context.Context, host string, l sessionLister, only map[string]bool) error {
 	sessions, err := l.ListSessions(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot list sessions: %w", err)
@@ -332,6 +338,18 @@ func (o *openCode) reconcile(ctx context.Context, host string, l sessionLister) 
 	families := map[string]*messages.FamilyReconciled{}
 	known := o.dir.familiesOn(host)
 	for _, fam := range known {
+		if only != nil && !only[fam] {
+			continue
+		}
+		if o.dir.family(fam) != fam {
+			// Not a family after all: the listing shows a child whose
+			// session.created was lost. Its host record goes; its events
+			// route to its family from now on.
+			if err := o.dir.forget(fam); err != nil {
+				return fmt.Errorf("cannot drop a child's host record: %w", err)
+			}
+			continue
+		}
 		families[fam] = &messages.FamilyReconciled{Host: host, Parent: messages.HostSession{SessionID: fam}}
 	}
 	for _, s := range listed {
@@ -412,22 +430,30 @@ func (o *openCode) reconcileRetrying(ctx context.Context, host string, l session
 	}
 }
 
-// reconcileHost reconciles a connected host on demand; a host supplied by
-// an embedder must be able to list its sessions.
-func (o *openCode) reconcileHost(ctx context.Context, name string) error {
+// listerOf returns what lists a connected host's sessions: its client, or
+// an embedder's client that can.
+func (o *openCode) listerOf(name string) (sessionLister, error) {
 	o.mu.Lock()
 	h, ok := o.hosts[name]
 	o.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("thatch: host %q is not connected", name)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("thatch: host %q is not connected", name)
+	case h.client != nil:
+		return h.client, nil
 	}
-	var l sessionLister
-	if h.client != nil {
-		l = h.client
-	} else if c, ok := h.info.Client.(sessionLister); ok {
-		l = c
-	} else {
-		return fmt.Errorf("thatch: host %q cannot list its sessions", name)
+	if c, ok := h.info.Client.(sessionLister); ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("thatch: host %q cannot list its sessions", name)
+}
+
+// reconcileHost reconciles a connected host on demand; a host supplied by
+// an embedder must be able to list its sessions.
+func (o *openCode) reconcileHost(ctx context.Context, name string) error {
+	l, err := o.listerOf(name)
+	if err != nil {
+		return err
 	}
 	if err := o.reconcile(ctx, name, l); err != nil {
 		return fmt.Errorf("thatch: reconcile %s: %w", name, err)

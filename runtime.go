@@ -40,8 +40,9 @@ type Options struct {
 	// Executor runs entity effects. Default: the runtime's own executor.
 	// A replacement must send each effect's result message back to the
 	// entity that issued it (see messages: ChildSessionCreated,
-	// SessionPrompted, MessagesFetched, SessionCompactIssued,
-	// SessionExitIssued); a family waits for them.
+	// SessionPrompted, MessagesFetched with FetchMessages.Check echoed,
+	// SessionCompactIssued, SessionExitIssued, DeletionNoted); a family
+	// waits for them.
 	Executor actors.Executor
 	// Kinds are extra entity kinds to supervise besides thatch's own.
 	Kinds []actors.Spec

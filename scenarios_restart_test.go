@@ -12,6 +12,7 @@ import (
 	"github.com/thatch-run/thatch/actors/session"
 	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/persistence"
 )
 
 // reconcile delivers the host's listing of ses_p's family, as after a
@@ -250,6 +251,26 @@ var _ = Describe("After a restart", func() {
 			v := w.view("ses_gone_later")
 			Expect(v.Deleted).To(BeFalse())
 			Expect(v.Pending).To(Equal(1))
+		})
+
+		It("when it is a child whose session.created was lost, has its first stream event routed to its family", func() {
+			w.host.AddSession(opencode.Session{ID: "ses_lost_task", ParentID: "ses_old", Title: "explore", Directory: repo})
+			w.idle("ses_lost_task") // the host lists it under ses_old: not a family of its own
+			w.never(func() []hostCall {
+				var under []hostCall
+				for _, c := range w.host.CallsOf(mCreate) {
+					if c.Parent == "ses_lost_task" {
+						under = append(under, c)
+					}
+				}
+				return under
+			}, BeEmpty(), "no extraction of its own")
+			ids := map[string]bool{}
+			Expect(w.rt.Store().Journal().EntityIDs(session.KindName, func(id persistence.Identity) error {
+				ids[id.ID] = true
+				return nil
+			})).To(Succeed())
+			Expect(ids).NotTo(HaveKey("ses_lost_task"), "no family entity, not even a tombstone, for a child")
 		})
 
 		It("is found deleted by a reconcile once its host no longer lists it", func() {

@@ -265,6 +265,8 @@ type UnregisterChat struct {
 	SessionID string `json:"sessionID"`
 }
 
-// StaleSweep is sent by the stale reaper to families with outstanding
-// claims: accepted entries older than the stale window return to pending.
+// StaleSweep is sent by the stale reaper to every family with unfinished
+// work: accepted entries older than the stale window return to pending,
+// and a child create or a wrap-up check whose answer has not come within
+// that window is given up.
 type StaleSweep struct{}

@@ -125,7 +125,10 @@ type FamilyWrapUpArmed struct {
 
 // FamilyWrapUpCheckStarted marks the armed wrap-up's check in flight (a
 // FetchMessages effect was issued); the idle handling resumes on its result.
-type FamilyWrapUpCheckStarted struct{}
+type FamilyWrapUpCheckStarted struct {
+	// At is when the check started (zero in journals older than it).
+	At time.Time `json:"at,omitzero"`
+}
 
 // FamilyWrapUpCheckFinished ends a check that did not greenlight the
 // wrap-up; it stays armed for the next idle.

@@ -15,8 +15,9 @@ type SweepRuntimeState struct {
 	Cutoff time.Time `json:"cutoff"`
 }
 
-// SweepStaleClaims asks every family with outstanding claims to return
-// accepted entries older than the stale window to pending (StaleSweep).
+// SweepStaleClaims sends StaleSweep to every family with unfinished work:
+// stale accepted entries return to pending, and host calls unanswered for
+// the stale window are given up.
 type SweepStaleClaims struct{}
 
 // SweepStrandedSessions moves sessions whose directory no longer exists (a

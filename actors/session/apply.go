@@ -100,11 +100,13 @@ func (f *Family) Apply(s *State, ev any) *State {
 	case *messages.FamilyWrapUpCheckStarted:
 		if s.WrapUp != nil {
 			s.WrapUp.Checking = true
+			s.WrapUp.CheckingSince = e.At
 			s.Checks++
 		}
 	case *messages.FamilyWrapUpCheckFinished:
 		if s.WrapUp != nil {
 			s.WrapUp.Checking = false
+			s.WrapUp.CheckingSince = timeZero
 		}
 	case *messages.FamilyWrapUpDisarmed:
 		s.WrapUp = nil

@@ -112,15 +112,18 @@ func (f *Family) Name() string { return KindName }
 // Initial returns the empty family of parent session id.
 func (f *Family) Initial(id string) *State { return &State{ID: id} }
 
-// Active reports unfinished work that must resume after a restart: an
-// extraction, an armed wrap-up, a greenlit exit not yet issued, an
-// outstanding claim (which may go stale) or a pending finish timer. A
-// tombstone is never active.
+// Active reports unfinished work that the runtime must keep track of
+// without any message from the host: it is rehydrated on start and swept
+// by the stale reaper. That is an extraction, a running wrap-up check, a
+// greenlit exit not yet issued, an outstanding claim (which may go stale)
+// or a pending finish timer, and for a tombstone its missing sweep note.
+// An armed wrap-up that is not being checked waits for the parent's next
+// idle, which wakes the family anyway.
 func (f *Family) Active(s *State) bool {
 	if s.Deleted {
-		return !s.DeletionNoted // rehydrated until its sweep note is stored
+		return !s.DeletionNoted
 	}
-	return s.Extracting || s.WrapUp != nil || !s.ExitingSince.IsZero() || len(s.Claims) > 0 || s.finishing()
+	return s.Extracting || (s.WrapUp != nil && s.WrapUp.Checking) || !s.ExitingSince.IsZero() || len(s.Claims) > 0 || s.finishing()
 }
 
 // Decide turns one message into events, effects and a reply. It never
@@ -191,6 +194,7 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 	case *messages.StaleSweep:
 		d.requeueStale()
 		d.giveUpLostCreate()
+		d.giveUpLostCheck()
 	case *actors.Tick:
 		d.tick(m)
 	case *actors.Recovered:
@@ -208,9 +212,6 @@ type decider struct {
 	s    *State
 	now  time.Time
 	out  actors.Decision
-	// resumed is set once this decision re-issued the lost host calls,
-	// so that a later step does not issue them twice.
-	resumed bool
 }
 
 func (d *decider) emit(ev any) {
@@ -236,17 +237,22 @@ func (d *decider) warn(msg string) {
 	d.effect(&messages.ShowToast{Host: d.s.Host, Title: "thatch", Message: msg, Variant: "warning"})
 }
 
-// seeHost records the host the family's events come from. A family whose
-// host changed (its opencode restarted on another port) resumes there the
-// host calls that went to the old one and can no longer be answered.
+// seeHost records the host the family's stream events come from: effects
+// go there. (A family that moved to a new host resumes its lost calls when
+// the router reconciles it with that host.)
 func (d *decider) seeHost(host string) {
-	if host == "" || host == d.s.Host {
-		return
+	if host != "" && host != d.s.Host {
+		d.emit(&messages.FamilyHostSeen{Host: host})
 	}
-	moved := d.s.Host != ""
-	d.emit(&messages.FamilyHostSeen{Host: host})
-	if moved {
-		d.resume()
+}
+
+// seePluginHost records the host a plugin call names, only for a family
+// that knows none yet: the plugin names its server, which may be watched
+// under another name, and must not pull the family's effects away from
+// the connection its stream events come from.
+func (d *decider) seePluginHost(host string) {
+	if d.s.Host == "" {
+		d.seeHost(host)
 	}
 }
 
@@ -290,7 +296,7 @@ func (d *decider) toolExecuted(m *messages.ToolExecuted) {
 	if in.ID != "" && d.s.holds(in.SessionID, in.ID) {
 		return // a redelivered call
 	}
-	d.seeHost(m.Host)
+	d.seePluginHost(m.Host)
 	var dropped []uint64
 	for i := 0; len(buf)-i >= d.f.cfg.BufferLimit; i++ {
 		dropped = append(dropped, buf[i].Seq)
@@ -421,9 +427,7 @@ func (d *decider) idle(m *messages.SessionIdle) {
 func (d *decider) parentIdle() {
 	if w := d.s.WrapUp; w != nil {
 		if !w.Checking {
-			d.emit(&messages.FamilyWrapUpCheckStarted{})
-		} else if d.resumed {
-			return // the fetch already went out again in this decision
+			d.emit(&messages.FamilyWrapUpCheckStarted{At: d.now})
 		}
 		d.effect(&messages.FetchMessages{Host: d.s.Host, SessionID: d.s.ID, Check: d.s.Checks})
 		return
@@ -452,6 +456,17 @@ func (d *decider) normalIdle() {
 func (d *decider) giveUpLostCreate() {
 	if s := d.s; s.Extracting && s.ExtractionChild == "" && d.now.Sub(s.ExtractionSince) >= d.f.cfg.StaleAfter {
 		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
+	}
+}
+
+// giveUpLostCheck ends a wrap-up check whose messages never came within
+// the stale window (its host never came back): the wrap-up stays armed,
+// and the parent's next idle checks again. A parent idle re-fetches by
+// itself, so only the stale reaper's sweep runs this.
+func (d *decider) giveUpLostCheck() {
+	w := d.s.WrapUp
+	if w != nil && w.Checking && !w.CheckingSince.IsZero() && d.now.Sub(w.CheckingSince) >= d.f.cfg.StaleAfter {
+		d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "no messages within the stale window"})
 	}
 }
 
@@ -629,7 +644,7 @@ func (d *decider) command(m *messages.CommandExecuting) {
 	default:
 		return
 	}
-	d.seeHost(m.Host)
+	d.seePluginHost(m.Host)
 	d.emit(&messages.FamilyWrapUpArmed{Kind: kind, Token: token})
 }
 
@@ -849,10 +864,6 @@ func (d *decider) tick(m *actors.Tick) {
 // of a wrap-up check. A repeat is harmless: the create reuses the child it
 // finds, and an answer that comes twice is ignored the second time.
 func (d *decider) resume() {
-	if d.resumed {
-		return
-	}
-	d.resumed = true
 	s := d.s
 	if s.Extracting && s.ExtractionChild == "" {
 		d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})

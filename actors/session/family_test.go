@@ -570,14 +570,17 @@ func TestParentIdle(t *testing.T) {
 			name: "a second pass creates no duplicates",
 			setup: []any{
 				tool(parent, "c1"), extChild(ext), fetch(ext, ""), tool(parent, "c2"), advance(16 * time.Minute),
-				idle(parent), advance(16 * time.Minute),
+				idle(parent), childOK(ext2), fetch(ext2, ""), advance(16 * time.Minute),
 			},
 			msg: idle(parent),
-			// Nothing is accepted any more: no requeue, and the create of
-			// the first pass, never answered, is given up and made again.
-			events:  []string{"extraction_stopped", "extraction_started"},
-			effects: []any{create},
-			check:   func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "pending", callIDs(s.Pending), "c1", "c2") },
+			// c1 went stale twice, under two fetchers; c2 once.
+			events: []string{"entries_requeued"},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				wantIDs(t, "pending", callIDs(s.Pending), "c1", "c2")
+				if len(s.Claims) != 0 {
+					t.Errorf("claims left: %v", s.Claims)
+				}
+			},
 		},
 		{
 			name:    "a create whose answer never came is given up after the stale window",
@@ -1025,16 +1028,19 @@ func TestRecovery(t *testing.T) {
 		f := newFam(t, Config{})
 		f.sendAll(tool(parent, "c1"), idle(parent))
 		f.restart() // the old host never comes back
-		moved := tool(parent, "c2")
-		moved.Host = "h2"
-		d := f.send(moved)
-		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"host_seen", "interaction_buffered"}) {
+		// A plugin call naming another server name moves nothing.
+		byPlugin := tool(parent, "c2")
+		byPlugin.Host = "h2"
+		if d := f.send(byPlugin); len(d.Effects) != 0 || f.s.Host != host {
+			t.Fatalf("a plugin call moved the family to %q: %s", f.s.Host, show(d.Effects))
+		}
+		// The router reconciles the family with the host its stream
+		// events now come from.
+		d := f.send(&messages.FamilyReconciled{Host: "h2", Present: true, Parent: messages.HostSession{SessionID: parent}})
+		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"host_seen"}) {
 			t.Errorf("events %v", names)
 		}
 		wantEffects(t, d.Effects, &messages.CreateChildSession{Host: "h2", ParentID: parent, Title: ExtractionTitle})
-		if d := f.send(moved); len(d.Effects) != 0 {
-			t.Errorf("a second event from the same host re-issued %s", show(d.Effects))
-		}
 	})
 	t.Run("an idle from a new host during a wrap-up check fetches the messages once", func(t *testing.T) {
 		f := newFam(t, Config{})
@@ -1286,7 +1292,8 @@ func TestActive(t *testing.T) {
 		{"a fresh family", nil, false},
 		{"pending only", []any{tool(parent, "c1")}, false},
 		{"extracting", []any{tool(parent, "c1"), idle(parent)}, true},
-		{"armed", []any{command("thatch/exit")}, true},
+		{"armed, waiting for the next idle", []any{command("thatch/exit")}, false},
+		{"checking a wrap-up", []any{command("thatch/exit"), idle(parent)}, true},
 		{"exit greenlit, close not yet issued", []any{command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY")}, true},
 		{"exit closed", []any{command("thatch/exit"), idle(parent), fetched("THATCH_EXIT_READY"), &messages.SessionExitIssued{SessionID: parent}}, false},
 		{"a claim outstanding", []any{tool(parent, "c1"), fetch(parent, "")}, true},
@@ -1381,21 +1388,55 @@ func TestStaleSweepRequeuesWithoutIdle(t *testing.T) {
 	}
 }
 
-func TestStaleSweepEndsAnExtractionWhoseChildNeverCame(t *testing.T) {
-	f := newFam(t, Config{})
-	f.sendAll(tool(parent, "c1"), idle(parent))
-	f.restart() // the host never comes back: no reconcile, no idle
-	f.now = f.now.Add(14 * time.Minute)
-	if d := f.send(&messages.StaleSweep{}); len(d.Events) != 0 {
-		t.Fatalf("gave up within the stale window: %v", eventNames(d.Events))
-	}
-	f.now = f.now.Add(time.Minute)
-	d := f.send(&messages.StaleSweep{})
-	if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"extraction_stopped"}) || len(d.Effects) != 0 {
-		t.Fatalf("events %v effects %s", names, show(d.Effects))
-	}
-	if f.s.Extracting || f.k.Active(f.s) {
-		t.Errorf("still extracting %v, active %v", f.s.Extracting, f.k.Active(f.s))
+// TestStaleSweepGivesUpLostHostCalls: after a restart whose host never
+// comes back (no reconcile, no idle), the stale reaper ends what waits for
+// an answer from it, once the stale window has passed, so the family does
+// not stay busy for ever.
+func TestStaleSweepGivesUpLostHostCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup []any
+		event string
+		after func(t *testing.T, f *fam)
+	}{
+		{
+			name: "a child create", setup: []any{tool(parent, "c1"), idle(parent)}, event: "extraction_stopped",
+			after: func(t *testing.T, f *fam) {
+				if f.s.Extracting {
+					t.Error("still extracting")
+				}
+			},
+		},
+		{
+			name: "a wrap-up check", setup: []any{command("thatch/exit"), idle(parent)}, event: "wrapup_check_finished",
+			after: func(t *testing.T, f *fam) {
+				if f.s.WrapUp == nil || f.s.WrapUp.Checking {
+					t.Fatalf("wrap-up %+v: want armed, not checking", f.s.WrapUp)
+				}
+				// The next idle checks again, as a new check.
+				d := f.send(idle(parent))
+				wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent, Check: 2})
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFam(t, Config{})
+			f.sendAll(tc.setup...)
+			f.restart()
+			f.now = f.now.Add(14 * time.Minute)
+			if d := f.send(&messages.StaleSweep{}); len(d.Events) != 0 {
+				t.Fatalf("gave up within the stale window: %v", eventNames(d.Events))
+			}
+			f.now = f.now.Add(time.Minute)
+			d := f.send(&messages.StaleSweep{})
+			if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{tc.event}) || len(d.Effects) != 0 {
+				t.Fatalf("events %v effects %s", names, show(d.Effects))
+			}
+			if f.k.Active(f.s) {
+				t.Error("the family stays busy")
+			}
+			tc.after(t, f)
+		})
 	}
 }
 

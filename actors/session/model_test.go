@@ -48,6 +48,7 @@ type mChild struct {
 type mWrap struct {
 	kind, token string
 	checking    bool
+	since       time.Time // when the running check started
 }
 
 type model struct {
@@ -190,6 +191,7 @@ func (m *model) idle(session string, now time.Time) bool {
 		if m.wrap != nil {
 			if !m.wrap.checking {
 				m.checks++
+				m.wrap.since = now
 			}
 			m.wrap.checking = true
 			return true
@@ -223,6 +225,14 @@ func (m *model) staleSweep(now time.Time) {
 		}
 	}
 	m.giveUpLostCreate(now)
+}
+
+// giveUpLostCheck is the sweep ending a wrap-up check that got no answer
+// within the stale window.
+func (m *model) giveUpLostCheck(now time.Time) {
+	if !m.deleted && m.wrap != nil && m.wrap.checking && now.Sub(m.wrap.since) >= m.stale {
+		m.wrap.checking = false
+	}
 }
 
 // giveUpLostCreate ends an extraction whose child never came within the

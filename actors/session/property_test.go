@@ -334,7 +334,7 @@ func (w *world) check(t *rapid.T) {
 	if !m.exitSince.IsZero() && !w.timers[exitTimer] {
 		t.Fatalf("a greenlit exit waits without its window timer")
 	}
-	wantActive := m.deleted && !m.noted || !m.deleted && (m.extracting || m.wrap != nil || !m.exitSince.IsZero() || len(m.list(atAccepted, "")) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(m.children)), func(c *mChild) bool { return c.finishing }))
+	wantActive := m.deleted && !m.noted || !m.deleted && (m.extracting || m.wrap != nil && m.wrap.checking || !m.exitSince.IsZero() || len(m.list(atAccepted, "")) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(m.children)), func(c *mChild) bool { return c.finishing }))
 	if got := w.k.Active(s); got != wantActive {
 		t.Fatalf("Active = %v, want %v", got, wantActive)
 	}
@@ -424,17 +424,21 @@ func (w *world) newActions() map[string]action {
 	return map[string]action{
 		"toolParent": {8, func(t *rapid.T) { toolCall(t, parent) }},
 		"toolChild":  {3, func(t *rapid.T) { toolCall(t, w.pickChild(t, "session")) }},
-		"hostMoved": {1, func(t *rapid.T) {
-			// The parent's opencode came back on another port: its next
-			// event names a new host, and the family resumes there what
-			// it had asked the old one. (The next step names the usual
-			// host again: a second move.)
-			id := w.id("call")
-			d := w.deliver(t, &messages.ToolExecuted{Host: w.id("h-moved"), Interaction: messages.Interaction{
+		"pluginNamesAnotherHost": {1, func(t *rapid.T) {
+			// The plugin names its server, which may be watched under
+			// another name: the family keeps its host and re-issues
+			// nothing.
+			id, had := w.id("call"), w.s.Host
+			d := w.deliver(t, &messages.ToolExecuted{Host: w.id("h-plugin"), Interaction: messages.Interaction{
 				ID: id, SessionID: parent, Tool: "bash", Output: "o",
 			}})
 			w.m.tool(parent, id, "bash")
-			w.checkResumed(t, d, "host move")
+			if len(effectsOf[messages.CreateChildSession](d.Effects))+len(effectsOf[messages.FetchMessages](d.Effects)) > 0 {
+				t.Fatalf("a plugin call re-issued %s", show(d.Effects))
+			}
+			if had != "" && w.s.Host != had {
+				t.Fatalf("a plugin call moved the family from %q to %q", had, w.s.Host)
+			}
 		}},
 		"parentCreated": {1, func(t *rapid.T) {
 			w.deliver(t, created(parent, "", "main"))
@@ -651,6 +655,7 @@ func (w *world) newActions() map[string]action {
 				t.Fatalf("a stale sweep issued %s", show(d.Effects))
 			}
 			w.m.staleSweep(w.now)
+			w.m.giveUpLostCheck(w.now)
 		}},
 		"advance": {4, func(t *rapid.T) {
 			w.now = w.now.Add(time.Duration(rapid.IntRange(0, 20).Draw(t, "minutes")) * time.Minute)

@@ -86,6 +86,8 @@ type WrapUp struct {
 	// Checking is true while the FetchMessages of an idle's check is in
 	// flight; that idle's handling resumes on MessagesFetched.
 	Checking bool `json:"checking,omitempty"`
+	// CheckingSince is when the running check started (zero if unknown).
+	CheckingSince time.Time `json:"checkingSince,omitzero"`
 }
 
 // State is everything a family knows. It is journaled as events and
@@ -99,7 +101,8 @@ type State struct {
 	// start reminder went out).
 	Created bool `json:"created,omitempty"`
 	// Deleted makes the state a tombstone: the parent is gone and the
-	// family ignores everything but answers tool calls with nothing.
+	// family ignores everything (tool calls get nothing) but its
+	// rehydration and the answer to its sweep note.
 	Deleted bool `json:"deleted,omitempty"`
 	// DeletionNoted is set once the tombstone's note for the sweep that
 	// forgets it is stored; until then the tombstone is rehydrated on

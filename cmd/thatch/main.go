@@ -12,7 +12,8 @@ const usage = `thatch: a runtime for the sessions of AI coding agents
 Usage:
   thatch serve [--config FILE] [flags]      run the daemon
   thatch check-config [--config FILE]        print the effective config (secrets redacted) or every error
-  thatch status [--all] [--json]             ask the running daemon for its status
+  thatch status [--all] [--json] [--config FILE]
+                                             ask the running daemon for its status
   thatch install opencode [--global | --project DIR]
                                              install the opencode plugin, wrap-up commands and skill
   thatch memory list|search|show|forget      read and edit the memory store (--json for JSON)
