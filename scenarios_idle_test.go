@@ -60,12 +60,15 @@ var _ = Describe("Session status idle", func() {
 			w.idle("ses_p")
 			Expect(w.view("ses_p").Accepted).To(Equal(3))
 
-			By("past 15 minutes the claim returns to pending")
+			By("past 15 minutes the claim returns to pending, and the extractor that held it is deleted")
 			w.clock.Advance(2 * time.Minute)
 			w.idle("ses_p")
 			v := w.view("ses_p")
 			Expect(v.Accepted).To(Equal(0))
 			Expect(v.Pending).To(Equal(5))
+			Eventually(w.callsOf(mDelete)).Should(ContainElement(HaveField("Session", x)))
+			_, held := w.child("ses_p", x)
+			Expect(held).To(BeFalse())
 
 			By("a second pass creates no duplicates")
 			w.idle("ses_p")
@@ -78,6 +81,21 @@ var _ = Describe("Session status idle", func() {
 			By("the stale fetcher's late ack completes nothing it no longer holds")
 			Expect(w.done(x)).To(Equal(0))
 			Expect(w.view("ses_p").Claims).To(Equal(map[string]int{"ses_x2": 5}))
+		})
+
+		It("has the stale reaper delete an extractor that hangs, even if the parent never goes idle again", func() {
+			x := w.extraction("ses_p")
+			Expect(w.fetch(x, "ses_p").callIDs()).To(HaveLen(3))
+			w.clock.Advance(16 * time.Minute) // the sweeper runs; no idle comes
+			Eventually(w.callsOf(mDelete)).Should(ContainElement(HaveField("Session", x)))
+			v := w.view("ses_p")
+			Expect(v.Extracting).To(BeFalse())
+			Expect(v.Pending).To(Equal(3), "what it held is back")
+
+			By("the next idle extracts with a new child")
+			next := w.extraction("ses_p")
+			Expect(next).NotTo(Equal(x))
+			Expect(w.fetch(next, "ses_p").callIDs()).To(Equal([]string{"a-1", "a-2", "a-3"}))
 		})
 
 		It("clears the flag when creating the child fails, so that the next idle retries, without nudging the model", func() {

@@ -193,7 +193,7 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 		d.reconciled(m)
 	case *messages.StaleSweep:
 		d.requeueStale()
-		d.giveUpLostCreate()
+		d.giveUpStaleExtraction()
 		d.giveUpLostCheck()
 	case *actors.Tick:
 		d.tick(m)
@@ -439,7 +439,7 @@ func (d *decider) parentIdle() {
 // something to extract and nothing stands in the way.
 func (d *decider) normalIdle() {
 	d.requeueStale()
-	d.giveUpLostCreate()
+	d.giveUpStaleExtraction()
 	s := d.s
 	if s.Compacting || s.Extracting || len(s.Pending) == 0 {
 		return
@@ -448,15 +448,32 @@ func (d *decider) normalIdle() {
 	d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
 }
 
-// giveUpLostCreate ends an extraction whose child was asked for a stale
-// window ago and never came: the create's answer was lost (its host never
-// reconnected after a restart, or its reconcile failed). The parent's idle
-// runs it before deciding to extract, and so does the stale reaper's sweep,
-// so that a family whose host is gone for good does not stay busy.
-func (d *decider) giveUpLostCreate() {
-	if s := d.s; s.Extracting && s.ExtractionChild == "" && d.now.Sub(s.ExtractionSince) >= d.f.cfg.StaleAfter {
-		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
+// giveUpStaleExtraction ends an extraction that started a stale window ago
+// and is still running, so that it cannot keep the family from extracting
+// again. Its child never came: the create's answer was lost (its host
+// never reconnected after a restart, or its reconcile failed). Or its
+// child hangs: its claim has gone back to pending by now, so whatever it
+// still does would consume nothing; it is deleted, and what it holds goes
+// back. The parent's idle runs this before deciding to extract, and so
+// does the stale reaper's sweep, so that no family stays busy for ever.
+func (d *decider) giveUpStaleExtraction() {
+	s := d.s
+	if !s.Extracting || d.now.Sub(s.ExtractionSince) < d.f.cfg.StaleAfter {
+		return
 	}
+	id := s.ExtractionChild
+	if id == "" {
+		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
+		return
+	}
+	finishing := s.Children[id] != nil && s.Children[id].Finishing
+	d.requeue(s.claimSeqs(id), "extraction past the stale window")
+	d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child still running after the stale window"})
+	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "stale"})
+	if finishing {
+		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+	}
+	d.effect(&messages.DeleteSession{Host: d.s.Host, SessionID: id})
 }
 
 // giveUpLostCheck ends a wrap-up check whose messages never came within

@@ -573,14 +573,36 @@ func TestParentIdle(t *testing.T) {
 				idle(parent), childOK(ext2), fetch(ext2, ""), advance(16 * time.Minute),
 			},
 			msg: idle(parent),
-			// c1 went stale twice, under two fetchers; c2 once.
-			events: []string{"entries_requeued"},
+			// c1 went stale twice, under two fetchers; c2 once. The second
+			// extractor has run for the whole window: it is deleted and a
+			// new one asked for.
+			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared", "extraction_started"},
+			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext2}, create},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c1", "c2")
 				if len(s.Claims) != 0 {
 					t.Errorf("claims left: %v", s.Claims)
 				}
 			},
+		},
+		{
+			name:    "an extractor still running after the stale window is deleted, its claim goes back, and a new one is asked for",
+			setup:   append(startExtraction(ext), fetch(ext, ""), tool(parent, "c1"), tool(ext, "own"), advance(15*time.Minute)),
+			msg:     idle(parent),
+			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared", "extraction_started"},
+			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}, create},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1")
+				if s.Children[ext] != nil || len(s.Claims) != 0 {
+					t.Errorf("the hung extractor is still recorded: %+v claims %v", s.Children[ext], s.Claims)
+				}
+			},
+		},
+		{
+			name:   "an extractor within the stale window is waited for",
+			setup:  append(startExtraction(ext), fetch(ext, ""), tool(parent, "c1"), advance(14*time.Minute)),
+			msg:    idle(parent),
+			events: []string{},
 		},
 		{
 			name:    "a create whose answer never came is given up after the stale window",
@@ -1394,13 +1416,14 @@ func TestStaleSweepRequeuesWithoutIdle(t *testing.T) {
 // not stay busy for ever.
 func TestStaleSweepGivesUpLostHostCalls(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		setup []any
-		event string
-		after func(t *testing.T, f *fam)
+		name    string
+		setup   []any
+		events  []string
+		effects []any
+		after   func(t *testing.T, f *fam)
 	}{
 		{
-			name: "a child create", setup: []any{tool(parent, "c1"), idle(parent)}, event: "extraction_stopped",
+			name: "a child create", setup: []any{tool(parent, "c1"), idle(parent)}, events: []string{"extraction_stopped"},
 			after: func(t *testing.T, f *fam) {
 				if f.s.Extracting {
 					t.Error("still extracting")
@@ -1408,7 +1431,15 @@ func TestStaleSweepGivesUpLostHostCalls(t *testing.T) {
 			},
 		},
 		{
-			name: "a wrap-up check", setup: []any{command("thatch/exit"), idle(parent)}, event: "wrapup_check_finished",
+			name: "a hung extractor", setup: append(startExtraction(ext), fetch(ext, "")),
+			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
+			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
+			after: func(t *testing.T, f *fam) {
+				wantIDs(t, "pending", callIDs(f.s.Pending), "c0")
+			},
+		},
+		{
+			name: "a wrap-up check", setup: []any{command("thatch/exit"), idle(parent)}, events: []string{"wrapup_check_finished"},
 			after: func(t *testing.T, f *fam) {
 				if f.s.WrapUp == nil || f.s.WrapUp.Checking {
 					t.Fatalf("wrap-up %+v: want armed, not checking", f.s.WrapUp)
@@ -1429,9 +1460,10 @@ func TestStaleSweepGivesUpLostHostCalls(t *testing.T) {
 			}
 			f.now = f.now.Add(time.Minute)
 			d := f.send(&messages.StaleSweep{})
-			if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{tc.event}) || len(d.Effects) != 0 {
-				t.Fatalf("events %v effects %s", names, show(d.Effects))
+			if names := eventNames(d.Events); !reflect.DeepEqual(names, tc.events) {
+				t.Fatalf("events %v, want %v", names, tc.events)
 			}
+			wantEffects(t, d.Effects, tc.effects...)
 			if f.k.Active(f.s) {
 				t.Error("the family stays busy")
 			}

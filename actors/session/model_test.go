@@ -224,7 +224,7 @@ func (m *model) staleSweep(now time.Time) {
 			e.where, e.holder, e.at = atPending, "", time.Time{}
 		}
 	}
-	m.giveUpLostCreate(now)
+	m.giveUpStaleExtraction(now)
 }
 
 // giveUpLostCheck is the sweep ending a wrap-up check that got no answer
@@ -235,12 +235,18 @@ func (m *model) giveUpLostCheck(now time.Time) {
 	}
 }
 
-// giveUpLostCreate ends an extraction whose child never came within the
-// stale window.
-func (m *model) giveUpLostCreate(now time.Time) {
-	if m.extracting && m.attached == "" && now.Sub(m.extSince) >= m.stale {
-		m.extracting = false
+// giveUpStaleExtraction ends an extraction running for the stale window:
+// a child never attached is given up, an attached one is deleted and its
+// claim goes back.
+func (m *model) giveUpStaleExtraction(now time.Time) {
+	if !m.extracting || now.Sub(m.extSince) < m.stale {
+		return
 	}
+	if id := m.attached; id != "" {
+		m.requeue(m.list(atAccepted, id))
+		m.clearChild(id)
+	}
+	m.extracting, m.attached = false, ""
 }
 
 func (m *model) requeue(es []*mEntry) {

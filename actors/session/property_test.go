@@ -650,9 +650,21 @@ func (w *world) newActions() map[string]action {
 			w.m.tick(id)
 		}},
 		"staleSweep": {1, func(t *rapid.T) {
+			abandoned := w.m.attached
+			if !w.m.extracting || w.now.Sub(w.m.extSince) < w.m.stale || w.m.deleted {
+				abandoned = ""
+			}
 			d := w.deliver(t, &messages.StaleSweep{})
-			if len(d.Effects) != 0 {
-				t.Fatalf("a stale sweep issued %s", show(d.Effects))
+			for _, e := range d.Effects {
+				switch e := e.(type) {
+				case *messages.DeleteSession:
+					if e.SessionID != abandoned || abandoned == "" {
+						t.Fatalf("a stale sweep deleted %s; the abandoned extractor is %q", e.SessionID, abandoned)
+					}
+				case *actors.CancelTimer:
+				default:
+					t.Fatalf("a stale sweep issued %s", show(d.Effects))
+				}
 			}
 			w.m.staleSweep(w.now)
 			w.m.giveUpLostCheck(w.now)
