@@ -97,9 +97,11 @@ func (d *sessionDirectory) link(child, parent string) (string, error) {
 	return fam, nil
 }
 
-// setHost durably records the host a family lives on.
-func (d *sessionDirectory) setHost(family, host string) error {
-	return d.set(tableFamilyHost, d.hosts, family, host, always)
+// hostOf returns the host recorded for a family ("" when none is).
+func (d *sessionDirectory) hostOf(family string) string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.hosts[family]
 }
 
 // moveHost records host for a family when replace approves of the host
@@ -160,6 +162,24 @@ func (d *sessionDirectory) familiesOn(host string) []string {
 		}
 	}
 	return out
+}
+
+// dropFamilyRecord drops the host and directory rows of id, which turned
+// out to be no family, keeping every child link (a session linked under id
+// still reaches id's real family through id's own link).
+func (d *sessionDirectory) dropFamilyRecord(id string) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	for _, table := range []string{tableFamilyHost, tableFamilyDir} {
+		if err := d.rows.Delete(table, id); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	delete(d.hosts, id)
+	delete(d.dirs, id)
+	d.mu.Unlock()
+	return nil
 }
 
 // forget drops a family that is gone for good, and its children's links.

@@ -38,6 +38,8 @@ type openCode struct {
 	tree  *supervisor.Tree
 	dir   *sessionDirectory
 	store func(directory string) (project, global string)
+	// journaled reports whether a family entity has a journal.
+	journaled func(family string) bool
 
 	mu    sync.Mutex
 	hosts map[string]*hostConn
@@ -71,15 +73,24 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 		if err := o.dir.setDirectory(m.SessionID, m.Directory); err != nil {
 			return actors.Identity{}, err
 		}
-		return familyID(m.SessionID), o.dir.setHost(m.SessionID, m.Host)
+		// A new session needs no reconcile: thatch sees it from the start.
+		var id actors.Identity
+		id, m.Host = o.onHost(m.SessionID, m.Host, false)
+		return id, nil
 	case *messages.SessionIdle:
-		return o.onHost(m.SessionID, m.Host), nil // records the host: see onHost
+		var id actors.Identity
+		id, m.Host = o.onHost(m.SessionID, m.Host, true) // records the host: see onHost
+		return id, nil
 	case *messages.SessionErrored:
-		return o.onHost(m.SessionID, m.Host), nil
+		var id actors.Identity
+		id, m.Host = o.onHost(m.SessionID, m.Host, true)
+		return id, nil
 	case *messages.SessionDeleted:
 		return familyID(o.dir.family(m.SessionID)), nil
 	case *messages.SessionCompacted:
-		return o.onHost(m.SessionID, m.Host), nil
+		var id actors.Identity
+		id, m.Host = o.onHost(m.SessionID, m.Host, true)
+		return id, nil
 	case *messages.ToolExecuted:
 		// The plugin's calls name the server, not the directory-scoped
 		// connection whose listing a reconcile reads: they record no host.
@@ -102,40 +113,54 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 // or its session.created was lost) has no host recorded, and one whose
 // opencode restarted on another port now lives on a new host. A recorded
 // host that is still watched is kept: the same server watched under two
-// names must not rewrite the record on every event. When the record
-// changes, the family is reconciled with its new host at once (it may
-// wait for calls its old host can no longer answer, and it may have
-// children thatch did not see), before the event itself is delivered.
-// Failing to record or reconcile is logged, not fatal: the event must not
-// be lost over it.
-func (o *openCode) onHost(session, host string) actors.Identity {
+// names must not rewrite the record on every event. When reconcile is set
+// and the record changes, the family is reconciled with the host at once
+// (it may wait for calls its old host can no longer answer, it may have
+// children thatch did not see, or it may be a child itself), before the
+// event is delivered. Failing to record or reconcile is logged, not fatal:
+// the event must not be lost over it.
+//
+// It also returns the host the event should name to the family: the
+// recorded one. When one server is watched under two names (configured,
+// and registered by its plugin), its events arrive twice; naming one host
+// keeps the family's effects on one connection.
+func (o *openCode) onHost(session, host string, reconcile bool) (actors.Identity, string) {
 	fam := o.dir.family(session)
 	if host == "" {
-		return familyID(fam)
+		return familyID(fam), host
 	}
-	moved := false
+	changed := false
 	err := o.dir.moveHost(fam, host, func(cur string) bool {
-		moved = cur == "" || (!o.connected(cur) && o.connected(host))
-		return moved
+		changed = cur == "" || (!o.connected(cur) && o.connected(host))
+		return changed
 	})
 	if err != nil {
 		o.log.Warn("cannot record the host of a session", "session", session, "host", host, "error", err)
-		return familyID(fam)
+		return familyID(fam), host
 	}
-	if !moved {
-		return familyID(fam)
+	if !changed {
+		// This host, or another still watched: the event names that one.
+		return familyID(fam), o.dir.hostOf(fam)
 	}
+	if reconcile {
+		o.reconcileMoved(fam, host)
+	}
+	// The listing may have shown that session is a child of a family.
+	return familyID(o.dir.family(session)), host
+}
+
+// reconcileMoved reconciles one family with the host its events now come
+// from, bounded by the request timeout: it runs on that host's stream.
+func (o *openCode) reconcileMoved(fam, host string) {
 	l, err := o.listerOf(host)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*o.cfg.OpenCode.RequestTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), o.cfg.OpenCode.RequestTimeout)
 		err = o.reconcileOnly(ctx, host, l, map[string]bool{fam: true})
 		cancel()
 	}
 	if err != nil {
-		o.log.Warn("cannot reconcile a session with its new host", "session", session, "host", host, "error", err)
+		o.log.Warn("cannot reconcile a session with its new host", "session", fam, "host", host, "error", err)
 	}
-	// The listing may have shown that session is a child of a family.
-	return familyID(o.dir.family(session))
 }
 
 // connected reports whether a host of that name is being watched.
@@ -342,12 +367,7 @@ func (o *openCode) reconcileOnly(ctx context.Context, host string, l sessionList
 			continue
 		}
 		if o.dir.family(fam) != fam {
-			// Not a family after all: the listing shows a child whose
-			// session.created was lost. Its host record goes; its events
-			// route to its family from now on.
-			if err := o.dir.forget(fam); err != nil {
-				return fmt.Errorf("cannot drop a child's host record: %w", err)
-			}
+			o.strayChild(host, fam)
 			continue
 		}
 		families[fam] = &messages.FamilyReconciled{Host: host, Parent: messages.HostSession{SessionID: fam}}
@@ -382,6 +402,13 @@ func (o *openCode) reconcileOnly(ctx context.Context, host string, l sessionList
 			o.log.Warn("reconcile: host lists no sessions; keeping families", "host", host)
 			return nil
 		}
+		if !fr.Present && only != nil {
+			// A listing read for one family's first event proves little
+			// by leaving it out (it lists one directory, and a session
+			// can run elsewhere): its deletion is left to session.deleted
+			// and to the host's connect reconcile.
+			continue
+		}
 		if err := o.tree.Deliver(familyID(id), fr, deliverTimeout); err != nil {
 			o.log.Error("reconcile: cannot deliver", "family", id, "error", err)
 			continue
@@ -396,6 +423,26 @@ func (o *openCode) reconcileOnly(ctx context.Context, host string, l sessionList
 	}
 	o.log.Debug("reconciled", "host", host, "sessions", len(listed), "families", len(families))
 	return nil
+}
+
+// strayChild handles a "family" that a listing shows to be a child (its
+// session.created was lost, so thatch met it through its own events): its
+// host record goes, and its events route to its real family from now on.
+// If its plugin calls already made an entity of it, that entity is ended
+// like a deleted parent: what it buffered are the child's own calls, which
+// are never extracted, and the sweep forgets it later.
+func (o *openCode) strayChild(host, id string) {
+	if err := o.dir.dropFamilyRecord(id); err != nil {
+		o.log.Error("reconcile: cannot drop a child's family record", "session", id, "error", err)
+		return
+	}
+	if o.journaled == nil || !o.journaled(id) {
+		return
+	}
+	fr := &messages.FamilyReconciled{Host: host, Parent: messages.HostSession{SessionID: id}}
+	if err := o.tree.Deliver(familyID(id), fr, deliverTimeout); err != nil {
+		o.log.Error("reconcile: cannot end a child's stray family", "session", id, "error", err)
+	}
 }
 
 // reconcileAttempts is how often a connect tries its reconcile before it

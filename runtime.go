@@ -158,6 +158,10 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	r.exec.hosts = r.oc.hostInfo
 	r.memSvc = &memoryService{log: r.log.Named("memory"), mem: r.mem, oc: r.oc}
 	r.oc.store = func(dir string) (string, string) { return r.memSvc.projectStore(dir), memory.GlobalStore }
+	r.oc.journaled = func(id string) bool {
+		high, err := r.store.Journal().HighestSeq(familyID(id))
+		return err == nil && high > 0
+	}
 	for name, h := range r.o.Hosts {
 		r.oc.addStatic(name, h)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/thatch-run/thatch/actors/session"
 	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/messages"
-	"github.com/thatch-run/thatch/persistence"
 )
 
 // reconcile delivers the host's listing of ses_p's family, as after a
@@ -255,7 +254,8 @@ var _ = Describe("After a restart", func() {
 
 		It("when it is a child whose session.created was lost, has its first stream event routed to its family", func() {
 			w.host.AddSession(opencode.Session{ID: "ses_lost_task", ParentID: "ses_old", Title: "explore", Directory: repo})
-			w.idle("ses_lost_task") // the host lists it under ses_old: not a family of its own
+			w.tools("ses_lost_task", "t", 2) // its plugin calls come first: a stray "family" buffers them
+			w.idle("ses_lost_task")          // the host lists it under ses_old
 			w.never(func() []hostCall {
 				var under []hostCall
 				for _, c := range w.host.CallsOf(mCreate) {
@@ -265,12 +265,19 @@ var _ = Describe("After a restart", func() {
 				}
 				return under
 			}, BeEmpty(), "no extraction of its own")
-			ids := map[string]bool{}
-			Expect(w.rt.Store().Journal().EntityIDs(session.KindName, func(id persistence.Identity) error {
-				ids[id.ID] = true
-				return nil
-			})).To(Succeed())
-			Expect(ids).NotTo(HaveKey("ses_lost_task"), "no family entity, not even a tombstone, for a child")
+			v := w.view("ses_lost_task")
+			Expect(v.Deleted).To(BeTrue(), "the stray entity is ended, for the sweep to forget")
+			Expect(v.Pending).To(Equal(0), "a child's own calls are never extracted")
+		})
+
+		It("is not judged deleted by the listing read for its first stream event", func() {
+			// A listing covers one directory, and a session can run in
+			// another: leaving it out proves nothing.
+			w.tools("ses_elsewhere", "e", 1)
+			w.idle("ses_elsewhere")
+			v := w.view("ses_elsewhere")
+			Expect(v.Deleted).To(BeFalse())
+			Expect(v.Pending + v.Accepted).To(Equal(1))
 		})
 
 		It("is found deleted by a reconcile once its host no longer lists it", func() {
@@ -311,6 +318,23 @@ var _ = Describe("After a restart", func() {
 			Expect(w.rt.ReconcileHost(context.Background(), "moved")).To(Succeed())
 			Expect(w.view("ses_p").Deleted).To(BeTrue())
 		})
+	})
+
+	It("keeps a session on one connection when its server is watched under two names", func() {
+		// The config names the server, and its plugin registered it too:
+		// every stream event arrives twice, once per name.
+		w := newWorld()
+		twin := newFakeHost()
+		w.stop()
+		w.clock = actors.NewFakeClock(w.clock.Now())
+		w.start2(map[string]thatch.HostInfo{hostName: {Client: w.host, API: "v1"}, "twin": {Client: twin, API: "v1"}})
+		w.parentCreated("ses_p")
+		w.deliver(&messages.SessionCreated{Host: "twin", SessionID: "ses_p", Title: "a parent", Directory: "/src/project"})
+		w.tools("ses_p", "a", 2)
+		w.deliver(&messages.SessionIdle{Host: "twin", SessionID: "ses_p"})
+		Eventually(w.countOf(mCreate)).Should(Equal(1), "the extraction goes to the connection the session was recorded on")
+		w.idle("ses_p")
+		w.never(func() []hostCall { return twin.Calls() }, BeEmpty(), "nothing goes to the twin")
 	})
 
 	Describe("a crash between journaling and the host call", Label("crash"), func() {

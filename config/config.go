@@ -109,8 +109,11 @@ type OpenCode struct {
 	// Default: 20.
 	BufferLimit int `koanf:"buffer_limit" usage:"tool interactions buffered per session for extraction (1..1000)"`
 	// StaleAfter is how long an accepted interaction may wait for its
-	// completion before it returns to pending. Must be > 0. Default: 15m.
-	StaleAfter time.Duration `koanf:"stale_after" usage:"time after which an accepted but never completed interaction returns to pending"`
+	// completion before it returns to pending, and how long thatch waits
+	// for a host's answer (a child create, a wrap-up check) or for an
+	// extraction child holding nothing newer before giving up on it.
+	// Must be > 0. Default: 15m.
+	StaleAfter time.Duration `koanf:"stale_after" usage:"time after which an accepted but never completed interaction returns to pending, and a hung extraction is given up"`
 	// FinishGrace is how long a session must stay idle before thatch treats
 	// its turn as finished, so that a quick follow-up prompt does not start
 	// an extraction. Must be >= 0. Default: 10s.

@@ -94,6 +94,9 @@ type FamilyExtractionStarted struct {
 // running extraction (and records the child if it is not yet known).
 type FamilyExtractionChildAttached struct {
 	ChildID string `json:"childID"`
+	// At is when the child was attached: the extraction's stale window
+	// runs from then (zero in journals older than it).
+	At time.Time `json:"at,omitzero"`
 }
 
 // FamilyExtractionStopped clears the extracting flag (and the attached

@@ -81,6 +81,9 @@ func (f *Family) Apply(s *State, ev any) *State {
 	case *messages.FamilyExtractionChildAttached:
 		s.child(e.ChildID).Kind = ChildExtraction
 		s.ExtractionChild = e.ChildID
+		if !e.At.IsZero() {
+			s.ExtractionSince = e.At
+		}
 	case *messages.FamilyExtractionStopped:
 		s.stopExtraction()
 	case *messages.FamilyChildCleared:

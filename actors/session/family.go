@@ -425,10 +425,10 @@ func (d *decider) idle(m *messages.SessionIdle) {
 // parentIdle first resolves an armed wrap-up: its check needs the final
 // assistant text, so the rest of the idle waits for MessagesFetched.
 func (d *decider) parentIdle() {
-	if w := d.s.WrapUp; w != nil {
-		if !w.Checking {
-			d.emit(&messages.FamilyWrapUpCheckStarted{At: d.now})
-		}
+	if d.s.WrapUp != nil {
+		// A check still running is started over: its stale window runs
+		// again, and only this fetch's answer counts.
+		d.emit(&messages.FamilyWrapUpCheckStarted{At: d.now})
 		d.effect(&messages.FetchMessages{Host: d.s.Host, SessionID: d.s.ID, Check: d.s.Checks})
 		return
 	}
@@ -448,14 +448,18 @@ func (d *decider) normalIdle() {
 	d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
 }
 
-// giveUpStaleExtraction ends an extraction that started a stale window ago
-// and is still running, so that it cannot keep the family from extracting
-// again. Its child never came: the create's answer was lost (its host
-// never reconnected after a restart, or its reconcile failed). Or its
-// child hangs: its claim has gone back to pending by now, so whatever it
-// still does would consume nothing; it is deleted, and what it holds goes
-// back. The parent's idle runs this before deciding to extract, and so
-// does the stale reaper's sweep, so that no family stays busy for ever.
+// giveUpStaleExtraction ends an extraction that cannot be waited for any
+// longer, so that it does not keep the family from extracting again:
+//   - its child was asked for a stale window ago and never came (the
+//     create's answer was lost: its host never came back after a restart,
+//     or its reconcile failed);
+//   - its child was attached a stale window ago and holds no claim younger
+//     than that (it never fetched, or what it fetched went back as stale):
+//     it hangs, and anything it still did would consume nothing. It is
+//     deleted. A child waiting out its finish grace is left to its timer.
+//
+// The parent's idle and the stale reaper's sweep run this after returning
+// stale claims, so that no family stays busy for ever.
 func (d *decider) giveUpStaleExtraction() {
 	s := d.s
 	if !s.Extracting || d.now.Sub(s.ExtractionSince) < d.f.cfg.StaleAfter {
@@ -466,23 +470,22 @@ func (d *decider) giveUpStaleExtraction() {
 		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
 		return
 	}
-	finishing := s.Children[id] != nil && s.Children[id].Finishing
-	d.requeue(s.claimSeqs(id), "extraction past the stale window")
-	d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child still running after the stale window"})
-	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "stale"})
-	if finishing {
-		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+	if c := s.Children[id]; (c != nil && c.Finishing) || len(s.claimSeqs(id)) > 0 {
+		return
 	}
+	d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child hangs"})
+	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "hangs"})
 	d.effect(&messages.DeleteSession{Host: d.s.Host, SessionID: id})
 }
 
 // giveUpLostCheck ends a wrap-up check whose messages never came within
 // the stale window (its host never came back): the wrap-up stays armed,
-// and the parent's next idle checks again. A parent idle re-fetches by
-// itself, so only the stale reaper's sweep runs this.
+// and the parent's next idle checks again. A parent idle starts a check
+// over by itself, so only the stale reaper's sweep runs this. A check
+// with no start time (journaled before checks had one) counts as stale.
 func (d *decider) giveUpLostCheck() {
 	w := d.s.WrapUp
-	if w != nil && w.Checking && !w.CheckingSince.IsZero() && d.now.Sub(w.CheckingSince) >= d.f.cfg.StaleAfter {
+	if w != nil && w.Checking && d.now.Sub(w.CheckingSince) >= d.f.cfg.StaleAfter {
 		d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "no messages within the stale window"})
 	}
 }
@@ -778,7 +781,7 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 	}
 	if s.Extracting && s.ExtractionChild == "" {
 		finishing := s.Children[m.ChildID] != nil && s.Children[m.ChildID].Finishing
-		d.emit(&messages.FamilyExtractionChildAttached{ChildID: m.ChildID})
+		d.emit(&messages.FamilyExtractionChildAttached{ChildID: m.ChildID, At: d.now})
 		if finishing {
 			// A reconcile found the reused child idle (it was never
 			// prompted); it is about to work, so it must not be finished.
@@ -856,6 +859,14 @@ func (d *decider) reconciled(m *messages.FamilyReconciled) {
 	}
 	if d.s.Compacting && !m.Parent.Busy {
 		d.emit(&messages.FamilyCompactionFinished{}) // the compaction ended while we were away
+	}
+	// The calls a restart may have lost go out again now; their stale
+	// windows run from now, the time they were asked again.
+	if s := d.s; s.Extracting && s.ExtractionChild == "" {
+		d.emit(&messages.FamilyExtractionStarted{At: d.now})
+	}
+	if w := d.s.WrapUp; w != nil && w.Checking {
+		d.emit(&messages.FamilyWrapUpCheckStarted{At: d.now})
 	}
 	d.resume()
 }

@@ -599,6 +599,26 @@ func TestParentIdle(t *testing.T) {
 			},
 		},
 		{
+			name: "a child attached late gets its own stale window",
+			setup: []any{tool(parent, "c0"), idle(parent), advance(14 * time.Minute), childOK(ext), extChild(ext),
+				advance(30 * time.Second), fetch(ext, ""), advance(45 * time.Second)},
+			msg:    idle(parent),
+			events: []string{},
+		},
+		{
+			name:   "a child working on a fresh claim is waited for, however long it was attached",
+			setup:  append(startExtraction(ext), advance(14*time.Minute), tool(parent, "c1"), fetch(ext, ""), advance(2*time.Minute)),
+			msg:    idle(parent),
+			events: []string{},
+			check:  func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "claim", claimIDs(s, ext), "c0", "c1") },
+		},
+		{
+			name:   "a child waiting out its finish grace is left to its timer",
+			setup:  append(startExtraction(ext), reconciled(true, hs(ext, ExtractionTitle, false)), advance(16*time.Minute)),
+			msg:    idle(parent),
+			events: []string{},
+		},
+		{
 			name:   "an extractor within the stale window is waited for",
 			setup:  append(startExtraction(ext), fetch(ext, ""), tool(parent, "c1"), advance(14*time.Minute)),
 			msg:    idle(parent),
@@ -1039,9 +1059,13 @@ func TestRecovery(t *testing.T) {
 		if d := f.restart(); len(d.Effects) != 0 {
 			t.Fatalf("on Recovered: %s", show(d.Effects))
 		}
+		// The check starts over: its stale window runs from now.
 		d := f.send(reconciled(true))
-		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent, Check: 1})
-		d = f.send(fetched("THATCH_EXIT_READY"))
+		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent, Check: 2})
+		if !f.s.WrapUp.CheckingSince.Equal(f.now) {
+			t.Errorf("check since %v, want now", f.s.WrapUp.CheckingSince)
+		}
+		d = f.send(&messages.MessagesFetched{SessionID: parent, Check: 2, FinalAssistantText: "THATCH_EXIT_READY"})
 		if len(effectsOf[messages.ExitSession](d.Effects)) != 1 {
 			t.Errorf("the greenlit exit did not close the session: %s", show(d.Effects))
 		}
@@ -1059,17 +1083,11 @@ func TestRecovery(t *testing.T) {
 		// The router reconciles the family with the host its stream
 		// events now come from.
 		d := f.send(&messages.FamilyReconciled{Host: "h2", Present: true, Parent: messages.HostSession{SessionID: parent}})
-		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"host_seen"}) {
+		// The create is asked again now: its stale window restarts.
+		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"host_seen", "extraction_started"}) {
 			t.Errorf("events %v", names)
 		}
 		wantEffects(t, d.Effects, &messages.CreateChildSession{Host: "h2", ParentID: parent, Title: ExtractionTitle})
-	})
-	t.Run("an idle from a new host during a wrap-up check fetches the messages once", func(t *testing.T) {
-		f := newFam(t, Config{})
-		f.sendAll(command("thatch/exit"), idle(parent))
-		f.restart()
-		d := f.send(&messages.SessionIdle{Host: "h2", SessionID: parent})
-		wantEffects(t, d.Effects, &messages.FetchMessages{Host: "h2", SessionID: parent, Check: 1})
 	})
 	exitEffects := []any{
 		&messages.RecordWatcherDeaths{SessionID: parent},

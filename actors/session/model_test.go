@@ -183,48 +183,49 @@ func (m *model) memory(caller string, op messages.MemoryOp) {
 }
 
 // idle returns whether a FetchMessages must go out.
-func (m *model) idle(session string, now time.Time) bool {
+// idle returns whether a FetchMessages must go out, and the hung
+// extraction child a parent's idle deletes ("" for none).
+func (m *model) idle(session string, now time.Time) (fetch bool, abandoned string) {
 	if m.deleted {
-		return false
+		return false, ""
 	}
 	if session == parent {
 		if m.wrap != nil {
-			if !m.wrap.checking {
-				m.checks++
-				m.wrap.since = now
-			}
+			m.checks++ // a running check starts over
+			m.wrap.since = now
 			m.wrap.checking = true
-			return true
+			return true, ""
 		}
-		m.normalIdle(now)
-		return false
+		return false, m.normalIdle(now)
 	}
 	if m.children[session] != nil {
 		m.childIdle(session)
 	}
-	return false
+	return false, ""
 }
 
-func (m *model) normalIdle(now time.Time) {
-	m.staleSweep(now)
+// normalIdle returns the hung extraction child it deletes ("" for none).
+func (m *model) normalIdle(now time.Time) (abandoned string) {
+	abandoned = m.staleSweep(now)
 	if !m.compacting && !m.extracting && len(m.list(atPending, "")) > 0 {
 		m.extracting, m.attached, m.extSince = true, "", now
 	}
+	return abandoned
 }
 
 // staleSweep is the stale reaper's sweep, which every parent idle runs
 // first: stale accepted entries go back, and a create that never came is
 // given up.
-func (m *model) staleSweep(now time.Time) {
+func (m *model) staleSweep(now time.Time) string {
 	if m.deleted {
-		return
+		return ""
 	}
 	for _, e := range m.list(atAccepted, "") {
 		if now.Sub(e.at) >= m.stale {
 			e.where, e.holder, e.at = atPending, "", time.Time{}
 		}
 	}
-	m.giveUpStaleExtraction(now)
+	return m.giveUpStaleExtraction(now)
 }
 
 // giveUpLostCheck is the sweep ending a wrap-up check that got no answer
@@ -238,15 +239,22 @@ func (m *model) giveUpLostCheck(now time.Time) {
 // giveUpStaleExtraction ends an extraction running for the stale window:
 // a child never attached is given up, an attached one is deleted and its
 // claim goes back.
-func (m *model) giveUpStaleExtraction(now time.Time) {
-	if !m.extracting || now.Sub(m.extSince) < m.stale {
-		return
+// It returns the child it deletes ("" for none).
+func (m *model) giveUpStaleExtraction(now time.Time) string {
+	if m.deleted || !m.extracting || now.Sub(m.extSince) < m.stale {
+		return ""
 	}
-	if id := m.attached; id != "" {
-		m.requeue(m.list(atAccepted, id))
-		m.clearChild(id)
+	id := m.attached
+	if id == "" {
+		m.extracting = false
+		return ""
 	}
+	if c := m.children[id]; (c != nil && c.finishing) || len(m.list(atAccepted, id)) > 0 {
+		return "" // waiting out its grace, or working on a fresh claim
+	}
+	m.clearChild(id)
 	m.extracting, m.attached = false, ""
+	return id
 }
 
 func (m *model) requeue(es []*mEntry) {
@@ -403,7 +411,7 @@ func (m *model) messagesFetched(text string, failed bool, now time.Time, check u
 }
 
 // childCreated returns whether the new child must be deleted.
-func (m *model) childCreated(id string, failed bool) bool {
+func (m *model) childCreated(id string, failed bool, now time.Time) bool {
 	if m.deleted {
 		return false
 	}
@@ -422,7 +430,7 @@ func (m *model) childCreated(id string, failed bool) bool {
 		} else {
 			m.children[id] = &mChild{kind: ChildExtraction}
 		}
-		m.attached = id
+		m.attached, m.extSince = id, now
 		return false
 	}
 	if c := m.children[id]; c != nil {
@@ -440,7 +448,7 @@ func (m *model) promptFailed(id string) {
 	}
 }
 
-func (m *model) reconciled(r *messages.FamilyReconciled) {
+func (m *model) reconciled(r *messages.FamilyReconciled, now time.Time) {
 	if m.deleted {
 		return
 	}
@@ -474,6 +482,14 @@ func (m *model) reconciled(r *messages.FamilyReconciled) {
 	}
 	if m.compacting && !r.Parent.Busy {
 		m.compacting = false
+	}
+	// Lost calls are asked again now: their stale windows restart.
+	if m.extracting && m.attached == "" {
+		m.extSince = now
+	}
+	if m.wrap != nil && m.wrap.checking {
+		m.checks++
+		m.wrap.since = now
 	}
 }
 

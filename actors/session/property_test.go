@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -461,9 +462,16 @@ func (w *world) newActions() map[string]action {
 		}},
 		"parentIdle": {6, func(t *rapid.T) {
 			d := w.deliver(t, idle(parent))
-			wantFetch := w.m.idle(parent, w.now)
+			wantFetch, abandoned := w.m.idle(parent, w.now)
 			if got := len(effectsOf[messages.FetchMessages](d.Effects)) > 0; got != wantFetch {
 				t.Fatalf("FetchMessages issued %v, want %v", got, wantFetch)
+			}
+			var deleted []string
+			for _, e := range effectsOf[messages.DeleteSession](d.Effects) {
+				deleted = append(deleted, e.SessionID)
+			}
+			if abandoned != "" && !slices.Equal(deleted, []string{abandoned}) || abandoned == "" && len(deleted) > 0 {
+				t.Fatalf("parent idle deleted %v, want the hung extractor %q", deleted, abandoned)
 			}
 		}},
 		"childIdle": {4, func(t *rapid.T) {
@@ -471,7 +479,7 @@ func (w *world) newActions() map[string]action {
 			c := w.m.children[id]
 			wantDelete := !w.m.deleted && c != nil && c.kind == ChildExtraction
 			d := w.deliver(t, idle(id))
-			w.m.idle(id, w.now)
+			_, _ = w.m.idle(id, w.now)
 			w.checkDeleted(t, d, id, wantDelete)
 		}},
 		"childError": {2, func(t *rapid.T) {
@@ -533,7 +541,7 @@ func (w *world) newActions() map[string]action {
 			w.creates--
 			if rapid.IntRange(0, 3).Draw(t, "createFails") == 0 {
 				w.deliver(t, &messages.ChildSessionCreated{ParentID: parent, Err: "500"})
-				w.m.childCreated("", true)
+				w.m.childCreated("", true, w.now)
 				return
 			}
 			// The executor reuses an extraction child the host still has.
@@ -545,7 +553,7 @@ func (w *world) newActions() map[string]action {
 			w.extraction[id] = true
 			w.hostChildren[id] = ExtractionTitle
 			d := w.deliver(t, childOK(id))
-			wantDelete := w.m.childCreated(id, false)
+			wantDelete := w.m.childCreated(id, false, w.now)
 			if got := len(effectsOf[messages.DeleteSession](d.Effects)) > 0; got != wantDelete {
 				t.Fatalf("unused child deleted %v, want %v", got, wantDelete)
 			}
@@ -650,24 +658,16 @@ func (w *world) newActions() map[string]action {
 			w.m.tick(id)
 		}},
 		"staleSweep": {1, func(t *rapid.T) {
-			abandoned := w.m.attached
-			if !w.m.extracting || w.now.Sub(w.m.extSince) < w.m.stale || w.m.deleted {
-				abandoned = ""
-			}
 			d := w.deliver(t, &messages.StaleSweep{})
-			for _, e := range d.Effects {
-				switch e := e.(type) {
-				case *messages.DeleteSession:
-					if e.SessionID != abandoned || abandoned == "" {
-						t.Fatalf("a stale sweep deleted %s; the abandoned extractor is %q", e.SessionID, abandoned)
-					}
-				case *actors.CancelTimer:
-				default:
-					t.Fatalf("a stale sweep issued %s", show(d.Effects))
-				}
-			}
-			w.m.staleSweep(w.now)
+			abandoned := w.m.staleSweep(w.now)
 			w.m.giveUpLostCheck(w.now)
+			var want []any
+			if abandoned != "" {
+				want = append(want, &messages.DeleteSession{Host: w.s.Host, SessionID: abandoned})
+			}
+			if !reflect.DeepEqual(d.Effects, want) {
+				t.Fatalf("a stale sweep issued %s, want %s", show(d.Effects), show(want))
+			}
 		}},
 		"advance": {4, func(t *rapid.T) {
 			w.now = w.now.Add(time.Duration(rapid.IntRange(0, 20).Draw(t, "minutes")) * time.Minute)
@@ -688,7 +688,7 @@ func (w *world) newActions() map[string]action {
 			if got := len(effectsOf[messages.ExitSession](d.Effects)) > 0; got != reissue {
 				t.Fatalf("exit issued again on reconcile: %v, want %v", got, reissue)
 			}
-			w.m.reconciled(r)
+			w.m.reconciled(r, w.now)
 			// The host is back: lost creates and message fetches go out again.
 			w.checkResumed(t, d, "reconcile")
 		}},

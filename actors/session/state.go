@@ -118,6 +118,8 @@ type State struct {
 	// Extracting is set from the moment a CreateChildSession is decided
 	// until the extraction ends; ExtractionChild is empty until the child
 	// exists.
+	// ExtractionSince is when the extraction was asked for, then when its
+	// child was attached: its stale window runs from there.
 	Extracting      bool      `json:"extracting,omitempty"`
 	ExtractionSince time.Time `json:"extractionSince,omitzero"`
 	ExtractionChild string    `json:"extractionChild,omitempty"`
