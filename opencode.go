@@ -68,6 +68,9 @@ func (o *openCode) route(msg any) (actors.Identity, error) {
 	case *messages.SessionCreated:
 		if m.ParentID != "" {
 			fam, err := o.dir.link(m.SessionID, m.ParentID)
+			if rec := o.dir.hostOf(fam); rec != "" && rec != m.Host && o.connected(rec) {
+				m.Host = rec // the family's connection, as for its own events
+			}
 			return familyID(fam), err
 		}
 		if err := o.dir.setDirectory(m.SessionID, m.Directory); err != nil {
@@ -154,7 +157,8 @@ func (o *openCode) onHost(session, host string, reconcile bool) (actors.Identity
 func (o *openCode) reconcileMoved(fam, host string) {
 	l, err := o.listerOf(host)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), o.cfg.OpenCode.RequestTimeout)
+		// Two requests: a listing and the statuses.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*o.cfg.OpenCode.RequestTimeout)
 		err = o.reconcileOnly(ctx, host, l, map[string]bool{fam: true})
 		cancel()
 	}
@@ -163,12 +167,15 @@ func (o *openCode) reconcileMoved(fam, host string) {
 	}
 }
 
-// connected reports whether a host of that name is being watched.
+// connected reports whether a host of that name is being watched and
+// reachable now: its event stream is up (a configured server stays known
+// while it is down). A host an embedder supplies has no stream and counts
+// as connected.
 func (o *openCode) connected(name string) bool {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	_, ok := o.hosts[name]
-	return ok
+	h, ok := o.hosts[name]
+	o.mu.Unlock()
+	return ok && (h.stream == nil || h.stream.Up())
 }
 
 // deliver routes msg and waits until its family has journaled it.

@@ -333,6 +333,8 @@ var _ = Describe("After a restart", func() {
 		w.tools("ses_p", "a", 2)
 		w.deliver(&messages.SessionIdle{Host: "twin", SessionID: "ses_p"})
 		Eventually(w.countOf(mCreate)).Should(Equal(1), "the extraction goes to the connection the session was recorded on")
+		w.deliver(&messages.SessionCreated{Host: "twin", SessionID: "ses_task", ParentID: "ses_p", Title: "explore"})
+		Expect(w.view("ses_p").Host).To(Equal(hostName), "a child's event names the family's connection too")
 		w.idle("ses_p")
 		w.never(func() []hostCall { return twin.Calls() }, BeEmpty(), "nothing goes to the twin")
 	})

@@ -266,7 +266,7 @@ type UnregisterChat struct {
 }
 
 // StaleSweep is sent by the stale reaper to every family with unfinished
-// work: accepted entries older than the stale window return to pending,
-// and a child create or a wrap-up check whose answer has not come within
-// that window is given up.
+// work: accepted entries older than the stale window return to pending, a
+// child create or a wrap-up check whose answer has not come within that
+// window is given up, and an extraction child that hangs is deleted.
 type StaleSweep struct{}

@@ -82,6 +82,8 @@ type FamilyEntriesRequeued struct {
 type FamilyMemoryCounted struct {
 	ChildID string   `json:"childID"`
 	Op      MemoryOp `json:"op"`
+	// At is when the write was made (zero in journals older than it).
+	At time.Time `json:"at,omitzero"`
 }
 
 // FamilyExtractionStarted sets the extracting flag: a CreateChildSession is

@@ -16,8 +16,8 @@ type SweepRuntimeState struct {
 }
 
 // SweepStaleClaims sends StaleSweep to every family with unfinished work:
-// stale accepted entries return to pending, and host calls unanswered for
-// the stale window are given up.
+// stale accepted entries return to pending, host calls unanswered for the
+// stale window are given up, and hung extraction children are deleted.
 type SweepStaleClaims struct{}
 
 // SweepStrandedSessions moves sessions whose directory no longer exists (a

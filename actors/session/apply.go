@@ -40,6 +40,7 @@ func (f *Family) Apply(s *State, ev any) *State {
 	case *messages.FamilyPayloadClaimed:
 		if c := s.Children[e.FetcherID]; c != nil {
 			c.Fetched = true
+			c.ActiveAt = e.At
 		}
 		if len(e.Seqs) == 0 {
 			break
@@ -65,6 +66,9 @@ func (f *Family) Apply(s *State, ev any) *State {
 		s.Pending = mergeBySeq(s.Pending, back)
 	case *messages.FamilyMemoryCounted:
 		if c := s.Children[e.ChildID]; c != nil {
+			if !e.At.IsZero() {
+				c.ActiveAt = e.At
+			}
 			switch e.Op {
 			case messages.MemoryCreated:
 				c.Metrics.New++

@@ -407,7 +407,7 @@ func (d *decider) memoryWritten(m *messages.MemoryWritten) {
 	}
 	switch m.Op {
 	case messages.MemoryCreated, messages.MemoryUpdated, messages.MemoryDeleted:
-		d.emit(&messages.FamilyMemoryCounted{ChildID: m.CallerID, Op: m.Op})
+		d.emit(&messages.FamilyMemoryCounted{ChildID: m.CallerID, Op: m.Op, At: d.now})
 	}
 }
 
@@ -453,10 +453,11 @@ func (d *decider) normalIdle() {
 //   - its child was asked for a stale window ago and never came (the
 //     create's answer was lost: its host never came back after a restart,
 //     or its reconcile failed);
-//   - its child was attached a stale window ago and holds no claim younger
-//     than that (it never fetched, or what it fetched went back as stale):
-//     it hangs, and anything it still did would consume nothing. It is
-//     deleted. A child waiting out its finish grace is left to its timer.
+//   - its child was attached a stale window ago, has neither fetched nor
+//     written a memory since then, and holds no claim (it never fetched,
+//     or what it fetched went back as stale): it hangs, and anything it
+//     still did would consume nothing. It is deleted. A child waiting out
+//     its finish grace is left to its timer.
 //
 // The parent's idle and the stale reaper's sweep run this after returning
 // stale claims, so that no family stays busy for ever.
@@ -470,7 +471,10 @@ func (d *decider) giveUpStaleExtraction() {
 		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
 		return
 	}
-	if c := s.Children[id]; (c != nil && c.Finishing) || len(s.claimSeqs(id)) > 0 {
+	if c := s.Children[id]; c != nil && (c.Finishing || d.now.Sub(c.ActiveAt) < d.f.cfg.StaleAfter) {
+		return
+	}
+	if len(s.claimSeqs(id)) > 0 {
 		return
 	}
 	d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child hangs"})

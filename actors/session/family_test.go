@@ -613,6 +613,13 @@ func TestParentIdle(t *testing.T) {
 			check:  func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "claim", claimIDs(s, ext), "c0", "c1") },
 		},
 		{
+			name: "a child still writing memories is not hung, though its writes completed its claim",
+			setup: append(startExtraction(ext), fetch(ext, ""), advance(13*time.Minute), tool(parent, "c1"), fetch(ext, ""),
+				remember(ext, messages.MemoryCreated), advance(2*time.Minute)),
+			msg:    idle(parent),
+			events: []string{},
+		},
+		{
 			name:   "a child waiting out its finish grace is left to its timer",
 			setup:  append(startExtraction(ext), reconciled(true, hs(ext, ExtractionTitle, false)), advance(16*time.Minute)),
 			msg:    idle(parent),
@@ -1356,6 +1363,7 @@ func TestStatus(t *testing.T) {
 	got := f.s.Status()
 	want := StatusView{
 		SessionID:       parent,
+		Host:            host,
 		Pending:         1,
 		Accepted:        3,
 		Claims:          map[string]int{ext: 3},

@@ -43,6 +43,7 @@ type mChild struct {
 	fetched   bool
 	finishing bool
 	metrics   Metrics
+	activeAt  time.Time // last fetch or memory write
 }
 
 type mWrap struct {
@@ -145,6 +146,9 @@ func (m *model) fetch(caller, target string, now time.Time) []string {
 		e.where, e.holder, e.at = atAccepted, caller, now
 	}
 	if c := m.children[caller]; c != nil {
+		if len(got) > 0 || !c.fetched {
+			c.activeAt = now // the fetch is journaled
+		}
 		c.fetched = true
 	}
 	return ids(got)
@@ -166,11 +170,12 @@ func (m *model) ack(caller string) int {
 	return 0
 }
 
-func (m *model) memory(caller string, op messages.MemoryOp) {
+func (m *model) memory(caller string, op messages.MemoryOp, now time.Time) {
 	c := m.children[caller]
 	if m.deleted || c == nil {
 		return
 	}
+	c.activeAt = now
 	m.move(m.list(atAccepted, caller), atCompleted, caller)
 	switch op {
 	case messages.MemoryCreated:
@@ -249,8 +254,11 @@ func (m *model) giveUpStaleExtraction(now time.Time) string {
 		m.extracting = false
 		return ""
 	}
-	if c := m.children[id]; (c != nil && c.finishing) || len(m.list(atAccepted, id)) > 0 {
-		return "" // waiting out its grace, or working on a fresh claim
+	if c := m.children[id]; c != nil && (c.finishing || now.Sub(c.activeAt) < m.stale) {
+		return "" // waiting out its grace, or active within the window
+	}
+	if len(m.list(atAccepted, id)) > 0 {
+		return "" // working on a fresh claim
 	}
 	m.clearChild(id)
 	m.extracting, m.attached = false, ""

@@ -521,7 +521,7 @@ func (w *world) newActions() map[string]action {
 			caller := w.pickCaller(t, "caller")
 			op := rapid.SampledFrom(ops).Draw(t, "op")
 			w.deliver(t, remember(caller, op))
-			w.m.memory(caller, op)
+			w.m.memory(caller, op, w.now)
 		}},
 		"command": {2, func(t *rapid.T) {
 			name := rapid.SampledFrom([]string{"thatch/compact", "thatch/exit", "review"}).Draw(t, "command")

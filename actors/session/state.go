@@ -65,6 +65,9 @@ type Child struct {
 	// they are dropped with the child.
 	Buffer  []Entry `json:"buffer,omitempty"`
 	Metrics Metrics `json:"metrics,omitzero"`
+	// ActiveAt is when the child last fetched or wrote a memory: a child
+	// doing either is not hung.
+	ActiveAt time.Time `json:"activeAt,omitzero"`
 	// Finishing is true while a finish timer (set after a reconnect found
 	// the child idle) is pending.
 	Finishing bool `json:"finishing,omitempty"`
@@ -206,9 +209,11 @@ func (s *State) finishing() bool {
 // StatusView is what `thatch status --json` shows of a family.
 type StatusView struct {
 	SessionID string `json:"sessionID"`
-	Deleted   bool   `json:"deleted,omitempty"`
-	Pending   int    `json:"pending"`
-	Accepted  int    `json:"accepted"`
+	// Host is the opencode server the family's effects go to.
+	Host     string `json:"host,omitempty"`
+	Deleted  bool   `json:"deleted,omitempty"`
+	Pending  int    `json:"pending"`
+	Accepted int    `json:"accepted"`
 	// Claims maps each fetcher to how many entries it holds.
 	Claims          map[string]int `json:"claims,omitempty"`
 	Extracting      bool           `json:"extracting"`
@@ -241,6 +246,7 @@ type WrapUpView struct {
 func (s *State) Status() StatusView {
 	v := StatusView{
 		SessionID:       s.ID,
+		Host:            s.Host,
 		Deleted:         s.Deleted,
 		Pending:         len(s.Pending),
 		Extracting:      s.Extracting,

@@ -74,6 +74,7 @@ type Stream struct {
 	started bool
 
 	connects atomic.Int64
+	up       atomic.Bool // a subscription is confirmed and running
 }
 
 // NewStream validates o and returns a Stream that has not started.
@@ -144,6 +145,10 @@ func (s *Stream) Stop() {
 // subscription, for status reports.
 func (s *Stream) Connects() int64 { return s.connects.Load() }
 
+// Up reports whether a subscription is confirmed and running now: false
+// before the first connect, while reconnecting, and after Stop.
+func (s *Stream) Up() bool { return s.up.Load() }
+
 func (s *Stream) run() {
 	defer close(s.done)
 	failures := 0
@@ -173,6 +178,7 @@ func (s *Stream) run() {
 func (s *Stream) connectOnce() (delivered bool, err error) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
+	defer s.up.Store(false)
 	limit := staleAfter * s.o.HeartbeatPeriod
 	var stale atomic.Bool
 	watchdog := time.AfterFunc(limit, func() {
@@ -192,6 +198,7 @@ func (s *Stream) connectOnce() (delivered bool, err error) {
 			// it, the first message it does send stands in for it.
 			confirmed = true
 			s.connects.Add(1)
+			s.up.Store(true)
 			if s.o.OnConnect != nil {
 				watchdog.Stop()
 				s.o.OnConnect(ctx)

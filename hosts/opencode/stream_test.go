@@ -246,7 +246,13 @@ func TestStreamReconnectsAfterServerCloses(t *testing.T) {
 	if s.Connects() != 2 {
 		t.Errorf("Connects() = %d", s.Connects())
 	}
+	if !s.Up() {
+		t.Error("Up() is false on a running subscription")
+	}
 	s.Stop()
+	if s.Up() {
+		t.Error("Up() is true after Stop")
+	}
 	n := len(rec.list())
 	if served.Load() != 2 {
 		t.Errorf("server saw %d connections, want 2", served.Load())
@@ -360,6 +366,9 @@ func TestStreamBacksOffWhileServerFails(t *testing.T) {
 	s := newTestStream(t, newTestClient(t, f, nil), rec, nil)
 	s.Start()
 	eventually(t, "several attempts", func() bool { return served.Load() >= 4 })
+	if s.Up() {
+		t.Error("Up() is true without a subscription")
+	}
 	s.Stop()
 	if got := rec.list(); len(got) != 0 {
 		t.Fatalf("OnConnect or Handler ran without a stream: %q", got)
