@@ -79,13 +79,13 @@ func (d *sessionDirectory) family(session string) string {
 // link durably records that child belongs to parent's family and returns
 // that family.
 func (d *sessionDirectory) link(child, parent string) (string, error) {
+	if fam, ok := d.linked(child, parent); ok {
+		return fam, nil // every event of a known child: no writer lock
+	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	fam := d.family(parent)
-	d.mu.RLock()
-	cur, ok := d.parents[child]
-	d.mu.RUnlock()
-	if ok && cur == fam {
+	fam, ok := d.linked(child, parent)
+	if ok {
 		return fam, nil
 	}
 	if err := d.rows.Put(tableParents, child, []byte(fam)); err != nil {
@@ -95,6 +95,15 @@ func (d *sessionDirectory) link(child, parent string) (string, error) {
 	d.parents[child] = fam
 	d.mu.Unlock()
 	return fam, nil
+}
+
+// linked returns parent's family and whether child is linked to it.
+func (d *sessionDirectory) linked(child, parent string) (string, bool) {
+	fam := d.family(parent)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	cur, ok := d.parents[child]
+	return fam, ok && cur == fam
 }
 
 // hostOf returns the host recorded for a family ("" when none is).
@@ -124,15 +133,17 @@ func (d *sessionDirectory) adoptDirectory(family, dir string) error {
 func always(string) bool { return true }
 
 func (d *sessionDirectory) set(table string, m map[string]string, family, v string, replace func(cur string) bool) error {
-	if v == "" {
-		return nil
+	read := func() string {
+		d.mu.RLock()
+		defer d.mu.RUnlock()
+		return m[family]
+	}
+	if v == "" || read() == v {
+		return nil // most events name what is recorded: no writer lock
 	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	d.mu.RLock()
-	cur := m[family]
-	d.mu.RUnlock()
-	if cur == v || !replace(cur) {
+	if cur := read(); cur == v || !replace(cur) {
 		return nil
 	}
 	if err := d.rows.Put(table, family, []byte(v)); err != nil {
