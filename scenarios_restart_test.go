@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/thatch-run/thatch"
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/session"
 	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/messages"
@@ -294,15 +293,12 @@ var _ = Describe("After a restart", func() {
 		var moved *fakeHost
 		BeforeAll(func() {
 			w = withParent(2)
-			g := w.host.Block(mCreate, false)
-			w.idle("ses_p")
-			Eventually(g.entered).Should(BeClosed())
-			w.stop() // the blocked create ends with the runtime
+			w.idleBlocked("ses_p", mCreate, false)
 			moved = newFakeHost()
 			moved.AddSession(opencode.Session{ID: "ses_p", Directory: "/src/project"})
 			moved.AddSession(opencode.Session{ID: "ses_other", Directory: "/src/project"})
-			w.clock = actors.NewFakeClock(w.clock.Now())
-			w.start2(map[string]thatch.HostInfo{"moved": {Client: moved, API: "v1"}})
+			// The blocked create ends with the runtime.
+			w.restartWith(map[string]thatch.HostInfo{"moved": {Client: moved, API: "v1"}})
 			// The new host's first reconcile cannot know the family yet.
 			Expect(w.rt.ReconcileHost(context.Background(), "moved")).To(Succeed())
 		})
@@ -325,9 +321,7 @@ var _ = Describe("After a restart", func() {
 		// every stream event arrives twice, once per name.
 		w := newWorld()
 		twin := newFakeHost()
-		w.stop()
-		w.clock = actors.NewFakeClock(w.clock.Now())
-		w.start2(map[string]thatch.HostInfo{hostName: {Client: w.host, API: "v1"}, "twin": {Client: twin, API: "v1"}})
+		w.restartWith(map[string]thatch.HostInfo{hostName: {Client: w.host, API: "v1"}, "twin": {Client: twin, API: "v1"}})
 		w.parentCreated("ses_p")
 		w.deliver(&messages.SessionCreated{Host: "twin", SessionID: "ses_p", Title: "a parent", Directory: "/src/project"})
 		w.tools("ses_p", "a", 2)
@@ -344,9 +338,7 @@ var _ = Describe("After a restart", func() {
 			var w *world
 			BeforeAll(func() {
 				w = withParent(3)
-				g := w.host.Block(mCreate, false)
-				w.idle("ses_p")
-				Eventually(g.entered).Should(BeClosed())
+				w.idleBlocked("ses_p", mCreate, false)
 				v := w.view("ses_p")
 				Expect(v.Extracting).To(BeTrue(), "the decision to extract is journaled")
 				Expect(v.ExtractionChild).To(BeEmpty())
@@ -376,9 +368,7 @@ var _ = Describe("After a restart", func() {
 			var x string
 			BeforeAll(func() {
 				w = withParent(3)
-				g := w.host.Block(mCreate, true)
-				w.idle("ses_p")
-				Eventually(g.entered).Should(BeClosed())
+				w.idleBlocked("ses_p", mCreate, true)
 				kids := w.host.Children("ses_p", session.ExtractionTitle)
 				Expect(kids).To(HaveLen(1))
 				x = kids[0]
@@ -421,9 +411,7 @@ var _ = Describe("After a restart", func() {
 			var x string
 			BeforeAll(func() {
 				w = withParent(3)
-				g := w.host.Block(mAsync, false)
-				w.idle("ses_p")
-				Eventually(g.entered).Should(BeClosed())
+				w.idleBlocked("ses_p", mAsync, false)
 				x = w.createsFor("ses_p")[0].Session
 				w.childCreated(x, "ses_p", session.ExtractionTitle)
 				Expect(w.view("ses_p").ExtractionChild).To(Equal(x))
@@ -454,9 +442,7 @@ var _ = Describe("After a restart", func() {
 				Expect(w.rt.Store().Rows().Put(tableChatDirectory, "ses_p", []byte("chat"))).To(Succeed())
 				w.command("ses_p", "/thatch/exit")
 				w.host.SetFinalText("ses_p", "THATCH_EXIT_READY")
-				g := w.host.Block(mMsgs, false)
-				w.idle("ses_p")
-				Eventually(g.entered).Should(BeClosed())
+				w.idleBlocked("ses_p", mMsgs, false)
 				Expect(w.view("ses_p").WrapUp.Checking).To(BeTrue())
 				w.restart()
 				w.reconcile(false) // the host reconnects
@@ -477,9 +463,7 @@ var _ = Describe("After a restart", func() {
 				w = withParent(2)
 				w.command("ses_p", "/thatch/compact")
 				w.host.SetFinalText("ses_p", "THATCH_COMPACT_READY")
-				g := w.host.Block(mExecTUI, false)
-				w.idle("ses_p")
-				Eventually(g.entered).Should(BeClosed())
+				w.idleBlocked("ses_p", mExecTUI, false)
 				Expect(w.view("ses_p").Compacting).To(BeTrue())
 				w.restart()
 			})

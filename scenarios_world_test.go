@@ -46,7 +46,6 @@ type world struct {
 	http     *http.Client
 }
 
-// newWorld starts a runtime on a fresh data directory.
 // withParent is a new world whose parent ses_p is created and buffered n
 // tool calls, a-1..a-n.
 func withParent(n int) *world {
@@ -66,6 +65,7 @@ func (w *world) fetchingExtraction(n int) string {
 	return x
 }
 
+// newWorld starts a runtime on a fresh data directory.
 func newWorld() *world {
 	w := &world{dir: GinkgoT().TempDir(), host: newFakeHost(), http: &http.Client{Timeout: 30 * time.Second}}
 	w.clock = actors.NewFakeClock(epoch)
@@ -123,9 +123,26 @@ func (w *world) stop() {
 // survive a restart).
 func (w *world) restart() {
 	GinkgoHelper()
+	w.restartWith(map[string]thatch.HostInfo{hostName: {Client: w.host, API: "v1"}})
+}
+
+// restartWith is restart with the hosts given.
+func (w *world) restartWith(hosts map[string]thatch.HostInfo) {
+	GinkgoHelper()
 	w.stop()
 	w.clock = actors.NewFakeClock(w.clock.Now())
-	w.start()
+	w.start2(hosts)
+}
+
+// idleBlocked delivers session's idle while the host holds the call of
+// method (before it takes effect, or after when after is set), and returns
+// once the call is held: a crash now falls between journal and host call.
+func (w *world) idleBlocked(session, method string, after bool) *gate {
+	GinkgoHelper()
+	g := w.host.Block(method, after)
+	w.idle(session)
+	Eventually(g.entered).Should(BeClosed())
+	return g
 }
 
 // Host events, delivered as the host's event stream would. Each returns

@@ -106,9 +106,7 @@ var _ = Describe("Wrap-up commands", func() {
 			// host and stops thatch there; the blocked call dies with it.
 			greenlitThenStop := func() {
 				w.host.SetFinalText("ses_p", "All done.\nTHATCH_EXIT_READY")
-				g := w.host.Block(mPubTUI, false)
-				w.idle("ses_p")
-				Eventually(g.entered).Should(BeClosed())
+				w.idleBlocked("ses_p", mPubTUI, false)
 				Expect(w.view("ses_p").ExitingSince).NotTo(BeNil(), "the greenlit exit is journaled before its effects")
 				Expect(registered()).To(BeFalse(), "the chat is unregistered before the close is attempted")
 				w.stop()
