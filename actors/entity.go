@@ -16,16 +16,13 @@ import (
 // *persistence.Journal implements it; tests may wrap it to inject faults.
 type Journal interface {
 	Append(id Identity, first uint64, events [][]byte, mark persistence.ActiveMark) error
+	// AppendAsync appends without holding a goroutine per append and calls
+	// done once the events are durable (or failed).
+	AppendAsync(id Identity, first uint64, events [][]byte, mark persistence.ActiveMark, done func(error))
 	HighestSeq(id Identity) (uint64, error)
 	Replay(id Identity, from, to, max uint64, fn func(seq uint64, ev []byte) error) error
 	LoadSnapshot(id Identity, maxSeq uint64) (persistence.Snapshot, bool, error)
 	Compact(id Identity, seq uint64, data []byte) error
-}
-
-// asyncJournal is implemented by journals that can append without holding
-// a goroutine per append (*persistence.Journal does).
-type asyncJournal interface {
-	AppendAsync(id Identity, first uint64, events [][]byte, mark persistence.ActiveMark, done func(error))
 }
 
 // Env is what every entity of one runtime shares.
@@ -396,16 +393,11 @@ func (e *entity[S]) flush(ctx actor.Context) {
 	first := e.durable + 1
 	done := make(chan struct{})
 	e.flyDone = done
-	self, root, j, id := ctx.Self(), ctx.ActorSystem().Root, e.env.Journal, e.id
-	landed := func(err error) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	e.env.Journal.AppendAsync(e.id, first, events, mark, func(err error) {
 		close(done)
 		root.Send(self, &appendDone{err: err})
-	}
-	if aj, ok := j.(asyncJournal); ok {
-		aj.AppendAsync(id, first, events, mark, landed)
-		return
-	}
-	go func() { landed(j.Append(id, first, events, mark)) }()
+	})
 }
 
 // nextMark is the index mark for the next append: the entity's Active as of

@@ -35,7 +35,6 @@ type committer struct {
 
 type commitGroup struct {
 	b   *pebble.Batch
-	n   int
 	err error
 	// cbs are the adds' callbacks, called in order once the group is
 	// durable (or failed).
@@ -81,7 +80,6 @@ func (c *committer) enqueue(fill func(b *pebble.Batch) error, cb func(error)) er
 		// group rather than make part of one append durable.
 		g.err = fmt.Errorf("persistence: build batch: %w", err)
 	}
-	g.n++
 	g.cbs = append(g.cbs, cb)
 	c.mu.Unlock()
 	select {
@@ -109,7 +107,7 @@ func (c *committer) flushAll() {
 	for {
 		c.mu.Lock()
 		g := c.cur
-		if g == nil || g.n == 0 {
+		if g == nil || len(g.cbs) == 0 {
 			c.mu.Unlock()
 			return
 		}

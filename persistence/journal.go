@@ -381,7 +381,7 @@ func (j *Journal) Forget(id Identity) error {
 // Entities calls fn for every entity of the kind (every kind when kind is
 // "") that has ever appended and was not forgotten, with its highest seq.
 func (j *Journal) Entities(kind string, fn func(id Identity, highest uint64) error) error {
-	return j.scanIndex(prefixHighest, kind, func(id Identity, _ []byte) error {
+	return j.scanIndex(prefixHighest, kind, func(id Identity) error {
 		high, err := j.highest(id)
 		if err != nil {
 			return err
@@ -393,16 +393,16 @@ func (j *Journal) Entities(kind string, fn func(id Identity, highest uint64) err
 // EntityIDs is Entities without the highest sequence numbers: one index
 // scan, for callers that only count or list (status).
 func (j *Journal) EntityIDs(kind string, fn func(id Identity) error) error {
-	return j.scanIndex(prefixHighest, kind, func(id Identity, _ []byte) error { return fn(id) })
+	return j.scanIndex(prefixHighest, kind, func(id Identity) error { return fn(id) })
 }
 
 // Active calls fn for every entity of the kind (every kind when kind is "")
 // whose last append carried MarkActive.
 func (j *Journal) Active(kind string, fn func(id Identity) error) error {
-	return j.scanIndex(prefixActive, kind, func(id Identity, _ []byte) error { return fn(id) })
+	return j.scanIndex(prefixActive, kind, fn)
 }
 
-func (j *Journal) scanIndex(p byte, kind string, fn func(Identity, []byte) error) error {
+func (j *Journal) scanIndex(p byte, kind string, fn func(Identity) error) error {
 	if err := j.s.check(); err != nil {
 		return err
 	}
@@ -423,7 +423,7 @@ func (j *Journal) scanIndex(p byte, kind string, fn func(Identity, []byte) error
 		if !ok {
 			return fmt.Errorf("persistence: corrupt index key %q", it.Key())
 		}
-		if err := fn(id, it.Value()); err != nil {
+		if err := fn(id); err != nil {
 			return err
 		}
 	}
