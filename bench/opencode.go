@@ -28,6 +28,7 @@ import (
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/e2e/fakemodel"
 	"github.com/thatch-run/thatch/e2e/ocenv"
+	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/hosts/opencode/install"
 	"github.com/thatch-run/thatch/hosts/opencode/plugin"
 	"github.com/thatch-run/thatch/persistence/memory"
@@ -662,14 +663,7 @@ func (s *ocServer) createSession() (string, error) {
 func (s *ocServer) waitUserText(id, text string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		var msgs []struct {
-			Info struct {
-				Role string `json:"role"`
-			} `json:"info"`
-			Parts []struct {
-				Text string `json:"text"`
-			} `json:"parts"`
-		}
+		var msgs []opencode.Message
 		if err := s.call("GET", "/session/"+id+"/message", nil, &msgs); err == nil {
 			for _, m := range msgs {
 				for _, p := range m.Parts {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/thatch-run/thatch/e2e/fakemodel"
 	"github.com/thatch-run/thatch/e2e/ocenv"
+	"github.com/thatch-run/thatch/hosts/opencode"
 )
 
 // OpenCode is one `opencode serve` of a World, with a recorder of its
@@ -334,33 +335,14 @@ func (oc *OpenCode) LastUserText(id string) string {
 	return text
 }
 
-// lastText joins the text parts of session id's last message of role.
+// lastText is the text of session id's last message of role, read the way
+// thatch reads the final assistant text.
 func (oc *OpenCode) lastText(id, role string) (string, error) {
-	var msgs []struct {
-		Info struct {
-			Role string `json:"role"`
-		} `json:"info"`
-		Parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"parts"`
-	}
+	var msgs []opencode.Message
 	if err := oc.call("GET", "/session/"+id+"/message", nil, &msgs); err != nil {
 		return "", err
 	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Info.Role != role {
-			continue
-		}
-		var b strings.Builder
-		for _, p := range msgs[i].Parts {
-			if p.Type == "text" {
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String(), nil
-	}
-	return "", nil
+	return opencode.LastText(msgs, role), nil
 }
 
 // withEnv returns base with the KEY=value entries of extra replacing those

@@ -363,9 +363,13 @@ type Part struct {
 // FinalAssistantText returns the text parts of the last assistant message
 // in msgs, joined with "\n", or "" when there is no assistant message.
 // Ignored parts are left out; synthetic ones are kept.
-func FinalAssistantText(msgs []Message) string {
+func FinalAssistantText(msgs []Message) string { return LastText(msgs, "assistant") }
+
+// LastText joins, one per line, the text parts (ignored ones left out) of
+// the last message of role in msgs; "" when there is none.
+func LastText(msgs []Message, role string) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Info.Role != "assistant" {
+		if msgs[i].Info.Role != role {
 			continue
 		}
 		var texts []string
