@@ -292,7 +292,6 @@ func journalOnly(c *Config, n int, dur time.Duration) (loadResult, int, error) {
 // idleResult is the outcome of the idle -> create-child measurement.
 type idleResult struct {
 	lats       []time.Duration // sorted
-	elapsed    time.Duration
 	background loadResult
 	// probe are the latencies of a small fsync'd Append made every
 	// probeEvery on the same store, under the same background, right after
@@ -375,8 +374,9 @@ func (r *sessionRig) idleLatency(n, producers int, gap, dur time.Duration) (idle
 	// The background load runs for the idles' whole window and the probe
 	// after them, with room to spare.
 	type bgOut struct {
-		res loadResult
-		err error
+		res   loadResult
+		err   error
+		ended time.Time
 	}
 	bg := make(chan bgOut, 1)
 	warm, probeFor := dur/4, max(time.Second, dur/2)
@@ -384,7 +384,7 @@ func (r *sessionRig) idleLatency(n, producers int, gap, dur time.Duration) (idle
 		window := warm + 2*time.Duration(n)*gap + probeFor + time.Second
 		go func() {
 			res, err := r.ackLoad(producers, window)
-			bg <- bgOut{res, err}
+			bg <- bgOut{res, err, time.Now()}
 		}()
 		time.Sleep(warm) // measure under steady load
 	} else {
@@ -422,16 +422,20 @@ func (r *sessionRig) idleLatency(n, producers int, gap, dur time.Duration) (idle
 			err = fmt.Errorf("bench: %d of %d idles produced no create-child effect: %w", n-len(lats), n, err)
 		}
 	}
-	elapsed := time.Since(start)
 	var probe []time.Duration
 	if err == nil {
 		stop := make(chan struct{})
 		time.AfterFunc(probeFor, func() { close(stop) })
 		probe, err = probeJournal(r.st.Journal(), stop)
 	}
+	probed := time.Now()
 	out := <-bg
 	if err == nil {
 		err = out.err
+	}
+	if err == nil && producers > 0 && out.ended.Before(probed) {
+		// The records say the idles and the probe ran under this load.
+		err = fmt.Errorf("bench: the background load ended %v before the journal probe did; its window is too short", probed.Sub(out.ended).Round(time.Millisecond))
 	}
 	if err == nil && extra.Load() > 0 {
 		err = fmt.Errorf("bench: %d create-child effects without an idle", extra.Load())
@@ -439,7 +443,7 @@ func (r *sessionRig) idleLatency(n, producers int, gap, dur time.Duration) (idle
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(lats)
-	return idleResult{lats: lats, elapsed: elapsed, background: out.res, probe: probe}, err
+	return idleResult{lats: lats, background: out.res, probe: probe}, err
 }
 
 // waitFor polls cond until it holds or timeout passes.

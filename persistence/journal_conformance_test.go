@@ -126,6 +126,14 @@ func TestCompactEverythingKeepsTheNumbering(t *testing.T) {
 	if h := mustHighest(t, j, idA); h != 5 {
 		t.Fatalf("highest after deleting the only snapshot: %d, want 5", h)
 	}
+	// The next append goes on from it.
+	mustAppend(t, j, idA, 6, 1, MarkUnchanged)
+	if h := mustHighest(t, j, idA); h != 6 {
+		t.Fatalf("highest after appending 6: %d", h)
+	}
+	if got := replay(t, j, idA, 0, math.MaxUint64, NoLimit); !slices.Equal(seqsOf(got), []uint64{6}) {
+		t.Fatalf("events after the append: %v", seqsOf(got))
+	}
 	// Compact on an unknown entity at 0 (a rapid finding) lists nothing.
 	if err := j.Compact(idB, 0, []byte("empty")); err != nil {
 		t.Fatal(err)
@@ -133,8 +141,8 @@ func TestCompactEverythingKeepsTheNumbering(t *testing.T) {
 	if h := mustHighest(t, j, idB); h != 0 {
 		t.Fatalf("compact at 0 of an unknown entity: highest %d", h)
 	}
-	if _, listed := entities(t, j, idB.Kind)[idB]; listed {
-		ids := entities(t, j, idB.Kind)
+	ids := entities(t, j, idB.Kind)
+	if _, listed := ids[idB]; listed {
 		t.Fatalf("compact at 0 listed an unknown entity: %v", ids)
 	}
 }
