@@ -1,65 +1,104 @@
 package thatch
 
 import (
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
-	"strconv"
+	"os/exec"
 	"strings"
 	"testing"
 )
 
-// TestImportBoundaries turns the package rules of DESIGN.md into a failing
-// test: each listed folder may not import the named packages (directly, in
-// non-test files).
+// TestImportBoundaries turns the package rules of ARCHITECTURE.md into a
+// failing test. It checks the whole dependency closure of every package
+// (go list -deps), not only its direct imports: a decision core that
+// reaches Pebble through a helper package breaks the rule as surely as
+// one that imports it.
 func TestImportBoundaries(t *testing.T) {
-	const mod = "github.com/thatch-run/thatch/"
+	const mod = "github.com/thatch-run/thatch"
+	const (
+		pebble     = "github.com/cockroachdb/pebble"
+		protoactor = "github.com/asynkron/protoactor-go"
+		nethttp    = "net/http"
+	)
+	// Each rule: the packages it covers (a folder and everything under
+	// it, "" for the module root alone) and what their closure may not
+	// hold. A forbidden entry ending in "/..." covers a tree.
 	rules := []struct {
-		dir       string
+		pkgs      string
 		forbidden []string
 	}{
-		{"messages", []string{mod, "github.com/cockroachdb/pebble", "net/http", "github.com/asynkron/protoactor-go"}},
-		{"actors", []string{"net/http", "github.com/cockroachdb/pebble", mod + "hosts", mod + "im", mod + "supervisor", mod + "config"}},
-		{"persistence", []string{mod + "actors", mod + "supervisor", mod + "hosts", mod + "im", "github.com/asynkron/protoactor-go"}},
-		{"supervisor", []string{mod + "hosts", mod + "im", "net/http"}},
-		{"hosts", []string{mod + "actors", mod + "supervisor", mod + "persistence", "github.com/cockroachdb/pebble"}},
-		{"im", []string{mod + "actors", mod + "supervisor", mod + "persistence", "github.com/cockroachdb/pebble"}},
-		{"config", []string{mod, "github.com/cockroachdb/pebble", "github.com/asynkron/protoactor-go", "net/http"}},
+		// The shared vocabulary: nothing of ours, no storage, no wire.
+		{"messages/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/im/...", mod + "/config/...", pebble, protoactor, nethttp}},
+		// The decision cores: pure, so no storage, no actors runtime, no wire.
+		{"actors/...", []string{mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/im/...", mod + "/config/...", pebble, protoactor, nethttp}},
+		// Storage knows no actors and no front end.
+		{"persistence/...", []string{mod + "/actors/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/im/...", protoactor}},
+		// The runtime knows no front end.
+		{"supervisor/...", []string{mod + "/hosts/...", mod + "/im/...", mod + "/config/..."}},
+		// Protocol adapters translate wire traffic into messages and decide
+		// nothing: no actors, no storage.
+		{"hosts/opencode", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", pebble, protoactor}},
+		{"hosts/control", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor}},
+		// A front end never reaches another.
+		{"hosts/opencode/front/...", []string{mod + "/im/..."}},
+		{"im/...", []string{mod + "/hosts/...", pebble}},
+		{"config/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor, nethttp}},
+		// The root composes front ends it is given: it holds none itself.
+		{"", []string{mod + "/hosts/opencode", mod + "/hosts/opencode/...", mod + "/actors/ocfamily", mod + "/im/..."}},
 	}
 	checked := 0
 	for _, r := range rules {
-		err := filepath.WalkDir(r.dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
+		pattern := "./" + r.pkgs
+		out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{join .Deps \" \"}}", pattern).Output()
+		if err != nil {
+			if ee, ok := err.(*exec.ExitError); ok && strings.Contains(string(ee.Stderr), "matched no packages") {
+				continue
 			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-			if err != nil {
-				return err
-			}
+			t.Fatalf("go list %s: %v", pattern, err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			pkg, deps, _ := strings.Cut(line, "\t")
 			checked++
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
+			for _, dep := range strings.Fields(deps) {
 				for _, bad := range r.forbidden {
-					if p == bad || strings.HasPrefix(p, strings.TrimSuffix(bad, "/")+"/") || (strings.HasSuffix(bad, "/") && strings.HasPrefix(p, bad)) {
-						// messages may import nothing of thatch but itself.
-						if strings.HasPrefix(p, mod+r.dir) {
-							continue
-						}
-						t.Errorf("%s imports %s, which %s/ must not import (DESIGN.md, package boundaries)", path, p, r.dir)
+					if covers(bad, dep) && dep != pkg {
+						t.Errorf("%s depends on %s, which %s may not (ARCHITECTURE.md, package boundaries)", pkg, dep, ruleName(r.pkgs))
 					}
 				}
 			}
-			return nil
-		})
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no files checked")
+	if checked < 10 {
+		t.Fatalf("only %d packages checked", checked)
 	}
+}
+
+// TestDecisionCoresArePure says what the rules above imply for the cores a
+// reviewer cares most about: no Pebble, no protoactor and no net/http
+// anywhere in their closure.
+func TestDecisionCoresArePure(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./actors/...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/cockroachdb/pebble") || strings.HasPrefix(dep, "github.com/asynkron/protoactor-go") || dep == "net/http" {
+			t.Errorf("the decision cores (actors/...) depend on %s", dep)
+		}
+	}
+	if !strings.Contains(string(out), "github.com/thatch-run/thatch/actors/ocfamily") {
+		t.Fatal("go list did not list the opencode family core")
+	}
+}
+
+func covers(rule, pkg string) bool {
+	if base, ok := strings.CutSuffix(rule, "/..."); ok {
+		return pkg == base || strings.HasPrefix(pkg, base+"/")
+	}
+	return pkg == rule || strings.HasPrefix(pkg, rule+"/")
+}
+
+func ruleName(pkgs string) string {
+	if pkgs == "" {
+		return "the root package"
+	}
+	return pkgs
 }

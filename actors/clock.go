@@ -16,8 +16,10 @@ func (RealClock) Now() time.Time { return time.Now() }
 func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 // FakeClock is a manual clock for tests: time moves only when Advance is
-// called, and due timers fire (in their own goroutines, like the real ones)
-// during Advance.
+// called, and due timers fire during Advance, before it returns, so that a
+// test that advances and then waits for quiescence cannot miss what the
+// timers started. A timer function must therefore not block (entity timers
+// only send a message).
 type FakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -81,7 +83,7 @@ func (c *FakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
 	for _, t := range due {
-		go t.f()
+		t.f()
 	}
 }
 

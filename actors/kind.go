@@ -3,11 +3,11 @@ package actors
 import (
 	"time"
 
-	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/messages"
 )
 
-// Identity names an entity; it is the persistence identity.
-type Identity = persistence.Identity
+// Identity names an entity (see messages.Identity).
+type Identity = messages.Identity
 
 // Decision is what a kind's pure Decide returns for one message. The entity
 // runtime applies it in this order:
@@ -27,6 +27,12 @@ type Decision struct {
 	Effects []any
 	// Reply to the sender (a requester's future). Default: no reply.
 	Reply any
+	// Unhandled marks a message of a type the kind does not handle at all
+	// (protoactor would drop a value sent where a pointer is expected
+	// without a word). The runtime logs and counts it, and a requester
+	// gets a rejection, never an acknowledgement. Events and effects must
+	// be empty. Default: false.
+	Unhandled bool
 }
 
 // Kind is one entity kind: its name and its pure decision core. Decide and
@@ -113,4 +119,10 @@ type Clock interface {
 // Timer is a pending AfterFunc.
 type Timer interface {
 	Stop() bool
+}
+
+// Viewer is implemented by kinds that can show their state to a person
+// (`thatch status`). View must not change s.
+type Viewer[S any] interface {
+	View(s *S) any
 }

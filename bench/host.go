@@ -16,7 +16,9 @@ import (
 
 	"github.com/thatch-run/thatch"
 	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/hosts/opencode/front"
 	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
 func init() {
@@ -118,7 +120,8 @@ func benchHost(c *Config) ([]Record, error) {
 	cfg.Control.TokenFile = filepath.Join(dir, "control.token")
 	cfg.Control.StateFile = filepath.Join(dir, "control.json")
 	cfg.OpenCode.Servers = []config.Server{{Name: "bench", URL: "http://" + ln.Addr().String(), API: config.APIV1, Username: "opencode"}}
-	rt, err := thatch.New(cfg, thatch.Options{Logger: hclog.NewNullLogger()})
+	oc := front.New(cfg, front.Options{})
+	rt, err := thatch.New(cfg, thatch.Options{Logger: hclog.NewNullLogger(), FrontEnds: []frontend.FrontEnd{oc}})
 	if err != nil {
 		return nil, err
 	}
@@ -133,10 +136,10 @@ func benchHost(c *Config) ([]Record, error) {
 	for i := range parents {
 		id := fmt.Sprintf("ses_bench_%05d", i)
 		parents[i] = id
-		if err := rt.DeliverHostEvent(&messages.SessionCreated{Host: "bench", SessionID: id, Title: "bench"}); err != nil {
+		if err := oc.DeliverHostEvent(&messages.SessionCreated{Host: "bench", SessionID: id, Title: "bench"}); err != nil {
 			return nil, err
 		}
-		if err := rt.DeliverHostEvent(&messages.ToolExecuted{Host: "bench", Interaction: messages.Interaction{
+		if err := oc.DeliverHostEvent(&messages.ToolExecuted{Host: "bench", Interaction: messages.Interaction{
 			ID: "c1", SessionID: id, Tool: "bash", Args: json.RawMessage(`{"command":"make test"}`), Output: "ok"}}); err != nil {
 			return nil, err
 		}

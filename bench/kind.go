@@ -10,6 +10,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/supervisor"
 )
 
 // The benchmark entity is a stand-in for a session family: its state keeps a
@@ -139,8 +140,8 @@ func ident(id string) persistence.Identity {
 
 // benchEnv is the entity environment of every benchmark tree: the daemon's
 // default snapshot and passivation settings, no logging.
-func benchEnv() actors.Env {
-	return actors.Env{
+func benchEnv() supervisor.Env {
+	return supervisor.Env{
 		Clock:          actors.RealClock{},
 		Logger:         hclog.NewNullLogger(),
 		SnapshotEvery:  snapshotEvery,

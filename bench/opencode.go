@@ -29,9 +29,11 @@ import (
 	"github.com/thatch-run/thatch/e2e/fakemodel"
 	"github.com/thatch-run/thatch/e2e/ocenv"
 	"github.com/thatch-run/thatch/hosts/opencode"
+	"github.com/thatch-run/thatch/hosts/opencode/front"
 	"github.com/thatch-run/thatch/hosts/opencode/install"
 	"github.com/thatch-run/thatch/hosts/opencode/plugin"
 	"github.com/thatch-run/thatch/persistence/memory"
+	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
 func init() {
@@ -207,7 +209,7 @@ func benchOpenCode(c *Config) ([]Record, error) {
 	}
 	logs := &ocLog{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Debug, Output: logs})
-	rt, err := thatch.New(cfg, thatch.Options{Logger: logger})
+	rt, err := thatch.New(cfg, thatch.Options{Logger: logger, FrontEnds: []frontend.FrontEnd{front.New(cfg, front.Options{})}})
 	if err != nil {
 		return nil, err
 	}

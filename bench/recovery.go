@@ -15,7 +15,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
@@ -259,7 +258,7 @@ func startTree(st *persistence.Store) (*liveTree, error) {
 		System:  sys,
 		Journal: st.Journal(),
 		Env:     benchEnv(),
-		Kinds:   []actors.Spec{actors.Entity[entityState](benchEntity{})},
+		Kinds:   []supervisor.Spec{supervisor.Entity[entityState](benchEntity{})},
 	})
 	if err != nil {
 		sys.Shutdown()

@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
-	"github.com/thatch-run/thatch/actors/session"
+	"github.com/thatch-run/thatch/actors/ocfamily"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
@@ -106,7 +106,7 @@ func startSessionRig(dir string, o persistence.Options) (*sessionRig, error) {
 	r := &sessionRig{st: st, exec: &sessionExecutor{}, index: map[string]int{}, sent: make([]atomic.Int64, sessionParents)}
 	for i := range sessionParents {
 		id := fmt.Sprintf("ses_bench_parent_%04d", i)
-		r.parents = append(r.parents, actors.Identity{Kind: session.KindName, ID: id})
+		r.parents = append(r.parents, actors.Identity{Kind: ocfamily.KindName, ID: id})
 		r.index[id] = i
 	}
 	env := benchEnv()
@@ -116,7 +116,7 @@ func startSessionRig(dir string, o persistence.Options) (*sessionRig, error) {
 		System:  sys,
 		Journal: st.Journal(),
 		Env:     env,
-		Kinds:   []actors.Spec{actors.Entity[session.State](session.New(session.Config{}))},
+		Kinds:   []supervisor.Spec{supervisor.Entity[ocfamily.State](ocfamily.New(ocfamily.Config{}))},
 	})
 	if err != nil {
 		sys.Shutdown()
@@ -153,12 +153,12 @@ func (r *sessionRig) deliver(p int) error {
 }
 
 // ping waits until parent p handled everything sent to it before.
-func (r *sessionRig) ping(p int) (*actors.Pong, error) {
-	res, err := r.a.tree.Request(r.parents[p], &actors.Ping{}, time.Minute)
+func (r *sessionRig) ping(p int) (*supervisor.Pong, error) {
+	res, err := r.a.tree.Request(r.parents[p], &supervisor.Ping{}, time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	pong, ok := res.(*actors.Pong)
+	pong, ok := res.(*supervisor.Pong)
 	if !ok {
 		return nil, fmt.Errorf("bench: %s answered a ping with %T", r.parents[p], res)
 	}
@@ -273,7 +273,7 @@ func journalOnly(c *Config, n int, dur time.Duration) (loadResult, int, error) {
 	ids := make([]persistence.Identity, n)
 	evs := make([][][]byte, n)
 	for w := range ids {
-		ids[w] = persistence.Identity{Kind: session.KindName, ID: fmt.Sprintf("ses_bench_parent_%04d", w)}
+		ids[w] = persistence.Identity{Kind: ocfamily.KindName, ID: fmt.Sprintf("ses_bench_parent_%04d", w)}
 		r.parents[w] = ids[w]
 		in := r.interaction(w).Interaction
 		b, err := messages.Encode(&messages.FamilyInteractionBuffered{SessionID: in.SessionID, Seq: 1000, Interaction: in, Dropped: []uint64{980}})
@@ -515,8 +515,8 @@ func quietIdle(c *Config, dur time.Duration) (Record, error) {
 
 func runSession(c *Config, r *sessionRig, dur time.Duration) ([]Record, error) {
 	var out []Record
-	common := fmt.Sprintf("kind %s (session.New(session.Config{})) under supervisor.Start, snapshot every %d events, on a fresh fsync'd store; %d parents; %d B output + %d B args per interaction; each ToolExecuted journals one event (at 20 pending the oldest is dropped)",
-		session.KindName, snapshotEvery, sessionParents, sessionOutputBytes, len(sessionArgs))
+	common := fmt.Sprintf("kind %s (ocfamily.New(ocfamily.Config{})) under supervisor.Start, snapshot every %d events, on a fresh fsync'd store; %d parents; %d B output + %d B args per interaction; each ToolExecuted journals one event (at 20 pending the oldest is dropped)",
+		ocfamily.KindName, snapshotEvery, sessionParents, sessionOutputBytes, len(sessionArgs))
 
 	for _, n := range []int{sessionProducers, sessionParents} {
 		c.Logf("session: per-message ack, %d producers, %v", n, dur)

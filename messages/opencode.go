@@ -134,32 +134,58 @@ type FamilyReconciled struct {
 
 // Effect results: the executor sends these back to the entity that asked.
 
+// FailReason says why an effect failed, so that a decision can tell a
+// session the host no longer has from a call that timed out. It is empty
+// on success; a result whose Err is set and whose Reason is empty comes
+// from an older journal and counts as FailOther.
+type FailReason string
+
+// The reasons a host call fails.
+const (
+	// FailNotFound: the host answered that the session does not exist.
+	FailNotFound FailReason = "not_found"
+	// FailTimeout: no answer within the request timeout (or the daemon
+	// stopping cancelled the call).
+	FailTimeout FailReason = "timeout"
+	// FailUnreachable: the host is not connected.
+	FailUnreachable FailReason = "unreachable"
+	// FailUnsupported: the host's API cannot do this (opencode's v2
+	// surface has no child sessions).
+	FailUnsupported FailReason = "unsupported"
+	// FailOther: any other failure; Err says what.
+	FailOther FailReason = "other"
+)
+
 // ChildSessionCreated answers CreateChildSession. Err is set on failure.
 type ChildSessionCreated struct {
-	ParentID string `json:"parentID"`
-	ChildID  string `json:"childID,omitempty"`
-	Err      string `json:"err,omitempty"`
+	ParentID string     `json:"parentID"`
+	ChildID  string     `json:"childID,omitempty"`
+	Err      string     `json:"err,omitempty"`
+	Reason   FailReason `json:"reason,omitempty"`
 }
 
 // SessionPrompted answers PromptSession. Err is set on failure.
 type SessionPrompted struct {
-	SessionID string `json:"sessionID"`
-	Err       string `json:"err,omitempty"`
+	SessionID string     `json:"sessionID"`
+	Err       string     `json:"err,omitempty"`
+	Reason    FailReason `json:"reason,omitempty"`
 }
 
 // SessionExitIssued answers ExitSession once the close was sent to the
 // host. Err is set on failure.
 type SessionExitIssued struct {
-	SessionID string `json:"sessionID"`
-	Err       string `json:"err,omitempty"`
+	SessionID string     `json:"sessionID"`
+	Err       string     `json:"err,omitempty"`
+	Reason    FailReason `json:"reason,omitempty"`
 }
 
 // SessionCompactIssued answers CompactSession once the host was asked to
 // compact. Err is set on failure: the family then stops waiting for a
 // session.compacted that will not come.
 type SessionCompactIssued struct {
-	SessionID string `json:"sessionID"`
-	Err       string `json:"err,omitempty"`
+	SessionID string     `json:"sessionID"`
+	Err       string     `json:"err,omitempty"`
+	Reason    FailReason `json:"reason,omitempty"`
 }
 
 // MessagesFetched answers FetchMessages with the text of the final assistant
@@ -167,9 +193,10 @@ type SessionCompactIssued struct {
 type MessagesFetched struct {
 	SessionID string `json:"sessionID"`
 	// Check is FetchMessages.Check, echoed.
-	Check              uint64 `json:"check,omitempty"`
-	FinalAssistantText string `json:"finalAssistantText"`
-	Err                string `json:"err,omitempty"`
+	Check              uint64     `json:"check,omitempty"`
+	FinalAssistantText string     `json:"finalAssistantText"`
+	Err                string     `json:"err,omitempty"`
+	Reason             FailReason `json:"reason,omitempty"`
 }
 
 // Effects: what an opencode session entity asks its host to do.
@@ -254,14 +281,8 @@ type DeletionNoted struct {
 }
 
 // RecordWatcherDeaths records that the session's watchers are gone. It comes
-// before UnregisterChat on exit.
+// before ExitSession on exit.
 type RecordWatcherDeaths struct {
-	SessionID string `json:"sessionID"`
-}
-
-// UnregisterChat removes the session from the chat directory so that other
-// sessions stop addressing it.
-type UnregisterChat struct {
 	SessionID string `json:"sessionID"`
 }
 

@@ -89,7 +89,7 @@ func (j *Journal) AppendAsync(id Identity, first uint64, events [][]byte, mark A
 		done(err)
 		return
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		done(err)
 		return
 	}
@@ -116,7 +116,7 @@ func (j *Journal) HighestSeq(id Identity) (uint64, error) {
 	if err := j.s.check(); err != nil {
 		return 0, err
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		return 0, err
 	}
 	return j.highest(id)
@@ -181,7 +181,7 @@ func (j *Journal) Replay(id Identity, from, to, max uint64, fn func(seq uint64, 
 	if err := j.s.check(); err != nil {
 		return err
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		return err
 	}
 	if from > to || max == 0 {
@@ -223,7 +223,7 @@ func (j *Journal) DeleteUpTo(id Identity, to uint64) error {
 	if err := j.s.check(); err != nil {
 		return err
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		return err
 	}
 	if to == 0 {
@@ -264,7 +264,7 @@ func (j *Journal) SaveSnapshot(id Identity, seq uint64, data []byte) error {
 	if err := j.s.check(); err != nil {
 		return err
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		return err
 	}
 	high, err := j.highest(id)
@@ -298,7 +298,7 @@ func (j *Journal) Compact(id Identity, seq uint64, data []byte) error {
 	if err := j.s.check(); err != nil {
 		return err
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		return err
 	}
 	b := j.s.db.NewBatch()
@@ -317,7 +317,7 @@ func (j *Journal) LoadSnapshot(id Identity, maxSeq uint64) (Snapshot, bool, erro
 	if err := j.s.check(); err != nil {
 		return Snapshot{}, false, err
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		return Snapshot{}, false, err
 	}
 	lower := seqKey(prefixSnapshot, id, 0)
@@ -345,7 +345,7 @@ func (j *Journal) DeleteSnapshotsUpTo(id Identity, to uint64) error {
 	if err := j.s.check(); err != nil {
 		return err
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		return err
 	}
 	if err := j.deleteKeepingHighest(prefixSnapshot, id, to); err != nil {
@@ -361,7 +361,7 @@ func (j *Journal) Forget(id Identity) error {
 	if err := j.s.check(); err != nil {
 		return err
 	}
-	if err := id.Validate(); err != nil {
+	if err := validateIdentity(id); err != nil {
 		return err
 	}
 	b := j.s.db.NewBatch()

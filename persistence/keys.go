@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/thatch-run/thatch/messages"
 )
 
 // Key prefixes. Each kind of record has its own first byte so that scans of
@@ -18,17 +20,11 @@ const (
 	prefixRow      byte = 'r' // r table 0 key -> written-at unix nanos (8) + value
 )
 
-// Identity names one entity: its kind (parent, child, binding, sweeper, ...)
-// and its id within that kind. It is stable across restarts.
-type Identity struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-}
+// Identity names one entity (see messages.Identity).
+type Identity = messages.Identity
 
-func (i Identity) String() string { return i.Kind + "/" + i.ID }
-
-// Validate reports whether the identity can be stored.
-func (i Identity) Validate() error {
+// validateIdentity reports whether the identity can be stored.
+func validateIdentity(i Identity) error {
 	if i.Kind == "" || i.ID == "" || strings.IndexByte(i.Kind, 0) >= 0 || strings.IndexByte(i.ID, 0) >= 0 {
 		return fmt.Errorf("%w: %q", ErrBadIdentity, i.String())
 	}

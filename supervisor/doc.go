@@ -21,7 +21,7 @@
 // entity keeps it across the restart, replays its journal, and handles it
 // again (MaxRedeliveries times, default 1). A message that fails again is a
 // poison message: it is dropped, logged, recorded in the tree's last errors,
-// and a requester gets *actors.Rejected instead of waiting for a timeout.
+// and a requester gets *Rejected instead of waiting for a timeout.
 //
 // # Imports
 //

@@ -1,13 +1,16 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
@@ -31,9 +34,9 @@ type Options struct {
 	Journal *persistence.Journal
 	// Env is shared by every entity. Its Journal defaults to Journal and its
 	// Sender is set to the tree.
-	Env actors.Env
+	Env Env
 	// Kinds are the entity kinds the tree supervises.
-	Kinds []actors.Spec
+	Kinds []Spec
 	// Policy is the restart policy.
 	Policy Policy
 	// Logger is the tree's logger. Default: a null logger.
@@ -42,25 +45,43 @@ type Options struct {
 	KeepErrors int
 	// RestartAfter schedules a delayed restart. Default: time.AfterFunc.
 	// Backoff runs on real time even when entities use a fake clock, so a
-	// test that freezes time still sees failed entities come back.
+	// test that freezes time still sees failed entities come back. The
+	// tree stops every pending restart at Stop.
 	RestartAfter func(time.Duration, func())
+	// Effects are the handlers of every effect type the kinds release
+	// (besides the timer and Send effects the entities run themselves),
+	// one per type. The tree runs them on a FIFO per entity and sends each
+	// result back to its entity. Ignored when Env.Executor is set.
+	Effects []Handler
 }
 
 // Tree is a running supervision tree. It implements actors.Sender.
 type Tree struct {
 	sys     *actor.ActorSystem
 	journal *persistence.Journal
-	env     *actors.Env
+	env     *Env
 	log     hclog.Logger
 	root    *actor.PID
 	kinds   map[string]*actor.PID
 	started time.Time
 
 	pool     *poolDispatcher
+	effects  *effects
+	sub      *eventstream.Subscription
 	mu       sync.Mutex
 	errs     []Failure
 	keepErrs int
 	stopped  bool
+	// restarts are the pending delayed restarts, stopped at Stop.
+	restarts map[*time.Timer]struct{}
+	// forgetQ holds journal forgets for the forget worker, which runs them
+	// off the kind supervisors' mailboxes; forgetWake wakes it.
+	forgetQ    []func()
+	forgetWake chan struct{}
+	done       chan struct{}
+	wg         sync.WaitGroup
+	// unknown counts messages an entity's kind did not handle.
+	unknown atomic.Uint64
 }
 
 // Failure is one recorded entity failure.
@@ -76,7 +97,7 @@ type envelope struct {
 	id    string
 	msg   any
 	spawn bool // spawn the entity if needed; deliver nothing
-	// reply, when set, receives the entity's answer (see actors.Call);
+	// reply, when set, receives the entity's answer (see Call);
 	// ack asks for a Pong when msg itself has no reply.
 	reply func(any)
 	ack   bool
@@ -102,10 +123,11 @@ func Start(o Options) (t *Tree, err error) {
 	if o.KeepErrors <= 0 {
 		o.KeepErrors = 20
 	}
-	t = &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, keepErrs: o.KeepErrors, started: time.Now()}
+	t = &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, keepErrs: o.KeepErrors,
+		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{})}
 	defer func() {
-		if err != nil && t.pool != nil {
-			t.pool.stop()
+		if err != nil {
+			t.shutdown(context.Background())
 		}
 	}()
 	env := o.Env
@@ -119,6 +141,16 @@ func Start(o Options) (t *Tree, err error) {
 		env.Logger = o.Logger.Named("entity")
 	}
 	env.Sender = t
+	if env.Executor == nil {
+		t.effects, err = newEffects(o.Logger.Named("effects"), o.Effects)
+		if err != nil {
+			return nil, err
+		}
+		t.effects.send = t.Send
+		env.Executor = t.effects
+	}
+	t.wg.Add(1)
+	go t.runForgets()
 	if env.Dispatcher == nil {
 		t.pool = newPoolDispatcher(0, 300)
 		env.Dispatcher = t.pool
@@ -130,28 +162,35 @@ func Start(o Options) (t *Tree, err error) {
 			prevPoison(id, msg, reason)
 		}
 	}
+	prevUnhandled := env.OnUnhandled
+	env.OnUnhandled = func(id actors.Identity, msg any) {
+		t.unknown.Add(1)
+		if prevUnhandled != nil {
+			prevUnhandled(id, msg)
+		}
+	}
 	t.env = &env
 	// A request that reaches a stopped process (an entity the supervisor
 	// gave up on, before its Terminated was handled, or a kind supervisor
 	// after Stop) becomes a dead letter; its caller is told at once
 	// instead of waiting out its timeout.
-	o.System.EventStream.Subscribe(func(ev any) {
+	t.sub = o.System.EventStream.Subscribe(func(ev any) {
 		dl, ok := ev.(*actor.DeadLetterEvent)
 		if !ok {
 			return
 		}
 		switch m := dl.Message.(type) {
-		case *actors.Call:
-			m.Reply(&actors.Rejected{Reason: "its actor is gone: " + dl.PID.String()})
+		case *Call:
+			m.Reply(&Rejected{Reason: "its actor is gone: " + dl.PID.String()})
 		case *envelope:
 			if m.reply != nil {
-				m.reply(&actors.Rejected{Reason: "the supervision tree is stopped"})
+				m.reply(&Rejected{Reason: "the supervision tree is stopped"})
 			}
 		}
 	})
 	after := o.RestartAfter
 	if after == nil {
-		after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+		after = t.restartAfter
 	}
 	strat := newStrategy(o.Policy, after, t.onFailure)
 
@@ -222,7 +261,7 @@ func (t *Tree) Send(to actors.Identity, msg any) {
 }
 
 // Request delivers msg and waits up to timeout for the entity's reply. A
-// message dropped as poison answers with an error wrapping *actors.Rejected.
+// message dropped as poison answers with an error wrapping *Rejected.
 func (t *Tree) Request(to actors.Identity, msg any, timeout time.Duration) (any, error) {
 	return t.call(to, msg, false, timeout)
 }
@@ -231,21 +270,23 @@ func (t *Tree) Request(to actors.Identity, msg any, timeout time.Duration) (any,
 // answer in time. The message may still be handled later.
 var ErrTimeout = errors.New("no answer in time")
 
-// call sends msg with a reply function (actors.Call) and waits for the
+// call sends msg with a reply function (Call) and waits for the
 // answer.
 func (t *Tree) call(to actors.Identity, msg any, ack bool, timeout time.Duration) (any, error) {
-	wait, err := t.startCall(to, msg, ack)
-	if err != nil {
-		return nil, err
-	}
-	return wait(timeout)
+	return t.callContext(context.Background(), to, msg, ack, timeout)
 }
 
-// startCall sends msg with a reply function and returns the wait for its
-// answer. Unlike a protoactor future, the reply needs no process registry
-// entry: the entity calls the function, which hands the answer over a
-// buffered channel.
-func (t *Tree) startCall(to actors.Identity, msg any, ack bool) (func(time.Duration) (any, error), error) {
+// startCall sends msg with a reply function and returns the channel its
+// answer arrives on. Unlike a protoactor future, the reply needs no process
+// registry entry: the entity calls the function, which hands the answer
+// over a buffered channel.
+func (t *Tree) startCall(to actors.Identity, msg any, ack bool) (<-chan any, error) {
+	t.mu.Lock()
+	stopped := t.stopped
+	t.mu.Unlock()
+	if stopped {
+		return nil, fmt.Errorf("supervisor: request %s: %w", to, &Rejected{Reason: "the supervision tree is stopped"})
+	}
 	pid, ok := t.kinds[to.Kind]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, to.Kind)
@@ -258,20 +299,48 @@ func (t *Tree) startCall(to actors.Identity, msg any, ack bool) (func(time.Durat
 		}
 	}
 	t.sys.Root.Send(pid, &envelope{id: to.ID, msg: msg, reply: reply, ack: ack})
-	return func(timeout time.Duration) (any, error) {
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		var res any
-		select {
-		case res = <-answer:
-		case <-timer.C:
-			return nil, fmt.Errorf("supervisor: request %s: %w after %v", to, ErrTimeout, timeout)
-		}
-		if rej, ok := res.(*actors.Rejected); ok {
-			return nil, fmt.Errorf("supervisor: request %s: %w", to, rej)
-		}
-		return res, nil
-	}, nil
+	return answer, nil
+}
+
+// await waits for the answer of a call to, up to timeout or until ctx ends.
+func (t *Tree) await(ctx context.Context, to actors.Identity, answer <-chan any, timeout time.Duration) (any, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var res any
+	select {
+	case res = <-answer:
+	case <-timer.C:
+		return nil, fmt.Errorf("supervisor: request %s: %w after %v", to, ErrTimeout, timeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("supervisor: request %s: %w", to, ctx.Err())
+	}
+	if rej, ok := res.(*Rejected); ok {
+		return nil, fmt.Errorf("supervisor: request %s: %w", to, rej)
+	}
+	return res, nil
+}
+
+// RequestContext is Request bounded by ctx as well as by timeout: a caller
+// that went away stops waiting (the message may still be handled).
+func (t *Tree) RequestContext(ctx context.Context, to actors.Identity, msg any, timeout time.Duration) (any, error) {
+	return t.callContext(ctx, to, msg, false, timeout)
+}
+
+// DeliverContext is Deliver bounded by ctx as well as by timeout.
+func (t *Tree) DeliverContext(ctx context.Context, to actors.Identity, msg any, timeout time.Duration) error {
+	_, err := t.callContext(ctx, to, msg, true, timeout)
+	return err
+}
+
+func (t *Tree) callContext(ctx context.Context, to actors.Identity, msg any, ack bool, timeout time.Duration) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("supervisor: request %s: %w", to, err)
+	}
+	answer, err := t.startCall(to, msg, ack)
+	if err != nil {
+		return nil, err
+	}
+	return t.await(ctx, to, answer, timeout)
 }
 
 // KindStats describes one kind for status.
@@ -366,16 +435,21 @@ func (t *Tree) WaitIdle(timeout time.Duration) error {
 			return err
 		}
 		deadline := time.Now().Add(timeout)
-		waits := make([]func(time.Duration) (any, error), 0, len(ids))
+		type pending struct {
+			id     actors.Identity
+			answer <-chan any
+		}
+		waits := make([]pending, 0, len(ids))
 		for _, id := range ids {
-			wait, err := t.startCall(actors.Identity{Kind: kind, ID: id}, &actors.Ping{}, false)
+			to := actors.Identity{Kind: kind, ID: id}
+			answer, err := t.startCall(to, &Ping{}, false)
 			if err != nil {
 				return err
 			}
-			waits = append(waits, wait)
+			waits = append(waits, pending{to, answer})
 		}
-		for _, wait := range waits {
-			if _, err := wait(max(time.Until(deadline), time.Millisecond)); err != nil {
+		for _, w := range waits {
+			if _, err := t.await(context.Background(), w.id, w.answer, max(time.Until(deadline), time.Millisecond)); err != nil {
 				return fmt.Errorf("supervisor: wait for %s: %w", kind, err)
 			}
 		}
@@ -391,13 +465,109 @@ func (t *Tree) Stop(timeout time.Duration) error {
 		return ErrStopped
 	}
 	t.stopped = true
+	for tm := range t.restarts {
+		tm.Stop()
+	}
+	t.restarts = nil
 	t.mu.Unlock()
 	err := t.sys.Root.StopFuture(t.root).Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return errors.Join(err, t.shutdown(ctx))
+}
+
+// shutdown ends what the tree runs besides its actors: the effect runners,
+// the forget worker, the dead-letter subscription and the worker pool.
+func (t *Tree) shutdown(ctx context.Context) error {
+	var err error
+	if t.effects != nil {
+		err = t.effects.stop(ctx)
+	}
+	t.mu.Lock()
+	t.stopped = true
+	select {
+	case <-t.done:
+	default:
+		close(t.done)
+	}
+	t.forgetQ = nil
+	t.mu.Unlock()
+	t.wg.Wait()
+	if t.sub != nil {
+		t.sys.EventStream.Unsubscribe(t.sub)
+		t.sub = nil
+	}
 	if t.pool != nil {
 		t.pool.stop()
+		t.pool = nil
 	}
 	return err
 }
+
+// restartAfter runs f after d unless the tree stops first.
+func (t *Tree) restartAfter(d time.Duration, f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(d, func() {
+		t.mu.Lock()
+		_, pending := t.restarts[tm]
+		delete(t.restarts, tm)
+		t.mu.Unlock()
+		if pending {
+			f()
+		}
+	})
+	t.restarts[tm] = struct{}{}
+}
+
+// runForgets deletes journals for ForgetPassive, one at a time, off the
+// kind supervisors' mailboxes: a forget is a synced batch, and every
+// message to every entity of a kind passes its supervisor.
+func (t *Tree) runForgets() {
+	defer t.wg.Done()
+	for {
+		select {
+		case <-t.forgetWake:
+		case <-t.done:
+			return
+		}
+		for {
+			t.mu.Lock()
+			if len(t.forgetQ) == 0 || t.stopped {
+				t.mu.Unlock()
+				break
+			}
+			job := t.forgetQ[0]
+			t.forgetQ = t.forgetQ[1:]
+			t.mu.Unlock()
+			job()
+		}
+	}
+}
+
+// enqueueForget hands a forget to the worker; it reports false after Stop.
+func (t *Tree) enqueueForget(job func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return false
+	}
+	t.forgetQ = append(t.forgetQ, job)
+	select {
+	case t.forgetWake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// UnknownMessages is how many messages entities got that their kind does
+// not handle (a value sent where a pointer was expected, a message for
+// another kind): each was logged and none was acknowledged as handled.
+func (t *Tree) UnknownMessages() uint64 { return t.unknown.Load() }
 
 // rootActor is the top of the tree; kind supervisors are its children.
 type rootActor struct{}
@@ -438,13 +608,23 @@ type stashed struct {
 // on demand, and runs the passivation handoff.
 type kindSupervisor struct {
 	tree     *Tree
-	spec     actors.Spec
+	spec     Spec
 	strategy *strategy
 	done     chan rehydrated
 
 	live     map[string]*actor.PID
 	byPID    map[string]string
 	stopping map[string][]stashed
+	// forgetting holds the messages for entities whose journal the forget
+	// worker is deleting; they are routed (to a fresh entity) once it is.
+	forgetting map[string][]stashed
+}
+
+// forgotten reports the end of a forget the worker ran for a kind.
+type forgotten struct {
+	id    string
+	err   error
+	reply *actor.PID
 }
 
 func (k *kindSupervisor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason any, msg any) {
@@ -455,6 +635,7 @@ func (k *kindSupervisor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		k.live, k.byPID, k.stopping = map[string]*actor.PID{}, map[string]string{}, map[string][]stashed{}
+		k.forgetting = map[string][]stashed{}
 		n, err := k.rehydrate(ctx)
 		if k.done != nil {
 			k.done <- rehydrated{kind: k.spec.KindName(), count: n, err: err}
@@ -462,7 +643,7 @@ func (k *kindSupervisor) Receive(ctx actor.Context) {
 		}
 	case *envelope:
 		k.route(ctx, m, ctx.Sender())
-	case *actors.PassivateRequest:
+	case *PassivateRequest:
 		pid, ok := k.live[m.ID]
 		if !ok {
 			return
@@ -495,26 +676,53 @@ func (k *kindSupervisor) Receive(ctx actor.Context) {
 		}
 		ctx.Respond(&liveAnswer{ids: ids})
 	case *forgetPassive:
-		// Spawns happen on this goroutine too, so no entity can wake
-		// between the check and the forget and rebuild from a journal
-		// half gone.
-		_, live := k.live[m.id]
-		_, stopping := k.stopping[m.id]
-		if live || stopping {
-			ctx.Respond(&forgetAnswer{})
-			return
+		k.forget(ctx, m.id)
+	case *forgotten:
+		held := k.forgetting[m.id]
+		delete(k.forgetting, m.id)
+		ctx.Send(m.reply, &forgetAnswer{forgotten: m.err == nil, err: m.err})
+		for _, s := range held {
+			k.route(ctx, s.env, s.sender)
 		}
-		err := k.tree.journal.Forget(persistence.Identity{Kind: k.spec.KindName(), ID: m.id})
-		ctx.Respond(&forgetAnswer{forgotten: err == nil, err: err})
 	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
 	default:
 		k.tree.log.Warn("kind supervisor got an unexpected message", "kind", k.spec.KindName(), "message", fmt.Sprintf("%T", m))
 	}
 }
 
+// forget deletes the journal of an entity that is not live. Spawns happen
+// on this goroutine, so the check cannot go stale; the delete itself (a
+// synced batch) runs on the tree's forget worker, not here, so that the
+// kind's routing does not wait for it. Messages for the entity wait in
+// forgetting until it is done, so none wakes on a journal half gone.
+func (k *kindSupervisor) forget(ctx actor.Context, id string) {
+	_, live := k.live[id]
+	_, stopping := k.stopping[id]
+	_, busy := k.forgetting[id]
+	if live || stopping || busy {
+		ctx.Respond(&forgetAnswer{})
+		return
+	}
+	reply, self, root := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root
+	ident := persistence.Identity{Kind: k.spec.KindName(), ID: id}
+	job := func() {
+		err := k.tree.journal.Forget(ident)
+		root.Send(self, &forgotten{id: id, err: err, reply: reply})
+	}
+	if !k.tree.enqueueForget(job) {
+		ctx.Respond(&forgetAnswer{err: ErrStopped})
+		return
+	}
+	k.forgetting[id] = nil
+}
+
 func (k *kindSupervisor) route(ctx actor.Context, env *envelope, sender *actor.PID) {
 	if held, ok := k.stopping[env.id]; ok {
 		k.stopping[env.id] = append(held, stashed{env: env, sender: sender})
+		return
+	}
+	if held, ok := k.forgetting[env.id]; ok {
+		k.forgetting[env.id] = append(held, stashed{env: env, sender: sender})
 		return
 	}
 	pid, ok := k.live[env.id]
@@ -523,7 +731,7 @@ func (k *kindSupervisor) route(ctx actor.Context, env *envelope, sender *actor.P
 		pid, err = ctx.SpawnNamed(k.spec.Props(env.id, k.tree.env), env.id)
 		if err != nil {
 			k.tree.log.Error("cannot spawn entity", "kind", k.spec.KindName(), "id", env.id, "error", err)
-			rej := &actors.Rejected{Reason: "spawn failed: " + err.Error()}
+			rej := &Rejected{Reason: "spawn failed: " + err.Error()}
 			switch {
 			case env.reply != nil:
 				env.reply(rej)
@@ -540,7 +748,7 @@ func (k *kindSupervisor) route(ctx actor.Context, env *envelope, sender *actor.P
 	}
 	switch {
 	case env.reply != nil:
-		ctx.Send(pid, &actors.Call{Msg: env.msg, Reply: env.reply, Ack: env.ack})
+		ctx.Send(pid, &Call{Msg: env.msg, Reply: env.reply, Ack: env.ack})
 	case sender != nil:
 		ctx.RequestWithCustomSender(pid, env.msg, sender)
 	default:
@@ -572,3 +780,7 @@ func (t *Tree) Deliver(to actors.Identity, msg any, timeout time.Duration) error
 	_, err := t.call(to, msg, true, timeout)
 	return err
 }
+
+// System is the actor system the tree runs in; whoever made it shuts it
+// down after Stop.
+func (t *Tree) System() *actor.ActorSystem { return t.sys }

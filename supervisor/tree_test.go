@@ -163,9 +163,9 @@ func newFixture(t *testing.T, fs vfs.FS, crashTimes int64, passivate time.Durati
 	f.tree, err = Start(Options{
 		System:  f.sys,
 		Journal: st.Journal(),
-		Env: actors.Env{Journal: f.jr, Clock: f.clock, Executor: f.exec, SnapshotEvery: 5,
+		Env: Env{Journal: f.jr, Clock: f.clock, Executor: f.exec, SnapshotEvery: 5,
 			PassivateAfter: passivate, Logger: hclog.NewNullLogger()},
-		Kinds:  []actors.Spec{actors.Entity[counterState](f.kind)},
+		Kinds:  []Spec{Entity[counterState](f.kind)},
 		Policy: Policy{MaxRestarts: 3, Window: time.Minute, BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond},
 	})
 	if err != nil {
@@ -256,7 +256,7 @@ func TestPoisonMessageIsRejectedNotRetriedForever(t *testing.T) {
 	f := newFixture(t, vfs.NewMem(), 100, 0)
 	defer f.close()
 	_, err := f.req("c", &crashMsg{})
-	var rej *actors.Rejected
+	var rej *Rejected
 	if !errors.As(err, &rej) {
 		t.Fatalf("want Rejected, got %v", err)
 	}
@@ -433,7 +433,7 @@ func TestRequestToAStoppedTreeIsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := f.tree.Request(actors.Identity{Kind: "counter", ID: "r"}, &getMsg{}, time.Minute)
-	var rej *actors.Rejected
+	var rej *Rejected
 	if !errors.As(err, &rej) {
 		t.Fatalf("request after Stop: %v, want a rejection", err)
 	}

@@ -91,7 +91,7 @@ func (k Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 			},
 		}
 	}
-	return actors.Decision{}
+	return actors.Decision{Unhandled: true}
 }
 
 // Apply folds SweepRan.

@@ -18,9 +18,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/thatch-run/thatch"
-	"github.com/thatch-run/thatch/actors/session"
+	"github.com/thatch-run/thatch/actors/ocfamily"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/hosts/opencode/front"
+	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
 func versionString() string {
@@ -55,7 +57,7 @@ func runServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
 		return code
 	}
-	rt, err := thatch.New(cfg, thatch.Options{})
+	rt, err := thatch.New(cfg, thatch.Options{FrontEnds: []frontend.FrontEnd{front.New(cfg, front.Options{})}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
 		return 1
@@ -179,7 +181,7 @@ func printStatus(st *thatch.Status, all bool) {
 // sessionRow is one session of a status report: a family's view, or the
 // error that kept thatch from reading it.
 type sessionRow struct {
-	session.StatusView
+	ocfamily.StatusView
 	Family string `json:"family"`
 	Error  string `json:"error"`
 }
@@ -224,7 +226,7 @@ func writeSessions(w io.Writer, sessions []any, all bool) {
 }
 
 // atRest reports whether a family holds nothing and is doing nothing.
-func atRest(v *session.StatusView) bool {
+func atRest(v *ocfamily.StatusView) bool {
 	if v.Pending+v.Accepted > 0 || v.Extracting || v.Compacting || v.WrapUp != nil || v.ExitingSince != nil {
 		return false
 	}
@@ -236,7 +238,7 @@ func atRest(v *session.StatusView) bool {
 	return true
 }
 
-func sessionState(v *session.StatusView) string {
+func sessionState(v *ocfamily.StatusView) string {
 	var parts []string
 	switch {
 	case v.Deleted:
@@ -258,7 +260,7 @@ func sessionState(v *session.StatusView) string {
 	return strings.Join(parts, ", ")
 }
 
-func sessionChildren(children []session.ChildView) string {
+func sessionChildren(children []ocfamily.ChildView) string {
 	if len(children) == 0 {
 		return "-"
 	}
@@ -276,7 +278,7 @@ func sessionChildren(children []session.ChildView) string {
 	return strings.Join(parts, "; ")
 }
 
-func sessionWrapUp(v *session.StatusView) string {
+func sessionWrapUp(v *ocfamily.StatusView) string {
 	if v.WrapUp == nil {
 		return "-"
 	}

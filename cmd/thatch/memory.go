@@ -285,13 +285,13 @@ func runHygiene(args []string) int {
 		fmt.Printf("recorded: %s and %s in %s are %s\n", pair[0], pair[1], store, verdict)
 		return 0
 	}
-	var report []thatch.HygieneStore
+	var report []memory.HygieneStore
 	if b.client != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		err = b.client.Do(ctx, "GET", "/v1/memory/hygiene", nil, &report)
 	} else {
-		report = thatch.HygieneReport(b.mem)
+		report = memory.HygieneReport(b.mem)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch hygiene: %v\n", err)

@@ -6,23 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/thatch-run/thatch/actors/session"
+	"github.com/thatch-run/thatch/actors/ocfamily"
 )
 
 func TestWriteSessionsShowsWhatEachFamilyHolds(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.Local)
 	views := []any{
-		session.StatusView{SessionID: "ses_busy", Pending: 3, Accepted: 2, Extracting: true, ExtractionChild: "ses_x",
-			Children: []session.ChildView{
-				{SessionID: "ses_t", Kind: session.ChildTask},
-				{SessionID: "ses_x", Kind: session.ChildExtraction, Claimed: 2},
+		ocfamily.StatusView{SessionID: "ses_busy", Pending: 3, Accepted: 2, Extracting: true, ExtractionChild: "ses_x",
+			Children: []ocfamily.ChildView{
+				{SessionID: "ses_t", Kind: ocfamily.ChildTask},
+				{SessionID: "ses_x", Kind: ocfamily.ChildExtraction, Claimed: 2},
 			},
-			WrapUp: &session.WrapUpView{Kind: "exit", Token: session.TokenExit, Checking: true}},
-		session.StatusView{SessionID: "ses_quiet", Pending: 1},
-		session.StatusView{SessionID: "ses_leaving", ExitingSince: &at},
+			WrapUp: &ocfamily.WrapUpView{Kind: "exit", Token: ocfamily.TokenExit, Checking: true}},
+		ocfamily.StatusView{SessionID: "ses_quiet", Pending: 1},
+		ocfamily.StatusView{SessionID: "ses_leaving", ExitingSince: &at},
 		map[string]string{"family": "ses_broken", "error": "supervisor: request: no answer in time"},
-		session.StatusView{SessionID: "ses_done", Children: []session.ChildView{{SessionID: "ses_t2", Kind: session.ChildTask}}},
-		session.StatusView{SessionID: "ses_gone", Deleted: true},
+		ocfamily.StatusView{SessionID: "ses_done", Children: []ocfamily.ChildView{{SessionID: "ses_t2", Kind: ocfamily.ChildTask}}},
+		ocfamily.StatusView{SessionID: "ses_gone", Deleted: true},
 	}
 	var buf bytes.Buffer
 	writeSessions(&buf, views, false)
@@ -48,8 +48,8 @@ func TestWriteSessionsShowsWhatEachFamilyHolds(t *testing.T) {
 
 func TestWriteSessionsAllListsRestingAndDeleted(t *testing.T) {
 	views := []any{
-		session.StatusView{SessionID: "ses_done"},
-		session.StatusView{SessionID: "ses_gone", Deleted: true},
+		ocfamily.StatusView{SessionID: "ses_done"},
+		ocfamily.StatusView{SessionID: "ses_gone", Deleted: true},
 	}
 	var buf bytes.Buffer
 	writeSessions(&buf, views, true)

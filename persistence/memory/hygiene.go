@@ -134,3 +134,26 @@ func plural(n int, one, many string) string {
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
+
+// HygieneStore is one store's part of the hygiene report.
+type HygieneStore struct {
+	Store   string  `json:"store"`
+	Signals Signals `json:"signals"`
+	Line    string  `json:"line,omitempty"`
+	Pairs   []Pair  `json:"pairs,omitempty"`
+}
+
+// HygieneReport computes every store's signals and unjudged pairs (without
+// the orphan check, which needs a repository per store).
+func HygieneReport(mem *Store) []HygieneStore {
+	sig, err := mem.Hygiene(nil, nil)
+	if err != nil {
+		return nil
+	}
+	out := []HygieneStore{}
+	for _, st := range mem.Stores() {
+		pairs, _ := mem.Pairs(st)
+		out = append(out, HygieneStore{Store: st, Signals: sig[st], Line: HeartbeatLine(st, sig[st]), Pairs: pairs})
+	}
+	return out
+}

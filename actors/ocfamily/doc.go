@@ -1,0 +1,42 @@
+// Package ocfamily is the pure decision core of an opencode session family:
+// one top-level (parent) session together with its extraction children and
+// task sub-agents. It decides what to journal and what the host must do; it
+// does no I/O, reads no clock and starts no goroutines. The entity runtime
+// in package actors drives it.
+//
+// # Imports
+//
+// ocfamily may import actors (for the Kind contract and the timer effects)
+// and messages. It must not import persistence, hosts, im, net/http or
+// Pebble.
+//
+// # Model
+//
+// A family's entity is named after the parent session id and owns every
+// fact about the family:
+//
+//   - the parent's pending buffer: tool interactions waiting for extraction,
+//     each with a family-unique entry number;
+//   - the claims: which entries each fetcher (a session that called
+//     thatch_get_extraction_payload) received and has not yet completed;
+//   - the children, each an extraction child (titled thatch-extraction) or a
+//     task sub-agent, with its own small buffer and its toast counts;
+//   - the flags: extracting (and which child), compacting, an armed
+//     /thatch/compact or /thatch/exit wrap-up.
+//
+// Every interaction the family buffered is at any moment pending, accepted
+// under exactly one claim, completed, taken with the deleted parent, or
+// dropped on overflow. Only a claim's own fetcher completes it; the one
+// exception is the explicit done-ack of a child that never fetched, which
+// completes the parent's whole accepted set.
+//
+// # Example
+//
+//	k := session.New(session.DefaultConfig())
+//	s := k.Initial("ses_parent")
+//	d := k.Decide(s, &messages.SessionIdle{Host: "h", SessionID: "ses_parent"}, now)
+//	for _, ev := range d.Events {
+//		s = k.Apply(s, ev) // after the runtime journaled them
+//	}
+//	// then d.Reply to the sender, then d.Effects to the executor
+package ocfamily

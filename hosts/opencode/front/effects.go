@@ -1,0 +1,337 @@
+package front
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/ocfamily"
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/hosts/opencode"
+	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/supervisor"
+)
+
+// HostClient is what the executor needs from an opencode server.
+// *opencode.Client implements it; tests use a recording fake.
+type HostClient interface {
+	CreateSession(ctx context.Context, parentID, title string) (opencode.Session, error)
+	FindChild(ctx context.Context, parentID, title string) (opencode.Session, bool, error)
+	PromptNoReply(ctx context.Context, sessionID, text string) error
+	PromptAsync(ctx context.Context, sessionID, text string) error
+	DeleteSession(ctx context.Context, sessionID string) error
+	Messages(ctx context.Context, sessionID string) ([]opencode.Message, error)
+	ShowToast(ctx context.Context, title, message, variant string) error
+	ExecuteTUICommand(ctx context.Context, command string) error
+	PublishTUICommand(ctx context.Context, command string) error
+}
+
+// HostInfo describes one connected host to the executor.
+type HostInfo struct {
+	Client HostClient
+	// API is "v1" or "v2"; on v2 noReply delivery is lost, so the start
+	// reminder is skipped.
+	API string
+}
+
+// handlers are the front end's effect handlers. Each effect of a family
+// runs after the effects that family released before it (the supervisor's
+// per-entity FIFO); a host call is bounded by the request timeout, and a
+// result message goes back to the family.
+func (o *FrontEnd) handlers() []supervisor.Handler {
+	return []supervisor.Handler{
+		supervisor.Handle(o.createChild),
+		supervisor.Handle(o.prompt),
+		supervisor.Handle(o.startReminder),
+		supervisor.Handle(o.deleteSession),
+		supervisor.Handle(o.toast),
+		supervisor.Handle(o.fetchMessages),
+		supervisor.Handle(o.compact),
+		supervisor.Handle(o.exit),
+		supervisor.Handle(o.recordWatcherDeaths),
+		supervisor.Handle(o.recordFamilyDeleted),
+		supervisor.Handle(o.sweepRuntimeState),
+		supervisor.Handle(o.sweepStaleClaims),
+		supervisor.Handle(o.sweepStranded),
+	}
+}
+
+// call bounds one host call by the request timeout.
+func (o *FrontEnd) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, o.cfg.OpenCode.RequestTimeout)
+}
+
+func (o *FrontEnd) host(name string) (HostInfo, error) {
+	if h, ok := o.hostInfo(name); ok {
+		return h, nil
+	}
+	return HostInfo{}, fmt.Errorf("%w: %q", errNotConnected, name)
+}
+
+var errNotConnected = errors.New("front: host is not connected")
+
+func (o *FrontEnd) effectLog(from actors.Identity, eff any) hclog.Logger {
+	return o.log.With("entity", from.String(), "effect", fmt.Sprintf("%T", eff))
+}
+
+func (o *FrontEnd) createChild(ctx context.Context, from actors.Identity, e *messages.CreateChildSession) any {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
+	res := &messages.ChildSessionCreated{ParentID: e.ParentID}
+	h, err := o.host(e.Host)
+	if err == nil {
+		// A repeat after a crash must not make a second child.
+		var s opencode.Session
+		var found bool
+		s, found, err = h.Client.FindChild(ctx, e.ParentID, e.Title)
+		if err == nil && !found {
+			s, err = h.Client.CreateSession(ctx, e.ParentID, e.Title)
+		}
+		res.ChildID = s.ID
+	}
+	if err == nil {
+		// Only a lost session.created makes this link matter; the child
+		// exists either way, so a failure here is only logged.
+		if _, lerr := o.dir.link(res.ChildID, e.ParentID); lerr != nil {
+			o.effectLog(from, e).Warn("cannot record the extraction child's parent", "child", res.ChildID, "error", lerr)
+		}
+	}
+	res.Err, res.Reason = errText(err), reasonOf(err)
+	if err != nil {
+		o.effectLog(from, e).Error("cannot create extraction child", "parent", e.ParentID, "error", err)
+	}
+	return res
+}
+
+func (o *FrontEnd) prompt(ctx context.Context, from actors.Identity, e *messages.PromptSession) any {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
+	h, err := o.host(e.Host)
+	if err == nil {
+		if e.NoReply {
+			err = h.Client.PromptNoReply(ctx, e.SessionID, e.Text)
+		} else {
+			err = h.Client.PromptAsync(ctx, e.SessionID, e.Text)
+		}
+	}
+	if err != nil {
+		o.effectLog(from, e).Error("cannot prompt session", "session", e.SessionID, "error", err)
+	}
+	return &messages.SessionPrompted{SessionID: e.SessionID, Err: errText(err), Reason: reasonOf(err)}
+}
+
+func (o *FrontEnd) startReminder(ctx context.Context, from actors.Identity, e *messages.SendStartReminder) any {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
+	h, err := o.host(e.Host)
+	if err == nil {
+		if h.API == config.APIV2 {
+			o.effectLog(from, e).Debug("start reminder skipped: the v2 API drops noReply prompts", "session", e.SessionID)
+			return nil
+		}
+		err = h.Client.PromptNoReply(ctx, e.SessionID, o.reminderText(ctx, e.Directory))
+	}
+	if err != nil {
+		o.effectLog(from, e).Warn("cannot send the session-start reminder", "session", e.SessionID, "error", err)
+	}
+	return nil
+}
+
+func (o *FrontEnd) deleteSession(ctx context.Context, from actors.Identity, e *messages.DeleteSession) any {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
+	h, err := o.host(e.Host)
+	if err == nil {
+		err = h.Client.DeleteSession(ctx, e.SessionID)
+	}
+	if err != nil {
+		o.effectLog(from, e).Warn("cannot delete session", "session", e.SessionID, "error", err)
+	}
+	return nil
+}
+
+func (o *FrontEnd) toast(ctx context.Context, from actors.Identity, e *messages.ShowToast) any {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
+	h, err := o.host(e.Host)
+	if err == nil {
+		err = h.Client.ShowToast(ctx, e.Title, e.Message, e.Variant)
+	}
+	if err != nil {
+		o.effectLog(from, e).Debug("toast not shown", "error", err)
+	}
+	return nil
+}
+
+func (o *FrontEnd) fetchMessages(ctx context.Context, _ actors.Identity, e *messages.FetchMessages) any {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
+	res := &messages.MessagesFetched{SessionID: e.SessionID, Check: e.Check}
+	h, err := o.host(e.Host)
+	if err == nil {
+		var msgs []opencode.Message
+		msgs, err = h.Client.Messages(ctx, e.SessionID)
+		res.FinalAssistantText = opencode.FinalAssistantText(msgs)
+	}
+	res.Err, res.Reason = errText(err), reasonOf(err)
+	return res
+}
+
+func (o *FrontEnd) compact(ctx context.Context, from actors.Identity, e *messages.CompactSession) any {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
+	h, err := o.host(e.Host)
+	if err == nil {
+		if c, ok := h.Client.(interface {
+			Compact(ctx context.Context, sessionID string) error
+		}); ok {
+			// The v2 surface compacts a named session itself.
+			err = c.Compact(ctx, e.SessionID)
+		} else {
+			err = h.Client.ExecuteTUICommand(ctx, "session_compact")
+		}
+	}
+	if err != nil {
+		o.effectLog(from, e).Error("cannot start compaction", "session", e.SessionID, "error", err)
+	}
+	return &messages.SessionCompactIssued{SessionID: e.SessionID, Err: errText(err), Reason: reasonOf(err)}
+}
+
+func (o *FrontEnd) exit(ctx context.Context, from actors.Identity, e *messages.ExitSession) any {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
+	h, err := o.host(e.Host)
+	if err == nil {
+		err = h.Client.PublishTUICommand(ctx, "app.exit")
+	}
+	if err != nil {
+		o.effectLog(from, e).Error("cannot close the session's host", "session", e.SessionID, "error", err)
+	}
+	return &messages.SessionExitIssued{SessionID: e.SessionID, Err: errText(err), Reason: reasonOf(err)}
+}
+
+func (o *FrontEnd) recordWatcherDeaths(_ context.Context, from actors.Identity, e *messages.RecordWatcherDeaths) any {
+	if err := o.rows.Put(tableWatcherDeaths, e.SessionID, []byte(o.now().UTC().Format(time.RFC3339Nano))); err != nil {
+		o.effectLog(from, e).Error("cannot record watcher deaths", "error", err)
+	}
+	return nil
+}
+
+func (o *FrontEnd) recordFamilyDeleted(_ context.Context, from actors.Identity, e *messages.RecordFamilyDeleted) any {
+	// The first note's time counts: asking again must not postpone the
+	// sweep.
+	_, ok, err := o.rows.Get(tableDeletedFamilies, e.SessionID)
+	if err == nil && !ok {
+		err = o.rows.Put(tableDeletedFamilies, e.SessionID, nil)
+	}
+	if err != nil {
+		// No answer: the tombstone stays active and asks again when it is
+		// next rehydrated.
+		o.effectLog(from, e).Error("cannot note deleted family", "error", err)
+		return nil
+	}
+	return &messages.DeletionNoted{SessionID: e.SessionID}
+}
+
+func (o *FrontEnd) sweepRuntimeState(_ context.Context, from actors.Identity, e *messages.SweepRuntimeState) any {
+	log := o.effectLog(from, e)
+	n, err := o.rows.DeleteWrittenBefore(tableWatcherDeaths, e.Cutoff)
+	if err != nil {
+		log.Error("runtime-state sweep failed", "table", tableWatcherDeaths, "error", err)
+	} else if n > 0 {
+		log.Info("aged out runtime-state rows", "table", tableWatcherDeaths, "rows", n)
+	}
+	forgot, err := o.forgetDeletedFamilies(e.Cutoff)
+	if err != nil {
+		log.Error("cannot forget deleted sessions", "error", err)
+	}
+	if forgot > 0 {
+		log.Info("forgot the journals of deleted sessions", "sessions", forgot)
+	}
+	return nil
+}
+
+func (o *FrontEnd) sweepStaleClaims(context.Context, actors.Identity, *messages.SweepStaleClaims) any {
+	var ids []string
+	if err := o.jr.Active(ocfamily.KindName, func(id persistence.Identity) error {
+		ids = append(ids, id.ID)
+		return nil
+	}); err != nil {
+		o.log.Error("stale sweep: cannot list active families", "error", err)
+	}
+	for _, id := range ids {
+		o.tree.Send(familyID(id), &messages.StaleSweep{})
+	}
+	return nil
+}
+
+func (o *FrontEnd) sweepStranded(ctx context.Context, _ actors.Identity, _ *messages.SweepStrandedSessions) any {
+	o.healStranded(ctx)
+	return nil
+}
+
+// forgetDeletedFamilies forgets the journal of every family whose parent
+// was deleted before cutoff: a tombstone only has to outlive the late
+// events of its session. A family that is live (woken since) waits for
+// the next sweep; the tree checks and forgets in one step, so no entity
+// wakes in between. Its directory rows (child links a late create answer
+// may have added) go with it.
+func (o *FrontEnd) forgetDeletedFamilies(cutoff time.Time) (int, error) {
+	var due []string
+	err := o.rows.Scan(tableDeletedFamilies, func(row persistence.Row) error {
+		if row.WrittenAt.Before(cutoff) {
+			due = append(due, row.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range due {
+		forgotten, err := o.tree.ForgetPassive(familyID(id), 5*time.Second)
+		if err != nil {
+			return n, err
+		}
+		if !forgotten {
+			continue
+		}
+		n++
+		if err := o.dir.forget(id); err != nil {
+			return n, err
+		}
+		if err := o.rows.Delete(tableDeletedFamilies, id); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// reasonOf classifies a failed host call for the family's decision.
+func reasonOf(err error) messages.FailReason {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, opencode.ErrNotFound):
+		return messages.FailNotFound
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return messages.FailTimeout
+	case errors.Is(err, errNotConnected):
+		return messages.FailUnreachable
+	case errors.Is(err, opencode.ErrNotInV2):
+		return messages.FailUnsupported
+	}
+	return messages.FailOther
+}

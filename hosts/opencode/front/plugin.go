@@ -1,0 +1,185 @@
+package front
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/persistence/memory"
+	"github.com/thatch-run/thatch/supervisor/frontend"
+)
+
+// Plugin routes. Every body is JSON; every answer is JSON.
+
+type toolBody struct {
+	Host      string          `json:"host"`
+	SessionID string          `json:"sessionID"`
+	CallID    string          `json:"callID"`
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args"`
+	Title     string          `json:"title"`
+	Output    string          `json:"output"`
+}
+
+type commandBody struct {
+	Host      string `json:"host"`
+	SessionID string `json:"sessionID"`
+	Command   string `json:"command"`
+	Arguments string `json:"arguments"`
+}
+
+type callerBody struct {
+	SessionID string `json:"sessionID"`
+	// Target is the payload tool's optional session_id argument.
+	Target string `json:"target"`
+}
+
+type registerBody struct {
+	URL       string `json:"url"`
+	Directory string `json:"directory"`
+	PID       int    `json:"pid"`
+	Username  string `json:"username"`
+	Password  string `json:"password"`
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
+	if err := dec.Decode(v); err != nil {
+		control.WriteError(w, http.StatusBadRequest, "bad JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func (o *FrontEnd) mountPlugin(s frontend.Mux) {
+	s.MountFunc("POST /v1/opencode/tool", func(w http.ResponseWriter, r *http.Request) {
+		var b toolBody
+		if !decodeBody(w, r, &b) {
+			return
+		}
+		if b.SessionID == "" || b.Tool == "" {
+			control.WriteError(w, http.StatusBadRequest, "sessionID and tool are required")
+			return
+		}
+		msg := &messages.ToolExecuted{Host: b.Host, Interaction: messages.Interaction{
+			ID: b.CallID, SessionID: b.SessionID, Tool: b.Tool, Args: b.Args, Title: b.Title, Output: b.Output}}
+		if err := o.deliver(r.Context(), msg); err != nil {
+			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	})
+	s.MountFunc("POST /v1/opencode/command", func(w http.ResponseWriter, r *http.Request) {
+		var b commandBody
+		if !decodeBody(w, r, &b) {
+			return
+		}
+		if b.SessionID == "" || b.Command == "" {
+			control.WriteError(w, http.StatusBadRequest, "sessionID and command are required")
+			return
+		}
+		cmd := strings.TrimPrefix(b.Command, "/")
+		if err := o.deliver(r.Context(), &messages.CommandExecuting{Host: b.Host, SessionID: b.SessionID, Command: cmd, Arguments: b.Arguments}); err != nil {
+			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	})
+	s.MountFunc("POST /v1/opencode/payload", func(w http.ResponseWriter, r *http.Request) {
+		var b callerBody
+		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) {
+			return
+		}
+		res, err := o.request(r.Context(), &messages.FetchPayload{CallerID: b.SessionID, TargetID: b.Target})
+		if err != nil {
+			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		p, ok := res.(*messages.PayloadFetched)
+		if !ok {
+			control.WriteError(w, http.StatusInternalServerError, fmt.Sprintf("unexpected answer %T", res))
+			return
+		}
+		if len(p.Interactions) == 0 {
+			control.WriteJSON(w, http.StatusOK, nil)
+			return
+		}
+		project, global := o.memSvc.projectStore(o.directoryOf(p.ParentID)), memory.GlobalStore
+		control.WriteJSON(w, http.StatusOK, map[string]any{
+			"interactions": p.Interactions, "projectStore": project, "globalStore": global})
+	})
+	s.MountFunc("POST /v1/opencode/done", func(w http.ResponseWriter, r *http.Request) {
+		var b callerBody
+		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) {
+			return
+		}
+		res, err := o.request(r.Context(), &messages.ExtractionDone{CallerID: b.SessionID})
+		if err != nil {
+			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, res)
+	})
+	s.MountFunc("POST /v1/opencode/register", func(w http.ResponseWriter, r *http.Request) {
+		var b registerBody
+		if !decodeBody(w, r, &b) {
+			return
+		}
+		u, err := url.Parse(b.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			control.WriteError(w, http.StatusBadRequest, "url must be the opencode server's http URL")
+			return
+		}
+		if !isLoopbackHost(u.Hostname()) {
+			control.WriteError(w, http.StatusBadRequest, "only opencode servers on loopback can register")
+			return
+		}
+		srv := config.Server{Name: "opencode@" + u.Host, URL: b.URL, API: config.APIAuto,
+			Username: b.Username, Password: config.Secret(b.Password)}
+		if srv.Username == "" {
+			srv.Username = config.DefaultServerUsername
+		}
+		o.reapGone()
+		h, err := o.connect(context.WithoutCancel(r.Context()), srv, b.PID, b.Directory)
+		if err != nil {
+			control.WriteError(w, http.StatusBadGateway, err.Error())
+			return
+		}
+		control.WriteJSON(w, http.StatusOK, map[string]string{"host": h.name, "api": h.info.API})
+	})
+}
+
+// directoryOf returns the directory a family's parent session runs in, as
+// its host reported it (empty when unknown).
+func (o *FrontEnd) directoryOf(family string) string {
+	return o.dir.directory(family)
+}
+
+func requireSession(w http.ResponseWriter, id string) bool {
+	if id == "" {
+		control.WriteError(w, http.StatusBadRequest, "sessionID is required")
+		return false
+	}
+	return true
+}
+
+// isLoopbackHost reports whether h is a literal loopback address or
+// "localhost". It never resolves a name: 127.attacker.example would
+// resolve wherever its owner wants, and the opencode password goes along.
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// sessionViews lists every family's status view, live ones first asked
+// directly; passivated families are woken to answer, which is fine for a

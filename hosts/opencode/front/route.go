@@ -1,0 +1,189 @@
+package front
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// route returns the family entity a message concerns. It is a lookup in
+// the session directory: it writes nothing and calls no host. What a
+// message teaches about the directory is recorded by learn, before.
+func (o *FrontEnd) route(msg any) (actors.Identity, error) {
+	var session string
+	switch m := msg.(type) {
+	case *messages.SessionCreated:
+		session = m.SessionID
+		if m.ParentID != "" {
+			session = m.ParentID // a child whose link could not be recorded
+		}
+	case *messages.SessionIdle:
+		session = m.SessionID
+	case *messages.SessionErrored:
+		session = m.SessionID
+	case *messages.SessionDeleted:
+		session = m.SessionID
+	case *messages.SessionCompacted:
+		session = m.SessionID
+	case *messages.ToolExecuted:
+		session = m.Interaction.SessionID
+	case *messages.CommandExecuting:
+		session = m.SessionID
+	case *messages.FetchPayload:
+		session = m.CallerID
+	case *messages.ExtractionDone:
+		session = m.CallerID
+	case *messages.MemoryWritten:
+		session = m.CallerID
+	default:
+		return actors.Identity{}, fmt.Errorf("front: no route for %T", msg)
+	}
+	return familyID(o.dir.family(session)), nil
+}
+
+// learn records what a host event teaches (a child's parent, a family's
+// directory and host) and returns the message to deliver: a copy that
+// names the family's recorded host where that differs (see onHost); the
+// caller's message is never changed. A failure to record is logged and
+// never loses the event: the stream has no replay, and a lost
+// session.created is a lost start reminder.
+func (o *FrontEnd) learn(ctx context.Context, msg any) any {
+	switch m := msg.(type) {
+	case *messages.SessionCreated:
+		c := *m
+		if m.ParentID != "" {
+			fam, err := o.dir.link(m.SessionID, m.ParentID)
+			if err != nil {
+				o.log.Error("cannot record a child's family; delivering its creation anyway", "session", m.SessionID, "parent", m.ParentID, "error", err)
+				fam = o.dir.family(m.ParentID)
+			}
+			if rec := o.dir.hostOf(fam); rec != "" && rec != m.Host && o.connected(rec) {
+				c.Host = rec // the family's connection, as for its own events
+			}
+			return &c
+		}
+		if err := o.dir.setDirectory(m.SessionID, m.Directory); err != nil {
+			o.log.Error("cannot record a session's directory; delivering its creation anyway", "session", m.SessionID, "error", err)
+		}
+		// A new session needs no reconcile: thatch sees it from the start.
+		c.Host = o.onHost(ctx, m.SessionID, m.Host, false)
+		return &c
+	case *messages.SessionIdle:
+		c := *m
+		c.Host = o.onHost(ctx, m.SessionID, m.Host, true) // records the host: see onHost
+		return &c
+	case *messages.SessionErrored:
+		c := *m
+		c.Host = o.onHost(ctx, m.SessionID, m.Host, true)
+		return &c
+	case *messages.SessionCompacted:
+		c := *m
+		c.Host = o.onHost(ctx, m.SessionID, m.Host, true)
+		return &c
+	}
+	// Plugin calls name the server, not the directory-scoped connection
+	// whose listing a reconcile reads: they record no host.
+	return msg
+}
+
+// onHost returns the family of session and records the host it lives on,
+// so that its host's reconciles reach it: a session thatch first meets
+// through one of its stream events (it existed before the daemon started,
+// or its session.created was lost) has no host recorded, and one whose
+// opencode restarted on another port now lives on a new host. A recorded
+// host that is still watched is kept: the same server watched under two
+// names must not rewrite the record on every event. When reconcile is set
+// and the record changes, the family is reconciled with the host at once
+// (it may wait for calls its old host can no longer answer, it may have
+// children thatch did not see, or it may be a child itself), before the
+// event is delivered. Failing to record or reconcile is logged, not fatal:
+// the event must not be lost over it.
+//
+// It also returns the host the event should name to the family: the
+// recorded one. When one server is watched under two names (configured,
+// and registered by its plugin), its events arrive twice; naming one host
+// keeps the family's effects on one connection.
+func (o *FrontEnd) onHost(ctx context.Context, session, host string, reconcile bool) string {
+	fam := o.dir.family(session)
+	if host == "" {
+		return host
+	}
+	changed := false
+	err := o.dir.moveHost(fam, host, func(cur string) bool {
+		changed = cur == "" || (!o.connected(cur) && o.connected(host))
+		return changed
+	})
+	if err != nil {
+		o.log.Warn("cannot record the host of a session", "session", session, "host", host, "error", err)
+		return host
+	}
+	if !changed {
+		// This host, or another still watched: the event names that one.
+		return o.dir.hostOf(fam)
+	}
+	if reconcile {
+		// The listing may show that session is a child of a family: route
+		// reads the directory after this.
+		o.reconcileMoved(ctx, fam, host)
+	}
+	return host
+}
+
+// reconcileMoved reconciles one family with the host its events now come
+// from, bounded by the request timeout: it runs on that host's stream.
+func (o *FrontEnd) reconcileMoved(ctx context.Context, fam, host string) {
+	l, err := o.listerOf(host)
+	if err == nil {
+		// Two requests: a listing and the statuses.
+		ctx, cancel := context.WithTimeout(ctx, 2*o.cfg.OpenCode.RequestTimeout)
+		err = o.reconcileOnly(ctx, host, l, map[string]bool{fam: true})
+		cancel()
+	}
+	if err != nil {
+		o.log.Warn("cannot reconcile a session with its new host", "session", fam, "host", host, "error", err)
+	}
+}
+
+// connected reports whether a host of that name is being watched and
+// reachable now: its event stream is up (a configured server stays known
+// while it is down). A host an embedder supplies has no stream and counts
+// as connected.
+func (o *FrontEnd) connected(name string) bool {
+	o.mu.Lock()
+	h, ok := o.hosts[name]
+	o.mu.Unlock()
+	return ok && (h.stream == nil || h.stream.Up())
+}
+
+// deliver records what msg teaches, routes it and waits until its family
+// has journaled it.
+func (o *FrontEnd) deliver(ctx context.Context, msg any) error {
+	msg = o.learn(ctx, msg)
+	id, err := o.route(msg)
+	if err != nil {
+		return err
+	}
+	if err := o.tree.DeliverContext(ctx, id, msg, deliverTimeout); err != nil {
+		return err
+	}
+	if d, ok := msg.(*messages.SessionDeleted); ok && d.SessionID == id.ID {
+		// The parent is gone and its family journaled that: its children's
+		// links and its host record route nothing any more. The event is
+		// journaled: a failure here is only logged.
+		if err := o.dir.forget(id.ID); err != nil {
+			o.log.Error("cannot forget a deleted family's links", "family", id.ID, "error", err)
+		}
+	}
+	return nil
+}
+
+// request routes msg and returns the family's reply.
+func (o *FrontEnd) request(ctx context.Context, msg any) (any, error) {
+	id, err := o.route(msg)
+	if err != nil {
+		return nil, err
+	}
+	return o.tree.RequestContext(ctx, id, msg, deliverTimeout)
+}

@@ -1,0 +1,203 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/actors"
+)
+
+// Handler carries out one effect type. Run gets a context that ends when
+// the tree stops (each handler bounds its own calls further) and returns
+// the result message to send back to the entity that issued the effect, or
+// nil when the effect has none.
+type Handler struct {
+	typ reflect.Type
+	run func(ctx context.Context, from actors.Identity, eff any) any
+}
+
+// Handle makes the Handler of effect type *E.
+func Handle[E any](run func(ctx context.Context, from actors.Identity, eff *E) any) Handler {
+	return Handler{typ: reflect.TypeFor[*E](), run: func(ctx context.Context, from actors.Identity, eff any) any {
+		return run(ctx, from, eff.(*E))
+	}}
+}
+
+// Type is the effect type the handler runs (a pointer type).
+func (h Handler) Type() reflect.Type { return h.typ }
+
+// effects is the tree's executor: it dispatches each effect by its type to
+// the handler a front end registered, on a FIFO per entity. Effects of one
+// entity run one at a time, in the order the entity released them (the
+// exit wrap-up depends on it); different entities run in parallel. A
+// handler's result goes back to its entity as a message, before the effect
+// counts as done, so that a quiescence check sees it in the entity's
+// mailbox.
+type effects struct {
+	log      hclog.Logger
+	handlers map[reflect.Type]Handler
+	send     func(to actors.Identity, msg any)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	queues  map[actors.Identity][]any
+	pending int // queued or running
+	quiet   chan struct{}
+	// issued counts every effect ever queued: a quiescence check compares
+	// it before and after to tell that nothing new was released meanwhile.
+	issued    atomic.Uint64
+	unhandled atomic.Uint64
+}
+
+func newEffects(log hclog.Logger, hs []Handler) (*effects, error) {
+	x := &effects{log: log, handlers: map[reflect.Type]Handler{}, queues: map[actors.Identity][]any{}}
+	for _, h := range hs {
+		if h.typ == nil {
+			return nil, fmt.Errorf("supervisor: a handler without an effect type")
+		}
+		if _, dup := x.handlers[h.typ]; dup {
+			return nil, fmt.Errorf("supervisor: two handlers for %v", h.typ)
+		}
+		x.handlers[h.typ] = h
+	}
+	x.ctx, x.cancel = context.WithCancel(context.Background())
+	return x, nil
+}
+
+// Execute queues eff behind the entity's earlier effects. It never blocks.
+// It implements actors.Executor.
+func (x *effects) Execute(from actors.Identity, eff any) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ctx.Err() != nil {
+		x.log.Warn("effect after shutdown dropped", "entity", from.String(), "effect", fmt.Sprintf("%T", eff))
+		return
+	}
+	x.issued.Add(1)
+	x.pending++
+	q, running := x.queues[from]
+	x.queues[from] = append(q, eff)
+	if running {
+		return
+	}
+	x.wg.Add(1)
+	go x.drain(from)
+}
+
+// drain runs from's queue until it is empty; it is the queue's only runner.
+func (x *effects) drain(from actors.Identity) {
+	defer x.wg.Done()
+	for {
+		x.mu.Lock()
+		q := x.queues[from]
+		if len(q) == 0 || x.ctx.Err() != nil {
+			x.pending -= len(q)
+			delete(x.queues, from)
+			x.signalLocked()
+			x.mu.Unlock()
+			return
+		}
+		eff := q[0]
+		x.queues[from] = q[1:]
+		x.mu.Unlock()
+		x.run(from, eff)
+		x.mu.Lock()
+		x.pending--
+		x.signalLocked()
+		x.mu.Unlock()
+	}
+}
+
+func (x *effects) run(from actors.Identity, eff any) {
+	h, ok := x.handlers[reflect.TypeOf(eff)]
+	if !ok {
+		x.unhandled.Add(1)
+		x.log.Error("no handler for effect; dropped", "entity", from.String(), "effect", fmt.Sprintf("%T", eff))
+		return
+	}
+	if res := h.run(x.ctx, from, eff); res != nil && x.ctx.Err() == nil {
+		x.send(from, res)
+	}
+}
+
+func (x *effects) signalLocked() {
+	if x.pending == 0 && x.quiet != nil {
+		close(x.quiet)
+		x.quiet = nil
+	}
+}
+
+// waitQuiet waits until no effect is queued or running.
+func (x *effects) waitQuiet(ctx context.Context) error {
+	x.mu.Lock()
+	if x.pending == 0 {
+		x.mu.Unlock()
+		return nil
+	}
+	if x.quiet == nil {
+		x.quiet = make(chan struct{})
+	}
+	ch := x.quiet
+	x.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("supervisor: effects still running: %w", ctx.Err())
+	}
+}
+
+// stop cancels effects in flight and waits for their runners, at most
+// until ctx ends.
+func (x *effects) stop(ctx context.Context) error {
+	x.mu.Lock()
+	x.cancel()
+	x.mu.Unlock()
+	done := make(chan struct{})
+	go func() { x.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("supervisor: effect runners did not end: %w", ctx.Err())
+	}
+}
+
+// Quiesce waits until nothing more will happen without new input: every
+// effect released so far has run, every result it sent back was handled,
+// and the effects those results released have run too. Tests use it to
+// show that something does not happen; a time window would prove nothing
+// on a loaded machine. Timers are input here: a timer that fires later is
+// not waited for.
+func (t *Tree) Quiesce(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if t.effects == nil {
+		return t.WaitIdle(timeout)
+	}
+	for {
+		before := t.effects.issued.Load()
+		if err := t.effects.waitQuiet(ctx); err != nil {
+			return err
+		}
+		deadline, _ := ctx.Deadline()
+		if err := t.WaitIdle(max(time.Until(deadline), time.Millisecond)); err != nil {
+			return err
+		}
+		if err := t.effects.waitQuiet(ctx); err != nil {
+			return err
+		}
+		if t.effects.issued.Load() == before {
+			return nil
+		}
+	}
+}

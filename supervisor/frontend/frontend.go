@@ -1,0 +1,85 @@
+// Package frontend is the contract between the runtime and a front end:
+// the package that speaks one outside world (opencode servers and their
+// plugin; IM chats and tmux) and owns the entity kinds that stand for it.
+//
+// The runtime composes front ends in one fixed order, visible in the root
+// package's Runtime.Start:
+//
+//  1. Open: the store is open; the front end loads what it needs and
+//     returns its Parts (entity kinds and effect handlers). Nothing runs.
+//  2. The supervision tree starts with every front end's kinds and
+//     handlers, and rehydrates the entities with unfinished work.
+//  3. Mount: the front end adds its routes to the control API, which then
+//     starts listening.
+//  4. Start: the front end connects to its outside world.
+//  5. Stop, in reverse order, before the tree and the store close.
+//
+// # Imports
+//
+// frontend may import supervisor, persistence, actors, hclog and the
+// standard library (net/http only for the handler type of Mux). Two front
+// ends never import each other; the root package only composes them.
+package frontend
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/persistence/memory"
+	"github.com/thatch-run/thatch/supervisor"
+)
+
+// Core is what the runtime hands a front end when it opens.
+type Core struct {
+	// Store is the open store: its journal and rows.
+	Store *persistence.Store
+	// Memory is the memory store (shared by every front end).
+	Memory *memory.Store
+	// Clock is the runtime's clock, the one entities decide with.
+	Clock actors.Clock
+	// Logger is named after the front end.
+	Logger hclog.Logger
+}
+
+// Parts are what a front end adds to the supervision tree.
+type Parts struct {
+	// Kinds are the entity kinds the front end owns.
+	Kinds []supervisor.Spec
+	// Effects are the handlers of the effect types its kinds release (and
+	// of the core kinds' effects it carries out, such as the sweeps).
+	Effects []supervisor.Handler
+}
+
+// Mux is where a front end mounts its control API routes; every route is
+// behind the control API's bearer token.
+type Mux interface {
+	MountFunc(pattern string, h func(http.ResponseWriter, *http.Request))
+}
+
+// FrontEnd is one front end, as the runtime composes it.
+type FrontEnd interface {
+	// Name names the front end in logs and status ("opencode", "im").
+	Name() string
+	// Open prepares the front end on the open store (step 1).
+	Open(ctx context.Context, c Core) (Parts, error)
+	// Mount adds the front end's routes (step 3). The tree is running.
+	Mount(t *supervisor.Tree, m Mux)
+	// Start connects the front end to its outside world (step 4). An
+	// unreachable outside world is logged, not an error: only a front end
+	// that cannot run at all fails Start.
+	Start(ctx context.Context) error
+	// Stop disconnects; everything acknowledged is already durable.
+	Stop(ctx context.Context) error
+}
+
+// Reporter is implemented by a front end whose entities `thatch status`
+// lists.
+type Reporter interface {
+	// Report returns the status views of the front end's entities, at
+	// most limit of them (0: no limit), and how many there are in all.
+	Report(limit int) (views []any, total int)
+}
