@@ -127,9 +127,29 @@ func Start(o Options) (t *Tree, err error) {
 		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
-			t.shutdown(context.Background())
+			_ = t.shutdown(context.Background())
 		}
 	}()
+	if t.env, err = t.entityEnv(o); err != nil {
+		return nil, err
+	}
+	t.wg.Add(1)
+	go t.runForgets()
+	t.watchDeadLetters()
+	after := o.RestartAfter
+	if after == nil {
+		after = t.restartAfter
+	}
+	if err := t.spawnKinds(o.Kinds, newStrategy(o.Policy, after, t.onFailure)); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// entityEnv completes the environment every entity shares: defaults, the
+// tree as sender, the effect dispatcher as executor, the worker pool, and
+// the hooks that record poison and unhandled messages.
+func (t *Tree) entityEnv(o Options) (*Env, error) {
 	env := o.Env
 	if env.Journal == nil {
 		env.Journal = o.Journal
@@ -142,6 +162,7 @@ func Start(o Options) (t *Tree, err error) {
 	}
 	env.Sender = t
 	if env.Executor == nil {
+		var err error
 		t.effects, err = newEffects(o.Logger.Named("effects"), o.Effects)
 		if err != nil {
 			return nil, err
@@ -149,8 +170,6 @@ func Start(o Options) (t *Tree, err error) {
 		t.effects.send = t.Send
 		env.Executor = t.effects
 	}
-	t.wg.Add(1)
-	go t.runForgets()
 	if env.Dispatcher == nil {
 		t.pool = newPoolDispatcher(0, 300)
 		env.Dispatcher = t.pool
@@ -169,12 +188,16 @@ func Start(o Options) (t *Tree, err error) {
 			prevUnhandled(id, msg)
 		}
 	}
-	t.env = &env
-	// A request that reaches a stopped process (an entity the supervisor
-	// gave up on, before its Terminated was handled, or a kind supervisor
-	// after Stop) becomes a dead letter; its caller is told at once
-	// instead of waiting out its timeout.
-	t.sub = o.System.EventStream.Subscribe(func(ev any) {
+	return &env, nil
+}
+
+// watchDeadLetters answers requests that reach a stopped process (an
+// entity the supervisor gave up on, before its Terminated was handled, or
+// a kind supervisor after Stop): they become dead letters, and their
+// callers are told at once instead of waiting out their timeouts. Stop
+// removes the subscription.
+func (t *Tree) watchDeadLetters() {
+	t.sub = t.sys.EventStream.Subscribe(func(ev any) {
 		dl, ok := ev.(*actor.DeadLetterEvent)
 		if !ok {
 			return
@@ -188,45 +211,43 @@ func Start(o Options) (t *Tree, err error) {
 			}
 		}
 	})
-	after := o.RestartAfter
-	if after == nil {
-		after = t.restartAfter
-	}
-	strat := newStrategy(o.Policy, after, t.onFailure)
+}
 
-	done := make(chan rehydrated, len(o.Kinds))
+// spawnKinds spawns the root and one supervisor per kind, and waits until
+// every kind supervisor has rehydrated its entities with unfinished work.
+func (t *Tree) spawnKinds(kinds []Spec, strat *strategy) error {
+	done := make(chan rehydrated, len(kinds))
 	rootProps := actor.PropsFromProducer(func() actor.Actor { return &rootActor{} },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)))
-	root, err := o.System.Root.SpawnNamed(rootProps, "thatch")
+	root, err := t.sys.Root.SpawnNamed(rootProps, "thatch")
 	if err != nil {
-		return nil, fmt.Errorf("supervisor: spawn root: %w", err)
+		return fmt.Errorf("supervisor: spawn root: %w", err)
 	}
 	t.root = root
-	for _, spec := range o.Kinds {
-		spec := spec
+	for _, spec := range kinds {
 		props := actor.PropsFromProducer(func() actor.Actor {
 			return &kindSupervisor{tree: t, spec: spec, strategy: strat, done: done}
-		}, actor.WithDispatcher(env.Dispatcher))
-		res, err := o.System.Root.RequestFuture(root, &spawnKind{name: spec.KindName(), props: props}, 10*time.Second).Result()
+		}, actor.WithDispatcher(t.env.Dispatcher))
+		res, err := t.sys.Root.RequestFuture(root, &spawnKind{name: spec.KindName(), props: props}, 10*time.Second).Result()
 		if err != nil {
-			return nil, fmt.Errorf("supervisor: spawn %s supervisor: %w", spec.KindName(), err)
+			return fmt.Errorf("supervisor: spawn %s supervisor: %w", spec.KindName(), err)
 		}
 		pid, ok := res.(*actor.PID)
 		if !ok {
-			return nil, fmt.Errorf("supervisor: spawn %s supervisor: %v", spec.KindName(), res)
+			return fmt.Errorf("supervisor: spawn %s supervisor: %v", spec.KindName(), res)
 		}
 		t.kinds[spec.KindName()] = pid
 	}
-	for range o.Kinds {
+	for range kinds {
 		r := <-done
 		if r.err != nil {
-			return nil, fmt.Errorf("supervisor: rehydrate %s: %w", r.kind, r.err)
+			return fmt.Errorf("supervisor: rehydrate %s: %w", r.kind, r.err)
 		}
 		if r.count > 0 {
 			t.log.Info("rehydrated entities with unfinished work", "kind", r.kind, "count", r.count)
 		}
 	}
-	return t, nil
+	return nil
 }
 
 func (t *Tree) onFailure(child *actor.PID, reason any, restarts int, stopped bool, delay time.Duration) {

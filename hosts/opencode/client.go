@@ -186,32 +186,7 @@ func New(opts Options) (*Client, error) {
 		log:         opts.Logger,
 		hc:          opts.HTTPClient,
 	}
-	if opts.BaseURL == "" {
-		problems = append(problems, "BaseURL is required")
-	} else if u, err := url.Parse(opts.BaseURL); err != nil {
-		// The parse error quotes the URL, which may hold a password.
-		problems = append(problems, "BaseURL is not a valid URL")
-	} else {
-		if u.Scheme != "http" && u.Scheme != "https" {
-			problems = append(problems, "BaseURL scheme must be http or https")
-		}
-		if u.Host == "" {
-			problems = append(problems, "BaseURL has no host")
-		}
-		if u.User != nil {
-			if c.username == "" {
-				c.username = u.User.Username()
-			}
-			if p, ok := u.User.Password(); ok && c.password == "" {
-				c.password = p
-			}
-		}
-		if c.host == "" {
-			c.host = u.Host
-		}
-		clean := url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimRight(u.Path, "/")}
-		c.base = clean.String()
-	}
+	problems = append(problems, c.setBase(opts.BaseURL)...)
 	if c.username == "" {
 		c.username = DefaultUsername
 	}
@@ -254,6 +229,39 @@ func New(opts Options) (*Client, error) {
 		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	return c, nil
+}
+
+// setBase checks the base URL and takes from it what the options leave
+// out (credentials, the host name); it returns the problems it found.
+func (c *Client) setBase(raw string) []string {
+	var problems []string
+	if raw == "" {
+		problems = append(problems, "BaseURL is required")
+	} else if u, err := url.Parse(raw); err != nil {
+		// The parse error quotes the URL, which may hold a password.
+		problems = append(problems, "BaseURL is not a valid URL")
+	} else {
+		if u.Scheme != "http" && u.Scheme != "https" {
+			problems = append(problems, "BaseURL scheme must be http or https")
+		}
+		if u.Host == "" {
+			problems = append(problems, "BaseURL has no host")
+		}
+		if u.User != nil {
+			if c.username == "" {
+				c.username = u.User.Username()
+			}
+			if p, ok := u.User.Password(); ok && c.password == "" {
+				c.password = p
+			}
+		}
+		if c.host == "" {
+			c.host = u.Host
+		}
+		clean := url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimRight(u.Path, "/")}
+		c.base = clean.String()
+	}
+	return problems
 }
 
 // Host is the name the client stamps into decoded messages.

@@ -133,134 +133,155 @@ func (m *memoryService) written(ctx context.Context, session string, op messages
 }
 
 func (m *memoryService) mount(s frontend.Mux) {
-	s.MountFunc("POST /v1/memory/remember", func(w http.ResponseWriter, r *http.Request) {
-		var b rememberBody
-		if !decodeBody(w, r, &b) {
-			return
+	s.MountFunc("POST /v1/memory/remember", m.remember)
+	s.MountFunc("POST /v1/memory/recall", m.recall)
+	s.MountFunc("POST /v1/memory/forget", m.forget)
+	s.MountFunc("POST /v1/memory/list", m.list)
+	s.MountFunc("POST /v1/memory/show", m.show)
+	s.MountFunc("GET /v1/memory/hygiene", m.hygiene)
+	s.MountFunc("POST /v1/memory/resolve", m.resolve)
+}
+
+// remember serves POST /v1/memory/remember.
+func (m *memoryService) remember(w http.ResponseWriter, r *http.Request) {
+	var b rememberBody
+	if !decodeBody(w, r, &b) {
+		return
+	}
+	store := m.storeOr(b.Store, b.SessionID)
+	res, err := m.mem.Remember(r.Context(), memory.RememberInput{Label: b.Label, Content: b.Content, Store: store,
+		Branch: b.Branch, Confidence: b.Confidence, Overwrite: b.Overwrite, Archived: b.Archived})
+	if err != nil {
+		memoryError(w, err)
+		return
+	}
+	op := messages.MemoryCreated
+	if res.Op == memory.OpUpdated {
+		op = messages.MemoryUpdated
+	}
+	m.written(r.Context(), b.SessionID, op)
+	out := map[string]any{"slug": res.Entry.Slug, "store": res.Entry.Store, "op": res.Op}
+	if len(res.Similar) > 0 {
+		var names []string
+		for _, s := range res.Similar {
+			names = append(names, s.Label+" ("+s.Slug+")")
 		}
-		store := m.storeOr(b.Store, b.SessionID)
-		res, err := m.mem.Remember(r.Context(), memory.RememberInput{Label: b.Label, Content: b.Content, Store: store,
-			Branch: b.Branch, Confidence: b.Confidence, Overwrite: b.Overwrite, Archived: b.Archived})
+		out["similar"] = res.Similar
+		out["warning"] = "saved, but it is close to existing memories: " + strings.Join(names, ", ") +
+			"; consider updating one of them with overwrite instead"
+	}
+	control.WriteJSON(w, http.StatusOK, out)
+}
+
+// recall serves POST /v1/memory/recall.
+func (m *memoryService) recall(w http.ResponseWriter, r *http.Request) {
+	var b recallBody
+	if !decodeBody(w, r, &b) {
+		return
+	}
+	stores := []string(nil)
+	if b.Store != "" {
+		stores = []string{b.Store}
+	} else {
+		p, _ := m.storesFor(b.SessionID)
+		stores = memory.SessionStores(p)
+	}
+	hits, err := m.mem.Recall(r.Context(), memory.RecallInput{Query: b.Query, Stores: stores, Branch: b.Branch, Limit: b.Limit})
+	if err != nil {
+		memoryError(w, err)
+		return
+	}
+	if hits == nil {
+		hits = []memory.Hit{}
+	}
+	control.WriteJSON(w, http.StatusOK, map[string]any{"hits": hits})
+}
+
+// forget serves POST /v1/memory/forget.
+func (m *memoryService) forget(w http.ResponseWriter, r *http.Request) {
+	var b forgetBody
+	if !decodeBody(w, r, &b) {
+		return
+	}
+	key := b.Slug
+	if key == "" {
+		key = b.Label
+	}
+	store := m.storeOr(b.Store, b.SessionID)
+	e, err := m.mem.Forget(store, key)
+	if errors.Is(err, memory.ErrNotFound) && b.Store == "" && store != memory.GlobalStore {
+		e, err = m.mem.Forget(memory.GlobalStore, key)
+	}
+	if err != nil {
+		memoryError(w, err)
+		return
+	}
+	m.written(r.Context(), b.SessionID, messages.MemoryDeleted)
+	control.WriteJSON(w, http.StatusOK, map[string]any{"forgotten": e})
+}
+
+// list serves POST /v1/memory/list.
+func (m *memoryService) list(w http.ResponseWriter, r *http.Request) {
+	var b listBody
+	if !decodeBody(w, r, &b) {
+		return
+	}
+	var stores []string
+	switch {
+	case b.Store != "":
+		stores = []string{b.Store}
+	case b.SessionID != "":
+		p, _ := m.storesFor(b.SessionID)
+		stores = memory.SessionStores(p)
+	default:
+		stores = m.mem.Stores()
+	}
+	out := []memory.Entry{}
+	for _, st := range stores {
+		es, err := m.mem.List(st, b.Branch)
 		if err != nil {
 			memoryError(w, err)
 			return
 		}
-		op := messages.MemoryCreated
-		if res.Op == memory.OpUpdated {
-			op = messages.MemoryUpdated
-		}
-		m.written(r.Context(), b.SessionID, op)
-		out := map[string]any{"slug": res.Entry.Slug, "store": res.Entry.Store, "op": res.Op}
-		if len(res.Similar) > 0 {
-			var names []string
-			for _, s := range res.Similar {
-				names = append(names, s.Label+" ("+s.Slug+")")
-			}
-			out["similar"] = res.Similar
-			out["warning"] = "saved, but it is close to existing memories: " + strings.Join(names, ", ") +
-				"; consider updating one of them with overwrite instead"
-		}
-		control.WriteJSON(w, http.StatusOK, out)
-	})
-	s.MountFunc("POST /v1/memory/recall", func(w http.ResponseWriter, r *http.Request) {
-		var b recallBody
-		if !decodeBody(w, r, &b) {
-			return
-		}
-		stores := []string(nil)
-		if b.Store != "" {
-			stores = []string{b.Store}
-		} else {
-			p, _ := m.storesFor(b.SessionID)
-			stores = memory.SessionStores(p)
-		}
-		hits, err := m.mem.Recall(r.Context(), memory.RecallInput{Query: b.Query, Stores: stores, Branch: b.Branch, Limit: b.Limit})
-		if err != nil {
-			memoryError(w, err)
-			return
-		}
-		if hits == nil {
-			hits = []memory.Hit{}
-		}
-		control.WriteJSON(w, http.StatusOK, map[string]any{"hits": hits})
-	})
-	s.MountFunc("POST /v1/memory/forget", func(w http.ResponseWriter, r *http.Request) {
-		var b forgetBody
-		if !decodeBody(w, r, &b) {
-			return
-		}
-		key := b.Slug
-		if key == "" {
-			key = b.Label
-		}
-		store := m.storeOr(b.Store, b.SessionID)
-		e, err := m.mem.Forget(store, key)
-		if errors.Is(err, memory.ErrNotFound) && b.Store == "" && store != memory.GlobalStore {
-			e, err = m.mem.Forget(memory.GlobalStore, key)
-		}
-		if err != nil {
-			memoryError(w, err)
-			return
-		}
-		m.written(r.Context(), b.SessionID, messages.MemoryDeleted)
-		control.WriteJSON(w, http.StatusOK, map[string]any{"forgotten": e})
-	})
-	s.MountFunc("POST /v1/memory/list", func(w http.ResponseWriter, r *http.Request) {
-		var b listBody
-		if !decodeBody(w, r, &b) {
-			return
-		}
-		var stores []string
-		switch {
-		case b.Store != "":
-			stores = []string{b.Store}
-		case b.SessionID != "":
-			p, _ := m.storesFor(b.SessionID)
-			stores = memory.SessionStores(p)
-		default:
-			stores = m.mem.Stores()
-		}
-		out := []memory.Entry{}
-		for _, st := range stores {
-			es, err := m.mem.List(st, b.Branch)
-			if err != nil {
-				memoryError(w, err)
-				return
-			}
-			out = append(out, es...)
-		}
-		control.WriteJSON(w, http.StatusOK, map[string]any{"entries": out})
-	})
-	s.MountFunc("POST /v1/memory/show", func(w http.ResponseWriter, r *http.Request) {
-		var b forgetBody
-		if !decodeBody(w, r, &b) {
-			return
-		}
-		store := b.Store
-		if store == "" {
-			store = memory.GlobalStore
-		}
-		e, err := m.mem.Get(store, memory.Slugify(firstNonEmpty(b.Slug, b.Label)))
-		if err != nil {
-			memoryError(w, err)
-			return
-		}
-		control.WriteJSON(w, http.StatusOK, e)
-	})
-	s.MountFunc("GET /v1/memory/hygiene", func(w http.ResponseWriter, r *http.Request) {
-		control.WriteJSON(w, http.StatusOK, memory.HygieneReport(m.mem))
-	})
-	s.MountFunc("POST /v1/memory/resolve", func(w http.ResponseWriter, r *http.Request) {
-		var b resolveBody
-		if !decodeBody(w, r, &b) {
-			return
-		}
-		if err := m.mem.ResolvePair(b.Store, b.A, b.B, memory.Verdict(b.Verdict)); err != nil {
-			memoryError(w, err)
-			return
-		}
-		control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
-	})
+		out = append(out, es...)
+	}
+	control.WriteJSON(w, http.StatusOK, map[string]any{"entries": out})
+}
+
+// show serves POST /v1/memory/show.
+func (m *memoryService) show(w http.ResponseWriter, r *http.Request) {
+	var b forgetBody
+	if !decodeBody(w, r, &b) {
+		return
+	}
+	store := b.Store
+	if store == "" {
+		store = memory.GlobalStore
+	}
+	e, err := m.mem.Get(store, memory.Slugify(firstNonEmpty(b.Slug, b.Label)))
+	if err != nil {
+		memoryError(w, err)
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, e)
+}
+
+// hygiene serves GET /v1/memory/hygiene.
+func (m *memoryService) hygiene(w http.ResponseWriter, r *http.Request) {
+	control.WriteJSON(w, http.StatusOK, memory.HygieneReport(m.mem))
+}
+
+// resolve serves POST /v1/memory/resolve.
+func (m *memoryService) resolve(w http.ResponseWriter, r *http.Request) {
+	var b resolveBody
+	if !decodeBody(w, r, &b) {
+		return
+	}
+	if err := m.mem.ResolvePair(b.Store, b.A, b.B, memory.Verdict(b.Verdict)); err != nil {
+		memoryError(w, err)
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
 func firstNonEmpty(s ...string) string {
