@@ -152,7 +152,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	if err := r.startTree(kinds, effects); err != nil {
 		return err
 	}
-	if err := r.startControl(); err != nil {
+	if err := r.startControl(ctx); err != nil {
 		return err
 	}
 	for _, fe := range r.o.FrontEnds {
@@ -217,7 +217,7 @@ func (r *Runtime) startTree(kinds []supervisor.Spec, effects []supervisor.Handle
 }
 
 // startControl mounts the routes and starts the control API.
-func (r *Runtime) startControl() error {
+func (r *Runtime) startControl(ctx context.Context) error {
 	var err error
 	r.control, err = control.New(control.Options{
 		Listen:    r.cfg.Control.Listen,
@@ -232,7 +232,9 @@ func (r *Runtime) startControl() error {
 	}
 	r.control.MountFunc("GET /v1/status", r.serveStatus)
 	for _, fe := range r.o.FrontEnds {
-		fe.Mount(r.tree, r.control)
+		if err := fe.Mount(ctx, r.tree, r.control); err != nil {
+			return fmt.Errorf("thatch: mount the %s front end: %w", fe.Name(), err)
+		}
 	}
 	if err := r.control.Start(); err != nil {
 		return err

@@ -66,8 +66,10 @@ type FrontEnd interface {
 	Name() string
 	// Open prepares the front end on the open store (step 1).
 	Open(ctx context.Context, c Core) (Parts, error)
-	// Mount adds the front end's routes (step 3). The tree is running.
-	Mount(t *supervisor.Tree, m Mux)
+	// Mount adds the front end's routes (step 3). The tree is running and
+	// has rehydrated the front end's entities; a front end reads what it
+	// routes by here.
+	Mount(ctx context.Context, t *supervisor.Tree, m Mux) error
 	// Start connects the front end to its outside world (step 4). An
 	// unreachable outside world is logged, not an error: only a front end
 	// that cannot run at all fails Start.

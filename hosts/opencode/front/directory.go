@@ -1,21 +1,19 @@
 package front
 
 import (
+	"context"
 	"fmt"
-	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/ocregistry"
+	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 )
 
 // Row tables the opencode front end keeps.
 const (
-	// tableParents maps a child session id to its family (top-level) id.
-	tableParents = "opencode.parent"
-	// tableFamilyHost maps a family id to the host name it lives on, so a
-	// reconcile knows which families a host should list.
-	tableFamilyHost = "opencode.family_host"
-	// tableFamilyDir maps a family id to its parent session's directory.
-	tableFamilyDir = "opencode.family_dir"
 	// tableDeletedFamilies notes families whose parent was deleted; the
 	// runtime-state sweep forgets their journals once the note is old.
 	tableDeletedFamilies = "opencode.deleted_family"
@@ -23,202 +21,186 @@ const (
 	tableWatcherDeaths = "opencode.watcher_deaths"
 )
 
-// sessionDirectory is the durable index from child sessions to their
-// family, with an in-memory copy for routing. It is a derived fact: the
-// family entity owns its children; this only tells the router where a
-// child's family lives.
-type sessionDirectory struct {
-	rows *persistence.Rows
+// Row tables of an older thatch, which kept the registry's records in rows;
+// the first start of this one imports them into the registry and deletes
+// them.
+const (
+	legacyParents    = "opencode.parent"
+	legacyFamilyHost = "opencode.family_host"
+	legacyFamilyDir  = "opencode.family_dir"
+)
 
-	// wmu serializes the writers: each one checks, writes its rows and
-	// updates the maps as one step, so that the rows and the maps agree
-	// and no check is stale by the time its write lands.
-	wmu sync.Mutex
-	// mu guards the maps for readers.
-	mu      sync.RWMutex
-	parents map[string]string
-	hosts   map[string]string
-	dirs    map[string]string
+var registryID = actors.Identity{Kind: ocregistry.KindName, ID: ocregistry.ID}
+
+// registryTimeout bounds one change of the registry (an fsync'd append).
+const registryTimeout = 30 * time.Second
+
+// sessionDirectory is the front end's view of the registry entity, which
+// owns every child link and every family's host and directory. Reads are
+// lookups in the newest state the registry answered with (an immutable
+// value); a change is a command to the registry, journaled before its
+// answer, which becomes the view when it is newer than the one held.
+type sessionDirectory struct {
+	state atomic.Pointer[ocregistry.State]
+	// request sends a command to the registry and returns its answer.
+	request func(ctx context.Context, msg any) (any, error)
 }
 
-func loadDirectory(rows *persistence.Rows) (*sessionDirectory, error) {
-	d := &sessionDirectory{rows: rows, parents: map[string]string{}, hosts: map[string]string{}, dirs: map[string]string{}}
-	if err := rows.Scan(tableParents, func(r persistence.Row) error {
-		d.parents[r.Key] = string(r.Value)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("thatch: load session directory: %w", err)
+func newDirectory() *sessionDirectory {
+	d := &sessionDirectory{}
+	d.state.Store(&ocregistry.State{})
+	d.request = func(context.Context, any) (any, error) {
+		return nil, fmt.Errorf("front: the registry is not running yet")
 	}
-	for table, m := range map[string]map[string]string{tableFamilyHost: d.hosts, tableFamilyDir: d.dirs} {
-		if err := rows.Scan(table, func(r persistence.Row) error {
-			m[r.Key] = string(r.Value)
-			return nil
-		}); err != nil {
-			return nil, fmt.Errorf("thatch: load session directory: %w", err)
+	return d
+}
+
+// view is the newest state the registry answered with.
+func (d *sessionDirectory) view() *ocregistry.State { return d.state.Load() }
+
+// do sends a command to the registry and installs the state it answers
+// with, unless a newer one is installed already (answers to concurrent
+// commands may arrive in any order).
+func (d *sessionDirectory) do(ctx context.Context, msg any) (*ocregistry.State, error) {
+	res, err := d.request(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := res.(*ocregistry.State)
+	if !ok {
+		return nil, fmt.Errorf("front: the registry answered %T", res)
+	}
+	for {
+		cur := d.state.Load()
+		if cur.Version >= s.Version {
+			return s, nil
+		}
+		if d.state.CompareAndSwap(cur, s) {
+			return s, nil
 		}
 	}
-	return d, nil
+}
+
+// load reads the registry's state; the first start after an older thatch
+// imports that one's rows into the registry and then deletes them.
+func (d *sessionDirectory) load(ctx context.Context, rows *persistence.Rows) error {
+	s, err := d.do(ctx, &messages.RegistryRead{})
+	if err != nil {
+		return fmt.Errorf("front: read the registry: %w", err)
+	}
+	imp := &messages.RegistryImport{}
+	for table, dst := range map[string]*map[string]string{legacyParents: &imp.Parents, legacyFamilyHost: &imp.Hosts, legacyFamilyDir: &imp.Dirs} {
+		if err := rows.Scan(table, func(r persistence.Row) error {
+			if *dst == nil {
+				*dst = map[string]string{}
+			}
+			(*dst)[r.Key] = string(r.Value)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("front: read the rows of an older registry: %w", err)
+		}
+	}
+	if len(imp.Parents)+len(imp.Hosts)+len(imp.Dirs) == 0 {
+		return nil
+	}
+	if s.Empty() {
+		if _, err := d.do(ctx, imp); err != nil {
+			return fmt.Errorf("front: import the rows of an older registry: %w", err)
+		}
+	}
+	// Imported now, or by a start that crashed before it deleted them.
+	for _, table := range []string{legacyParents, legacyFamilyHost, legacyFamilyDir} {
+		var keys []string
+		_ = rows.Scan(table, func(r persistence.Row) error { keys = append(keys, r.Key); return nil })
+		for _, k := range keys {
+			if err := rows.Delete(table, k); err != nil {
+				return fmt.Errorf("front: delete the rows of an older registry: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // family returns the top-level session id that session belongs to.
-func (d *sessionDirectory) family(session string) string {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	for i := 0; i < 64; i++ { // nested sub-agents; the bound guards a cycle
-		p, ok := d.parents[session]
-		if !ok {
-			return session
-		}
-		session = p
-	}
-	return session
-}
+func (d *sessionDirectory) family(session string) string { return d.view().Family(session) }
+
+// hostOf returns the host recorded for a family ("" when none is).
+func (d *sessionDirectory) hostOf(family string) string { return d.view().Host(family) }
+
+// directory returns the recorded directory of a family.
+func (d *sessionDirectory) directory(family string) string { return d.view().Directory(family) }
+
+// familiesOn lists the families recorded on host.
+func (d *sessionDirectory) familiesOn(host string) []string { return d.view().FamiliesOn(host) }
 
 // link durably records that child belongs to parent's family and returns
 // that family.
-func (d *sessionDirectory) link(child, parent string) (string, error) {
-	if fam, ok := d.linked(child, parent); ok {
-		return fam, nil // every event of a known child: no writer lock
+func (d *sessionDirectory) link(ctx context.Context, child, parent string) (string, error) {
+	v := d.view()
+	fam := v.Family(parent)
+	if v.Parents[child] == fam || child == fam {
+		return fam, nil // every event of a known child: no command
 	}
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	fam, ok := d.linked(child, parent)
-	if ok {
-		return fam, nil
-	}
-	if err := d.rows.Put(tableParents, child, []byte(fam)); err != nil {
+	s, err := d.do(ctx, &messages.RegistryLink{Child: child, Parent: parent})
+	if err != nil {
 		return "", err
 	}
-	d.mu.Lock()
-	d.parents[child] = fam
-	d.mu.Unlock()
-	return fam, nil
-}
-
-// linked returns parent's family and whether child is linked to it.
-func (d *sessionDirectory) linked(child, parent string) (string, bool) {
-	fam := d.family(parent)
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	cur, ok := d.parents[child]
-	return fam, ok && cur == fam
-}
-
-// hostOf returns the host recorded for a family ("" when none is).
-func (d *sessionDirectory) hostOf(family string) string {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.hosts[family]
+	return s.Family(parent), nil
 }
 
 // moveHost records host for a family when replace approves of the host
-// recorded now ("" when none is). It runs under the writers' lock, so no
-// other write lands between the check and its own.
-func (d *sessionDirectory) moveHost(family, host string, replace func(cur string) bool) error {
-	return d.set(tableFamilyHost, d.hosts, family, host, replace)
+// recorded now ("" when none is). The registry applies it only if the
+// record is still the one replace saw; when it changed meanwhile, replace
+// is asked again about the new one.
+func (d *sessionDirectory) moveHost(ctx context.Context, family, host string, replace func(cur string) bool) error {
+	for range 3 {
+		cur := d.hostOf(family)
+		if host == "" || cur == host || !replace(cur) {
+			return nil
+		}
+		s, err := d.do(ctx, &messages.RegistrySetHost{Family: family, Host: host, IfCurrent: cur})
+		if err != nil {
+			return err
+		}
+		if s.Host(family) == host {
+			return nil
+		}
+	}
+	return fmt.Errorf("front: the host record of %s keeps changing", family)
 }
 
 // setDirectory durably records the directory a family's parent runs in.
-func (d *sessionDirectory) setDirectory(family, dir string) error {
-	return d.set(tableFamilyDir, d.dirs, family, dir, always)
+func (d *sessionDirectory) setDirectory(ctx context.Context, family, dir string) error {
+	if dir == "" || d.directory(family) == dir {
+		return nil
+	}
+	_, err := d.do(ctx, &messages.RegistrySetDirectory{Family: family, Directory: dir})
+	return err
 }
 
 // adoptDirectory records a family's directory when none is recorded yet.
-func (d *sessionDirectory) adoptDirectory(family, dir string) error {
-	return d.set(tableFamilyDir, d.dirs, family, dir, func(cur string) bool { return cur == "" })
-}
-
-func always(string) bool { return true }
-
-func (d *sessionDirectory) set(table string, m map[string]string, family, v string, replace func(cur string) bool) error {
-	read := func() string {
-		d.mu.RLock()
-		defer d.mu.RUnlock()
-		return m[family]
-	}
-	if v == "" || read() == v {
-		return nil // most events name what is recorded: no writer lock
-	}
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	if cur := read(); cur == v || !replace(cur) {
+func (d *sessionDirectory) adoptDirectory(ctx context.Context, family, dir string) error {
+	if dir == "" || d.directory(family) != "" {
 		return nil
 	}
-	if err := d.rows.Put(table, family, []byte(v)); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	m[family] = v
-	d.mu.Unlock()
-	return nil
+	_, err := d.do(ctx, &messages.RegistrySetDirectory{Family: family, Directory: dir, OnlyIfUnset: true})
+	return err
 }
 
-// directory returns the recorded directory of a family.
-func (d *sessionDirectory) directory(family string) string {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.dirs[family]
-}
-
-// familiesOn lists the families recorded on host.
-func (d *sessionDirectory) familiesOn(host string) []string {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	var out []string
-	for f, h := range d.hosts {
-		if h == host {
-			out = append(out, f)
-		}
+// dropFamilyRecord drops the host and directory of id, which turned out to
+// be no family, keeping every child link (a session linked under id still
+// reaches id's real family through id's own link).
+func (d *sessionDirectory) dropFamilyRecord(ctx context.Context, id string) error {
+	v := d.view()
+	if v.Host(id) == "" && v.Directory(id) == "" {
+		return nil
 	}
-	return out
-}
-
-// dropFamilyRecord drops the host and directory rows of id, which turned
-// out to be no family, keeping every child link (a session linked under id
-// still reaches id's real family through id's own link).
-func (d *sessionDirectory) dropFamilyRecord(id string) error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	for _, table := range []string{tableFamilyHost, tableFamilyDir} {
-		if err := d.rows.Delete(table, id); err != nil {
-			return err
-		}
-	}
-	d.mu.Lock()
-	delete(d.hosts, id)
-	delete(d.dirs, id)
-	d.mu.Unlock()
-	return nil
+	_, err := d.do(ctx, &messages.RegistryDropRecord{ID: id})
+	return err
 }
 
 // forget drops a family that is gone for good, and its children's links.
-func (d *sessionDirectory) forget(family string) error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	d.mu.Lock()
-	var kids []string
-	for c, p := range d.parents {
-		if p == family {
-			kids = append(kids, c)
-		}
-	}
-	d.mu.Unlock()
-	for _, c := range kids {
-		if err := d.rows.Delete(tableParents, c); err != nil {
-			return err
-		}
-	}
-	for _, table := range []string{tableFamilyHost, tableFamilyDir} {
-		if err := d.rows.Delete(table, family); err != nil {
-			return err
-		}
-	}
-	d.mu.Lock()
-	for _, c := range kids {
-		delete(d.parents, c)
-	}
-	delete(d.hosts, family)
-	delete(d.dirs, family)
-	d.mu.Unlock()
-	return nil
+func (d *sessionDirectory) forget(ctx context.Context, family string) error {
+	_, err := d.do(ctx, &messages.RegistryForget{Family: family})
+	return err
 }

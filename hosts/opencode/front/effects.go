@@ -97,7 +97,7 @@ func (o *FrontEnd) createChild(ctx context.Context, from actors.Identity, e *mes
 	if err == nil {
 		// Only a lost session.created makes this link matter; the child
 		// exists either way, so a failure here is only logged.
-		if _, lerr := o.dir.link(res.ChildID, e.ParentID); lerr != nil {
+		if _, lerr := o.dir.link(ctx, res.ChildID, e.ParentID); lerr != nil {
 			o.effectLog(from, e).Warn("cannot record the extraction child's parent", "child", res.ChildID, "error", lerr)
 		}
 	}
@@ -238,7 +238,7 @@ func (o *FrontEnd) recordFamilyDeleted(_ context.Context, from actors.Identity, 
 	return &messages.DeletionNoted{SessionID: e.SessionID}
 }
 
-func (o *FrontEnd) sweepRuntimeState(_ context.Context, from actors.Identity, e *messages.SweepRuntimeState) any {
+func (o *FrontEnd) sweepRuntimeState(ctx context.Context, from actors.Identity, e *messages.SweepRuntimeState) any {
 	log := o.effectLog(from, e)
 	n, err := o.rows.DeleteWrittenBefore(tableWatcherDeaths, e.Cutoff)
 	if err != nil {
@@ -246,7 +246,7 @@ func (o *FrontEnd) sweepRuntimeState(_ context.Context, from actors.Identity, e 
 	} else if n > 0 {
 		log.Info("aged out runtime-state rows", "table", tableWatcherDeaths, "rows", n)
 	}
-	forgot, err := o.forgetDeletedFamilies(e.Cutoff)
+	forgot, err := o.forgetDeletedFamilies(ctx, e.Cutoff)
 	if err != nil {
 		log.Error("cannot forget deleted sessions", "error", err)
 	}
@@ -281,7 +281,7 @@ func (o *FrontEnd) sweepStranded(ctx context.Context, _ actors.Identity, _ *mess
 // the next sweep; the tree checks and forgets in one step, so no entity
 // wakes in between. Its directory rows (child links a late create answer
 // may have added) go with it.
-func (o *FrontEnd) forgetDeletedFamilies(cutoff time.Time) (int, error) {
+func (o *FrontEnd) forgetDeletedFamilies(ctx context.Context, cutoff time.Time) (int, error) {
 	var due []string
 	err := o.rows.Scan(tableDeletedFamilies, func(row persistence.Row) error {
 		if row.WrittenAt.Before(cutoff) {
@@ -302,7 +302,7 @@ func (o *FrontEnd) forgetDeletedFamilies(cutoff time.Time) (int, error) {
 			continue
 		}
 		n++
-		if err := o.dir.forget(id); err != nil {
+		if err := o.dir.forget(ctx, id); err != nil {
 			return n, err
 		}
 		if err := o.rows.Delete(tableDeletedFamilies, id); err != nil {

@@ -10,3 +10,10 @@ func (o *FrontEnd) RowForTest(table, key string) (persistence.Row, bool, error) 
 
 // JournalForTest is the journal, for tests that check its indexes.
 func (o *FrontEnd) JournalForTest() *persistence.Journal { return o.jr }
+
+// RoutingForTest answers how the front end routes a session now: its
+// family, and that family's recorded host and directory.
+func (o *FrontEnd) RoutingForTest(session string) (family, host, dir string) {
+	fam := o.dir.family(session)
+	return fam, o.dir.hostOf(fam), o.dir.directory(fam)
+}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/ocfamily"
+	"github.com/thatch-run/thatch/actors/ocregistry"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/persistence"
@@ -94,11 +95,7 @@ func (o *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	o.rows = c.Store.Rows()
 	o.jr = c.Store.Journal()
 	o.now = c.Clock.Now
-	dir, err := loadDirectory(o.rows)
-	if err != nil {
-		return frontend.Parts{}, err
-	}
-	o.dir = dir
+	o.dir = newDirectory()
 	o.memSvc = &memoryService{log: o.log.Named("memory"), mem: c.Memory, oc: o}
 	for name, h := range o.opts.Hosts {
 		o.hosts[name] = &hostConn{name: name, info: h}
@@ -114,16 +111,27 @@ func (o *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		ExitRetryWindow: o.cfg.OpenCode.ExitRetryWindow,
 	})
 	return frontend.Parts{
-		Kinds:   []supervisor.Spec{supervisor.Entity[ocfamily.State](family)},
+		Kinds: []supervisor.Spec{
+			supervisor.Entity[ocfamily.State](family),
+			supervisor.Entity[ocregistry.State](ocregistry.Kind{}),
+		},
 		Effects: o.handlers(),
 	}, nil
 }
 
-// Mount adds the plugin's and the memory tools' routes.
-func (o *FrontEnd) Mount(t *supervisor.Tree, m frontend.Mux) {
+// Mount reads the registry (the routing state) and adds the plugin's and
+// the memory tools' routes.
+func (o *FrontEnd) Mount(ctx context.Context, t *supervisor.Tree, m frontend.Mux) error {
 	o.tree = t
+	o.dir.request = func(ctx context.Context, msg any) (any, error) {
+		return t.RequestContext(ctx, registryID, msg, registryTimeout)
+	}
+	if err := o.dir.load(ctx, o.rows); err != nil {
+		return err
+	}
 	o.mountPlugin(m)
 	o.memSvc.mount(m)
+	return nil
 }
 
 // Start watches every configured opencode server. A server that cannot be

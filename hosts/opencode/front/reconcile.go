@@ -44,7 +44,7 @@ func (o *FrontEnd) reconcileOnly(ctx context.Context, host string, l sessionList
 		Only:   only,
 	})
 	for _, ln := range plan.Links {
-		if _, err := o.dir.link(ln.Child, ln.Parent); err != nil {
+		if _, err := o.dir.link(ctx, ln.Child, ln.Parent); err != nil {
 			return fmt.Errorf("cannot record child: %w", err)
 		}
 	}
@@ -54,7 +54,7 @@ func (o *FrontEnd) reconcileOnly(ctx context.Context, host string, l sessionList
 	for _, fam := range sortedKeys(plan.Directories) {
 		// A family first met through its events has no directory yet, and
 		// its payload would name the global store only.
-		if err := o.dir.adoptDirectory(fam, plan.Directories[fam]); err != nil {
+		if err := o.dir.adoptDirectory(ctx, fam, plan.Directories[fam]); err != nil {
 			o.log.Error("reconcile: cannot record directory", "family", fam, "error", err)
 		}
 	}
@@ -70,7 +70,7 @@ func (o *FrontEnd) reconcileOnly(ctx context.Context, host string, l sessionList
 		if !fr.Present {
 			// The family journaled its parent's deletion: like a
 			// session.deleted, its links and host record route nothing.
-			if err := o.dir.forget(id); err != nil {
+			if err := o.dir.forget(ctx, id); err != nil {
 				o.log.Error("reconcile: cannot forget family", "family", id, "error", err)
 			}
 		}
@@ -204,7 +204,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // like a deleted parent: what it buffered are the child's own calls, which
 // are never extracted, and the sweep forgets it later.
 func (o *FrontEnd) strayChild(ctx context.Context, host, id string) {
-	if err := o.dir.dropFamilyRecord(id); err != nil {
+	if err := o.dir.dropFamilyRecord(ctx, id); err != nil {
 		o.log.Error("reconcile: cannot drop a child's family record", "session", id, "error", err)
 		return
 	}

@@ -31,7 +31,7 @@ func (l *flakyLister) SessionStatus(context.Context) (map[string]opencode.Sessio
 func TestConnectReconcileTriesAgainAfterAFailure(t *testing.T) {
 	defer func(w time.Duration) { reconcileRetryWait = w }(reconcileRetryWait)
 	reconcileRetryWait = time.Millisecond
-	o := &FrontEnd{log: hclog.NewNullLogger(), dir: &sessionDirectory{parents: map[string]string{}, hosts: map[string]string{}, dirs: map[string]string{}}}
+	o := &FrontEnd{log: hclog.NewNullLogger(), dir: newDirectory()}
 
 	l := &flakyLister{fails: 2}
 	o.reconcileRetrying(context.Background(), "h", l)

@@ -54,7 +54,7 @@ func (o *FrontEnd) learn(ctx context.Context, msg any) any {
 	case *messages.SessionCreated:
 		c := *m
 		if m.ParentID != "" {
-			fam, err := o.dir.link(m.SessionID, m.ParentID)
+			fam, err := o.dir.link(ctx, m.SessionID, m.ParentID)
 			if err != nil {
 				o.log.Error("cannot record a child's family; delivering its creation anyway", "session", m.SessionID, "parent", m.ParentID, "error", err)
 				fam = o.dir.family(m.ParentID)
@@ -64,7 +64,7 @@ func (o *FrontEnd) learn(ctx context.Context, msg any) any {
 			}
 			return &c
 		}
-		if err := o.dir.setDirectory(m.SessionID, m.Directory); err != nil {
+		if err := o.dir.setDirectory(ctx, m.SessionID, m.Directory); err != nil {
 			o.log.Error("cannot record a session's directory; delivering its creation anyway", "session", m.SessionID, "error", err)
 		}
 		// A new session needs no reconcile: thatch sees it from the start.
@@ -111,7 +111,7 @@ func (o *FrontEnd) onHost(ctx context.Context, session, host string, reconcile b
 		return host
 	}
 	changed := false
-	err := o.dir.moveHost(fam, host, func(cur string) bool {
+	err := o.dir.moveHost(ctx, fam, host, func(cur string) bool {
 		changed = cur == "" || (!o.connected(cur) && o.connected(host))
 		return changed
 	})
@@ -172,7 +172,7 @@ func (o *FrontEnd) deliver(ctx context.Context, msg any) error {
 		// The parent is gone and its family journaled that: its children's
 		// links and its host record route nothing any more. The event is
 		// journaled: a failure here is only logged.
-		if err := o.dir.forget(id.ID); err != nil {
+		if err := o.dir.forget(ctx, id.ID); err != nil {
 			o.log.Error("cannot forget a deleted family's links", "family", id.ID, "error", err)
 		}
 	}

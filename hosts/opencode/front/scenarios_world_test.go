@@ -70,8 +70,11 @@ func (w *world) fetchingExtraction(n int) string {
 }
 
 // newWorld starts a runtime on a fresh data directory.
-func newWorld() *world {
-	w := &world{dir: GinkgoT().TempDir(), host: newFakeHost(), http: &http.Client{Timeout: 30 * time.Second}}
+func newWorld() *world { return newWorldIn(GinkgoT().TempDir()) }
+
+// newWorldIn starts a runtime on the data directory dir.
+func newWorldIn(dir string) *world {
+	w := &world{dir: dir, host: newFakeHost(), http: &http.Client{Timeout: 30 * time.Second}}
 	w.clock = actors.NewFakeClock(epoch)
 	// One cleanup for every runtime the story starts: a restart inside an
 	// It of an Ordered story must not stop the runtime when that It ends.

@@ -1,0 +1,207 @@
+// Package ocregistry is the pure decision core of the opencode registry:
+// the one entity that owns which family (top-level session) every child
+// session belongs to, and which host and directory every family is
+// recorded on. The opencode front end routes by an immutable copy of its
+// state and changes it only through its commands, so that a fact has one
+// owner and routing does no I/O.
+//
+// # Imports
+//
+// ocregistry may import actors and messages only.
+//
+// # Model
+//
+// State is never changed in place: Apply returns a new State that shares
+// every map it did not change, so a State handed out (the reply to every
+// command) stays valid while the registry moves on. Version grows with
+// every event; of two States, the one with the higher Version is newer.
+package ocregistry
+
+import (
+	"maps"
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// KindName is the registry's kind; there is one entity, ID.
+const (
+	KindName = "opencode.registry"
+	ID       = "main"
+)
+
+// maxDepth bounds the walk from a session to its family: nested
+// sub-agents are a few levels deep, and the bound guards a cycle.
+const maxDepth = 64
+
+// State is the registry's knowledge. Read it, never change it.
+type State struct {
+	// Version counts the events applied.
+	Version uint64 `json:"version"`
+	// Parents maps a child session to its family.
+	Parents map[string]string `json:"parents,omitempty"`
+	// Hosts maps a family to the host it lives on.
+	Hosts map[string]string `json:"hosts,omitempty"`
+	// Dirs maps a family to its parent session's directory.
+	Dirs map[string]string `json:"dirs,omitempty"`
+}
+
+func init() { messages.Register[State]("opencode.registry.state", 1) }
+
+// Family returns the family (top-level session) that session belongs to.
+func (s *State) Family(session string) string {
+	for range maxDepth {
+		p, ok := s.Parents[session]
+		if !ok {
+			return session
+		}
+		session = p
+	}
+	return session
+}
+
+// Host returns the host recorded for a family ("" when none is).
+func (s *State) Host(family string) string { return s.Hosts[family] }
+
+// Directory returns the directory recorded for a family.
+func (s *State) Directory(family string) string { return s.Dirs[family] }
+
+// FamiliesOn lists the families recorded on host.
+func (s *State) FamiliesOn(host string) []string {
+	var out []string
+	for f, h := range s.Hosts {
+		if h == host {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Empty reports whether the registry records nothing.
+func (s *State) Empty() bool {
+	return len(s.Parents) == 0 && len(s.Hosts) == 0 && len(s.Dirs) == 0
+}
+
+// Kind is the registry kind.
+type Kind struct{}
+
+var _ actors.Kind[State] = Kind{}
+
+// Name returns KindName.
+func (Kind) Name() string { return KindName }
+
+// Initial is an empty registry.
+func (Kind) Initial(string) *State { return &State{} }
+
+// Active is always true: the registry is rehydrated on every start, so that
+// the router has its state before the first event.
+func (Kind) Active(*State) bool { return true }
+
+// Decide turns a command into at most one event and answers with the state
+// after it. A command that changes nothing journals nothing.
+func (k Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
+	var ev any
+	switch m := msg.(type) {
+	case *messages.RegistryRead, *actors.Recovered:
+	case *messages.RegistryLink:
+		if fam := s.Family(m.Parent); m.Child != "" && m.Child != fam && s.Parents[m.Child] != fam {
+			ev = &messages.RegistryChildLinked{Child: m.Child, Family: fam}
+		}
+	case *messages.RegistrySetDirectory:
+		cur, ok := s.Dirs[m.Family]
+		if m.Family != "" && m.Directory != "" && cur != m.Directory && !(ok && m.OnlyIfUnset) {
+			ev = &messages.RegistryDirectorySet{Family: m.Family, Directory: m.Directory}
+		}
+	case *messages.RegistrySetHost:
+		if cur := s.Hosts[m.Family]; m.Family != "" && m.Host != "" && cur == m.IfCurrent && cur != m.Host {
+			ev = &messages.RegistryHostSet{Family: m.Family, Host: m.Host}
+		}
+	case *messages.RegistryDropRecord:
+		if _, h := s.Hosts[m.ID]; h {
+			ev = &messages.RegistryRecordDropped{ID: m.ID}
+		} else if _, d := s.Dirs[m.ID]; d {
+			ev = &messages.RegistryRecordDropped{ID: m.ID}
+		}
+	case *messages.RegistryForget:
+		if s.knows(m.Family) {
+			ev = &messages.RegistryFamilyForgotten{Family: m.Family}
+		}
+	case *messages.RegistryImport:
+		if s.Empty() && (len(m.Parents)+len(m.Hosts)+len(m.Dirs) > 0) {
+			ev = &messages.RegistryImported{Parents: m.Parents, Hosts: m.Hosts, Dirs: m.Dirs}
+		}
+	default:
+		return actors.Decision{Unhandled: true}
+	}
+	if ev == nil {
+		return actors.Decision{Reply: s}
+	}
+	return actors.Decision{Events: []any{ev}, Reply: k.Apply(s, ev)}
+}
+
+// knows reports whether anything is recorded of family.
+func (s *State) knows(family string) bool {
+	if _, ok := s.Hosts[family]; ok {
+		return true
+	}
+	if _, ok := s.Dirs[family]; ok {
+		return true
+	}
+	for _, p := range s.Parents {
+		if p == family {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply returns the state after ev; s is left as it was.
+func (Kind) Apply(s *State, ev any) *State {
+	n := *s
+	n.Version++
+	switch e := ev.(type) {
+	case *messages.RegistryChildLinked:
+		n.Parents = with(s.Parents, e.Child, e.Family)
+	case *messages.RegistryHostSet:
+		n.Hosts = with(s.Hosts, e.Family, e.Host)
+	case *messages.RegistryDirectorySet:
+		n.Dirs = with(s.Dirs, e.Family, e.Directory)
+	case *messages.RegistryRecordDropped:
+		n.Hosts = without(s.Hosts, e.ID)
+		n.Dirs = without(s.Dirs, e.ID)
+	case *messages.RegistryFamilyForgotten:
+		n.Hosts = without(s.Hosts, e.Family)
+		n.Dirs = without(s.Dirs, e.Family)
+		n.Parents = maps.Clone(s.Parents)
+		maps.DeleteFunc(n.Parents, func(_, fam string) bool { return fam == e.Family })
+	case *messages.RegistryImported:
+		n.Parents, n.Hosts, n.Dirs = maps.Clone(e.Parents), maps.Clone(e.Hosts), maps.Clone(e.Dirs)
+	default:
+		return s
+	}
+	return &n
+}
+
+// View shows the registry's size in status.
+func (Kind) View(s *State) any {
+	return map[string]any{"version": s.Version, "children": len(s.Parents), "families": len(s.Hosts)}
+}
+
+// with is m with k set to v, as a new map; m is left as it was.
+func with(m map[string]string, k, v string) map[string]string {
+	n := make(map[string]string, len(m)+1)
+	maps.Copy(n, m)
+	n[k] = v
+	return n
+}
+
+// without is m without k, as a new map (m itself when k is absent).
+func without(m map[string]string, k string) map[string]string {
+	if _, ok := m[k]; !ok {
+		return m
+	}
+	n := maps.Clone(m)
+	delete(n, k)
+	return n
+}
