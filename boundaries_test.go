@@ -36,6 +36,8 @@ func TestImportBoundaries(t *testing.T) {
 		// Protocol adapters translate wire traffic into messages and decide
 		// nothing: no actors, no storage.
 		{"hosts/opencode", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", pebble, protoactor}},
+		{"hosts/opencode/install/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", pebble, protoactor}},
+		{"hosts/opencode/plugin/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", pebble, protoactor}},
 		{"hosts/control", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor}},
 		// A front end never reaches another.
 		{"hosts/opencode/front/...", []string{mod + "/im/..."}},
