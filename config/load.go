@@ -290,6 +290,12 @@ func decodeServers(key string, v any) ([]Server, []*FieldError) {
 	)
 	for i, item := range items {
 		at := fmt.Sprintf("%s[%d]", key, i)
+		if item == nil {
+			// YAML writes a lone "-" as a nil item. It names no server, and
+			// a server that silently disappeared would be worse than an error.
+			problems = append(problems, &FieldError{Key: at, Msg: "empty entry; give it at least name and url, or delete the line"})
+			continue
+		}
 		m, ok := item.(map[string]any)
 		if !ok {
 			problems = append(problems, &FieldError{Key: at, Msg: "must be a table, got " + describe(item, false)})
@@ -408,6 +414,8 @@ func toFloat(v any) (float64, bool) {
 func describe(v any, secret bool) string {
 	var what string
 	switch v.(type) {
+	case nil:
+		return "nothing"
 	case map[string]any:
 		return "a table"
 	case []any, []map[string]any:
