@@ -189,11 +189,11 @@ func (v *validator) httpURL(key, got string) {
 	u, err := url.Parse(got)
 	switch {
 	case err != nil:
-		v.add(key, "must be an http(s) URL, got %q", showURL(got))
+		v.add(key, "must be an http(s) URL, got %q", RedactURL(got))
 	case u.Scheme != "http" && u.Scheme != "https":
-		v.add(key, "must be an http(s) URL such as http://127.0.0.1:4096, got %q", showURL(got))
+		v.add(key, "must be an http(s) URL such as http://127.0.0.1:4096, got %q", RedactURL(got))
 	case u.Host == "":
-		v.add(key, "must name a host, got %q", showURL(got))
+		v.add(key, "must name a host, got %q", RedactURL(got))
 	}
 }
 
@@ -215,14 +215,6 @@ func (v *validator) servers(servers []Server) {
 		}
 		v.oneOf(at+".api", s.API, APIAuto, APIV1, APIV2)
 	}
-}
-
-// showURL hides the password of a URL's user info before it is shown.
-func showURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return s
 }
 
 // formatDuration writes a duration as people write it in config files:
