@@ -8,6 +8,13 @@
 // a 0600 file next to the data; clients read it from there. The token never
 // appears in logs or errors.
 //
+// A web page must not reach the API either, not even /healthz: a page whose
+// DNS name is rebound to 127.0.0.1 talks to the loopback port as its own
+// origin. So before any route the server refuses (403) a request whose Host
+// is not 127.0.0.1, localhost, [::1] or the bound address with the bound
+// port, and any request that carries an Origin header, which browsers add
+// and local clients do not.
+//
 // # Discovery
 //
 // With a random port (the default), the bound address is published in a
