@@ -15,6 +15,16 @@
 // port, and any request that carries an Origin header, which browsers add
 // and local clients do not.
 //
+// # Handlers
+//
+// Handlers answer with WriteJSON and WriteError, and read a JSON body with
+// DecodeJSON, which takes exactly one value under a size limit:
+//
+//	var b struct{ SessionID string `json:"sessionID"` }
+//	if !control.DecodeJSON(w, r, &b, control.DefaultBodyLimit) {
+//		return // it has answered 400
+//	}
+//
 // # Discovery
 //
 // With a random port (the default), the bound address is published in a
