@@ -30,6 +30,10 @@
 // With a random port (the default), the bound address is published in a
 // state file (JSON: address, pid, start time, version), written atomically
 // with mode 0600 once the listener is open and removed on a clean stop.
+// A crash leaves it behind, so Dial trusts it only when the recorded pid is
+// running and the address answers /healthz with that pid (PIDHeader); a
+// file without a pid, from an older daemon, is judged by /healthz alone.
+// Otherwise Dial returns ErrStaleState, which matches ErrNoDaemon.
 //
 // # Imports
 //

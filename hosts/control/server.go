@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,13 +27,25 @@ var (
 	// ErrNoDaemon is returned by clients when the state file is missing: no
 	// daemon is running with that data directory.
 	ErrNoDaemon = errors.New("control: no running daemon found")
+	// ErrStaleState is returned by Dial when a state file exists but no
+	// daemon stands behind it, as after a crash. It matches ErrNoDaemon
+	// too, so a caller that falls back without a daemon needs one check.
+	ErrStaleState = fmt.Errorf("%w (stale state file)", ErrNoDaemon)
 	// ErrUnauthorized is returned by clients whose token the daemon refused.
 	ErrUnauthorized = errors.New("control: token refused")
 )
 
+// PIDHeader is the header in which /healthz names the daemon's process id.
+// It tells a client that the port answers as thatch, and as the very daemon
+// that wrote the state file, before the client sends it the token.
+const PIDHeader = "Thatch-Pid"
+
 // State is what the state file publishes.
 type State struct {
-	Addr      string    `json:"addr"`
+	// Addr is the bound loopback host:port.
+	Addr string `json:"addr"`
+	// PID is the daemon's process id. 0 (absent) means unknown: Dial then
+	// trusts the answer of /healthz alone.
 	PID       int       `json:"pid"`
 	StartedAt time.Time `json:"startedAt"`
 	Version   string    `json:"version"`
@@ -73,7 +86,9 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), token: tok, done: make(chan struct{})}
+	pid := strconv.Itoa(os.Getpid())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(PIDHeader, pid)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
