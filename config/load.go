@@ -245,9 +245,9 @@ func (c *Config) decode(k *koanf.Koanf, environ []string) []*FieldError {
 		}
 		v := k.Get(l.key)
 		if l.kind == kindServers {
-			servers, problems := decodeServers(l.key, v)
+			servers, at, problems := decodeServers(l.key, v)
 			out = append(out, problems...)
-			c.OpenCode.Servers = servers
+			c.OpenCode.Servers, c.serverKeys = servers, at
 			continue
 		}
 		if v == nil {
@@ -267,10 +267,12 @@ func (c *Config) decode(k *koanf.Koanf, environ []string) []*FieldError {
 	return out
 }
 
-// decodeServers decodes the opencode.servers list of tables.
-func decodeServers(key string, v any) ([]Server, []*FieldError) {
+// decodeServers decodes the opencode.servers list of tables. An item that
+// is not a table is reported and left out, so it also returns, for each
+// server, the key of its place in the file ("opencode.servers[2]").
+func decodeServers(key string, v any) ([]Server, []string, []*FieldError) {
 	if v == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var items []any
 	switch t := v.(type) {
@@ -281,10 +283,11 @@ func decodeServers(key string, v any) ([]Server, []*FieldError) {
 			items = append(items, m)
 		}
 	default:
-		return nil, []*FieldError{{Key: key, Msg: "must be a list of tables ([[opencode.servers]]), got " + describe(v, false)}}
+		return nil, nil, []*FieldError{{Key: key, Msg: "must be a list of tables ([[opencode.servers]]), got " + describe(v, false)}}
 	}
 	var (
 		out      []Server
+		outAt    []string
 		problems []*FieldError
 		s        = keys()
 	)
@@ -323,8 +326,9 @@ func decodeServers(key string, v any) ([]Server, []*FieldError) {
 			}
 		}
 		out = append(out, srv)
+		outAt = append(outAt, at)
 	}
-	return out, problems
+	return out, outAt, problems
 }
 
 // decodeScalar sets dst from v according to l's kind. Files give typed

@@ -102,7 +102,7 @@ func (c *Config) Validate() error {
 	}
 	v.positive("opencode.exit_retry_window", c.OpenCode.ExitRetryWindow)
 	v.positive("opencode.request_timeout", c.OpenCode.RequestTimeout)
-	v.servers(c.OpenCode.Servers)
+	v.servers(c.OpenCode.Servers, c.serverKey)
 
 	v.oneOf("memory.embedder", c.Memory.Embedder, EmbedderLocal, EmbedderOpenAI)
 	if c.Memory.EmbeddingsURL != "" {
@@ -197,16 +197,24 @@ func (v *validator) httpURL(key, got string) {
 	}
 }
 
-func (v *validator) servers(servers []Server) {
-	seen := map[string]int{}
+// serverKey is the key of OpenCode.Servers[i] in problems (see serverKeys).
+func (c *Config) serverKey(i int) string {
+	if len(c.serverKeys) == len(c.OpenCode.Servers) {
+		return c.serverKeys[i]
+	}
+	return fmt.Sprintf("opencode.servers[%d]", i)
+}
+
+func (v *validator) servers(servers []Server, keyOf func(int) string) {
+	seen := map[string]string{}
 	for i, s := range servers {
-		at := fmt.Sprintf("opencode.servers[%d]", i)
+		at := keyOf(i)
 		if s.Name == "" {
 			v.add(at+".name", "is required")
-		} else if j, dup := seen[s.Name]; dup {
-			v.add(at+".name", "duplicate name %q, also used by opencode.servers[%d]", s.Name, j)
+		} else if first, dup := seen[s.Name]; dup {
+			v.add(at+".name", "duplicate name %q, also used by %s", s.Name, first)
 		} else {
-			seen[s.Name] = i
+			seen[s.Name] = at
 		}
 		if s.URL == "" {
 			v.add(at+".url", "is required")

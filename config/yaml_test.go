@@ -44,3 +44,33 @@ func TestYAMLEmptyServerEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestServerProblemsNameTheFileIndex: a malformed item is left out of
+// Servers, but the problems of the items after it must still name their
+// place in the file, or the user is sent to fix the wrong server.
+func TestServerProblemsNameTheFileIndex(t *testing.T) {
+	cases := map[string]struct {
+		name, body string
+		want       []string
+	}{
+		"yaml empty item first": {"c.yaml",
+			"opencode:\n  servers:\n    -\n    - name: b\n    - name: b\n      url: http://127.0.0.1:2\n",
+			[]string{"opencode.servers[0]", "opencode.servers[1].url", "opencode.servers[2].name"}},
+		"toml scalar item first": {"c.toml",
+			"[opencode]\nservers = [\"a\", 2, {url = \"http://127.0.0.1:1\"}, {name = \"x\", url = \"http://127.0.0.1:1\", api = \"v9\"}]\n",
+			[]string{"opencode.servers[0]", "opencode.servers[1]", "opencode.servers[2].name", "opencode.servers[3].api"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := isolated(t)
+			o.File = writeFile(t, t.TempDir(), tc.name, tc.body)
+			_, err := Load(o)
+			if got := problemKeys(t, err); !slices.Equal(got, tc.want) {
+				t.Errorf("problems %v, want %v (%v)", got, tc.want, err)
+			}
+			if strings.Contains(tc.name, "yaml") && !strings.Contains(err.Error(), `duplicate name "b", also used by opencode.servers[1]`) {
+				t.Errorf("duplicate does not name the first user's place in the file:\n%v", err)
+			}
+		})
+	}
+}
