@@ -198,9 +198,37 @@ func unknownFileKeys(fk *koanf.Koanf) []*FieldError {
 		if underList(s, key) {
 			continue // decodeServers reports a list written as a table
 		}
-		out = append(out, &FieldError{Key: key, Msg: "unknown key"})
+		out = append(out, &FieldError{Key: displayKey(key), Msg: "unknown key"})
 	}
 	return out
+}
+
+// displayKey writes a key from the file so that a person can read it and
+// find it: a segment that is not a plain name (empty, or with spaces,
+// dots or control characters in the file's quoted key) is quoted as Go
+// quotes strings.
+func displayKey(key string) string {
+	parts := strings.Split(key, ".")
+	for i, p := range parts {
+		if !plainName(p) {
+			parts[i] = strconv.Quote(p)
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// plainName reports whether s is non-empty and made of ASCII letters,
+// digits, "_" and "-", as every config key is.
+func plainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // underList reports whether key lies inside a list-valued key.
@@ -314,7 +342,7 @@ func decodeServers(key string, v any) ([]Server, []string, []*FieldError) {
 		for _, name := range names {
 			l, ok := s.serverByKey[name]
 			if !ok {
-				problems = append(problems, &FieldError{Key: at + "." + name, Msg: "unknown key"})
+				problems = append(problems, &FieldError{Key: at + "." + displayKey(name), Msg: "unknown key"})
 				continue
 			}
 			if m[name] == nil {

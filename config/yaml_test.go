@@ -74,3 +74,25 @@ func TestServerProblemsNameTheFileIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestOddKeysAreNamed: an unknown key that is empty, or holds spaces or
+// control characters, is still named in a way a person can read and find.
+func TestOddKeysAreNamed(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"c.toml", "\"\" = 1\n", `""`},
+		{"c.yaml", "\"\": 1\n", `""`},
+		{"c.toml", "[log]\n\"\" = 2\n", `log.""`},
+		{"c.toml", "[\"\"]\nx = 1\n", `"".x`},
+		{"c.toml", "\"a b\" = 1\n", `"a b"`},
+		{"c.yaml", "\"\\e[31mred\": 1\n", `"\x1b[31mred"`},
+		{"c.toml", "[[opencode.servers]]\nname = \"a\"\nurl = \"http://127.0.0.1:1\"\n\"\" = 1\n", `opencode.servers[0].""`},
+	}
+	for _, tc := range cases {
+		o := isolated(t)
+		o.File = writeFile(t, t.TempDir(), tc.name, tc.body)
+		_, err := Load(o)
+		if got := problemKeys(t, err); !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("%q: problems %q, want [%s] (%v)", tc.body, got, tc.want, err)
+		}
+	}
+}
