@@ -29,6 +29,12 @@ type Config struct {
 	// unknown keys and variables, values of the wrong type. Validate reports
 	// them first.
 	problems []*FieldError
+	// serverKeys holds, for each of OpenCode.Servers, the key of its place
+	// in the file ("opencode.servers[2]"): an item Load could not decode is
+	// left out, and the problems of the others must still name where they
+	// are. nil when Servers was not loaded from a file, or was changed
+	// since (its length differs); then the index in Servers is the key.
+	serverKeys []string
 }
 
 // Data says where thatch keeps its durable state.

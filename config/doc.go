@@ -28,7 +28,10 @@
 // unknown THATCH_* variables are problems too, so a typo is never silently
 // ignored. Secrets (server passwords, the embeddings API key) have type
 // Secret: they never appear in error messages, in Redacted, or when a Config
-// is printed with fmt.
+// is printed with fmt. URLs are not secrets, but the credentials they can
+// carry are: Redacted and Validate show them through RedactURL, which masks
+// a user info password and credential query parameters such as ?api-key=.
+// Code that logs a configured URL calls RedactURL too.
 //
 // # Example
 //

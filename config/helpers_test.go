@@ -73,6 +73,6 @@ func flatten(m map[string]any) map[string]any {
 // loaded Config can be compared with one built by hand.
 func stripLoadState(c *Config) *Config {
 	cp := *c
-	cp.source, cp.problems = "", nil
+	cp.source, cp.problems, cp.serverKeys = "", nil, nil
 	return &cp
 }

@@ -198,9 +198,37 @@ func unknownFileKeys(fk *koanf.Koanf) []*FieldError {
 		if underList(s, key) {
 			continue // decodeServers reports a list written as a table
 		}
-		out = append(out, &FieldError{Key: key, Msg: "unknown key"})
+		out = append(out, &FieldError{Key: displayKey(key), Msg: "unknown key"})
 	}
 	return out
+}
+
+// displayKey writes a key from the file so that a person can read it and
+// find it: a segment that is not a plain name (empty, or with spaces,
+// dots or control characters in the file's quoted key) is quoted as Go
+// quotes strings.
+func displayKey(key string) string {
+	parts := strings.Split(key, ".")
+	for i, p := range parts {
+		if !plainName(p) {
+			parts[i] = strconv.Quote(p)
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// plainName reports whether s is non-empty and made of ASCII letters,
+// digits, "_" and "-", as every config key is.
+func plainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // underList reports whether key lies inside a list-valued key.
@@ -245,9 +273,9 @@ func (c *Config) decode(k *koanf.Koanf, environ []string) []*FieldError {
 		}
 		v := k.Get(l.key)
 		if l.kind == kindServers {
-			servers, problems := decodeServers(l.key, v)
+			servers, at, problems := decodeServers(l.key, v)
 			out = append(out, problems...)
-			c.OpenCode.Servers = servers
+			c.OpenCode.Servers, c.serverKeys = servers, at
 			continue
 		}
 		if v == nil {
@@ -267,10 +295,12 @@ func (c *Config) decode(k *koanf.Koanf, environ []string) []*FieldError {
 	return out
 }
 
-// decodeServers decodes the opencode.servers list of tables.
-func decodeServers(key string, v any) ([]Server, []*FieldError) {
+// decodeServers decodes the opencode.servers list of tables. An item that
+// is not a table is reported and left out, so it also returns, for each
+// server, the key of its place in the file ("opencode.servers[2]").
+func decodeServers(key string, v any) ([]Server, []string, []*FieldError) {
 	if v == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var items []any
 	switch t := v.(type) {
@@ -281,15 +311,22 @@ func decodeServers(key string, v any) ([]Server, []*FieldError) {
 			items = append(items, m)
 		}
 	default:
-		return nil, []*FieldError{{Key: key, Msg: "must be a list of tables ([[opencode.servers]]), got " + describe(v, false)}}
+		return nil, nil, []*FieldError{{Key: key, Msg: "must be a list of tables ([[opencode.servers]]), got " + describe(v, false)}}
 	}
 	var (
 		out      []Server
+		outAt    []string
 		problems []*FieldError
 		s        = keys()
 	)
 	for i, item := range items {
 		at := fmt.Sprintf("%s[%d]", key, i)
+		if item == nil {
+			// YAML writes a lone "-" as a nil item. It names no server, and
+			// a server that silently disappeared would be worse than an error.
+			problems = append(problems, &FieldError{Key: at, Msg: "empty entry; give it at least name and url, or delete the line"})
+			continue
+		}
 		m, ok := item.(map[string]any)
 		if !ok {
 			problems = append(problems, &FieldError{Key: at, Msg: "must be a table, got " + describe(item, false)})
@@ -305,7 +342,7 @@ func decodeServers(key string, v any) ([]Server, []*FieldError) {
 		for _, name := range names {
 			l, ok := s.serverByKey[name]
 			if !ok {
-				problems = append(problems, &FieldError{Key: at + "." + name, Msg: "unknown key"})
+				problems = append(problems, &FieldError{Key: at + "." + displayKey(name), Msg: "unknown key"})
 				continue
 			}
 			if m[name] == nil {
@@ -317,8 +354,9 @@ func decodeServers(key string, v any) ([]Server, []*FieldError) {
 			}
 		}
 		out = append(out, srv)
+		outAt = append(outAt, at)
 	}
-	return out, problems
+	return out, outAt, problems
 }
 
 // decodeScalar sets dst from v according to l's kind. Files give typed
@@ -408,6 +446,8 @@ func toFloat(v any) (float64, bool) {
 func describe(v any, secret bool) string {
 	var what string
 	switch v.(type) {
+	case nil:
+		return "nothing"
 	case map[string]any:
 		return "a table"
 	case []any, []map[string]any:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -8,8 +9,9 @@ import (
 
 // Redacted returns the effective configuration as a nested map keyed like
 // the config file, for `thatch check-config` and for logging. Durations are
-// strings such as "5m"; a non-empty secret is RedactedValue; a password in
-// a URL's user info is masked.
+// strings such as "5m"; a non-empty secret is RedactedValue; in a URL the
+// password of the user info and credential query parameters are masked (see
+// RedactURL).
 func (c *Config) Redacted() map[string]any {
 	out := map[string]any{}
 	root := reflect.ValueOf(c).Elem()
@@ -57,7 +59,111 @@ func shown(l leaf, v reflect.Value) any {
 	}
 	last := l.key[strings.LastIndex(l.key, ".")+1:]
 	if last == "url" || strings.HasSuffix(last, "_url") {
-		return showURL(v.String())
+		return RedactURL(v.String())
 	}
 	return v.String()
+}
+
+// urlMask replaces a credential inside a URL. It is the mask url.Redacted
+// uses, so that a URL reads the same whichever part held the secret.
+const urlMask = "xxxxx"
+
+// RedactURL returns s with the credentials a URL can carry masked: the
+// password of the user info ("bob:xxxxx@") and the value of every query or
+// fragment parameter whose name says it is a credential (see
+// isCredentialParam). Everything else is kept as written, so that a person
+// can still tell which endpoint it is.
+//
+// It works on the text, not on a parsed url.URL, because the URLs worth
+// hiding include the ones url.Parse rejects: Validate quotes those in its
+// errors. When in doubt it masks too much rather than too little. Use it
+// wherever a configured URL is logged or shown.
+func RedactURL(s string) string {
+	s = redactUserinfo(s)
+	rest, frag, hasFrag := strings.Cut(s, "#")
+	base, query, hasQuery := strings.Cut(rest, "?")
+	var b strings.Builder
+	b.WriteString(base)
+	if hasQuery {
+		b.WriteByte('?')
+		b.WriteString(redactParams(query))
+	}
+	if hasFrag {
+		b.WriteByte('#')
+		b.WriteString(redactParams(frag))
+	}
+	return b.String()
+}
+
+// redactUserinfo masks what follows the first colon of the user info. The
+// authority is taken to run up to the first "/" after "://" (or from the
+// start when there is no scheme) and the user info up to its last "@", as
+// url.Parse does; a stray "?" or "#" in a password is masked with it.
+func redactUserinfo(s string) string {
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	end := len(s)
+	if i := strings.IndexByte(s[start:], '/'); i >= 0 {
+		end = start + i
+	}
+	at := strings.LastIndexByte(s[start:end], '@')
+	if at < 0 {
+		return s
+	}
+	userinfo := s[start : start+at]
+	colon := strings.IndexByte(userinfo, ':')
+	if colon < 0 {
+		return s // a user name alone is no secret
+	}
+	return s[:start] + userinfo[:colon+1] + urlMask + s[start+at:]
+}
+
+// redactParams masks the values of credential parameters in a query or
+// fragment ("a=1&token=x"), keeping the names, the order and the
+// separators. Both "&" and ";" separate, since some servers accept either.
+func redactParams(q string) string {
+	var b strings.Builder
+	for q != "" {
+		i := strings.IndexAny(q, "&;")
+		param, sep := q, ""
+		if i >= 0 {
+			param, sep, q = q[:i], q[i:i+1], q[i+1:]
+		} else {
+			q = ""
+		}
+		if name, value, ok := strings.Cut(param, "="); ok && value != "" && isCredentialParam(name) {
+			param = name + "=" + urlMask
+		}
+		b.WriteString(param)
+		b.WriteString(sep)
+	}
+	return b.String()
+}
+
+// credentialWords are parameter names, or last words of names, that carry a
+// credential. "access_token", "x-api-key" and "client_secret" match by their
+// last word.
+var credentialWords = map[string]bool{
+	"key": true, "apikey": true, "token": true, "secret": true,
+	"password": true, "passwd": true, "pwd": true, "auth": true,
+	"signature": true, "sig": true, "credential": true, "credentials": true,
+}
+
+// isCredentialParam reports whether a query parameter named name (as
+// written, possibly percent-encoded) holds a credential. Case does not
+// matter.
+func isCredentialParam(name string) bool {
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	name = strings.ToLower(strings.TrimSpace(name))
+	if credentialWords[name] {
+		return true
+	}
+	if i := strings.LastIndexAny(name, "-_."); i >= 0 {
+		return credentialWords[name[i+1:]]
+	}
+	return false
 }

@@ -102,7 +102,7 @@ func (c *Config) Validate() error {
 	}
 	v.positive("opencode.exit_retry_window", c.OpenCode.ExitRetryWindow)
 	v.positive("opencode.request_timeout", c.OpenCode.RequestTimeout)
-	v.servers(c.OpenCode.Servers)
+	v.servers(c.OpenCode.Servers, c.serverKey)
 
 	v.oneOf("memory.embedder", c.Memory.Embedder, EmbedderLocal, EmbedderOpenAI)
 	if c.Memory.EmbeddingsURL != "" {
@@ -189,24 +189,32 @@ func (v *validator) httpURL(key, got string) {
 	u, err := url.Parse(got)
 	switch {
 	case err != nil:
-		v.add(key, "must be an http(s) URL, got %q", showURL(got))
+		v.add(key, "must be an http(s) URL, got %q", RedactURL(got))
 	case u.Scheme != "http" && u.Scheme != "https":
-		v.add(key, "must be an http(s) URL such as http://127.0.0.1:4096, got %q", showURL(got))
+		v.add(key, "must be an http(s) URL such as http://127.0.0.1:4096, got %q", RedactURL(got))
 	case u.Host == "":
-		v.add(key, "must name a host, got %q", showURL(got))
+		v.add(key, "must name a host, got %q", RedactURL(got))
 	}
 }
 
-func (v *validator) servers(servers []Server) {
-	seen := map[string]int{}
+// serverKey is the key of OpenCode.Servers[i] in problems (see serverKeys).
+func (c *Config) serverKey(i int) string {
+	if len(c.serverKeys) == len(c.OpenCode.Servers) {
+		return c.serverKeys[i]
+	}
+	return fmt.Sprintf("opencode.servers[%d]", i)
+}
+
+func (v *validator) servers(servers []Server, keyOf func(int) string) {
+	seen := map[string]string{}
 	for i, s := range servers {
-		at := fmt.Sprintf("opencode.servers[%d]", i)
+		at := keyOf(i)
 		if s.Name == "" {
 			v.add(at+".name", "is required")
-		} else if j, dup := seen[s.Name]; dup {
-			v.add(at+".name", "duplicate name %q, also used by opencode.servers[%d]", s.Name, j)
+		} else if first, dup := seen[s.Name]; dup {
+			v.add(at+".name", "duplicate name %q, also used by %s", s.Name, first)
 		} else {
-			seen[s.Name] = i
+			seen[s.Name] = at
 		}
 		if s.URL == "" {
 			v.add(at+".url", "is required")
@@ -215,14 +223,6 @@ func (v *validator) servers(servers []Server) {
 		}
 		v.oneOf(at+".api", s.API, APIAuto, APIV1, APIV2)
 	}
-}
-
-// showURL hides the password of a URL's user info before it is shown.
-func showURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return s
 }
 
 // formatDuration writes a duration as people write it in config files:

@@ -28,12 +28,13 @@ const memoryUsage = `Usage:
   thatch memory forget LABEL|SLUG [--store S] [--json]
   thatch hygiene [--json] [--resolve SLUG_A,SLUG_B --verdict duplicate|distinct --store S]
 
-The commands talk to the running daemon; with no daemon they open the data
-directory themselves.
+The commands talk to the running daemon; with no daemon (or only the stale
+control.json of one that crashed) they open the data directory themselves.
 `
 
 // memoryBackend runs memory commands either through the daemon's control
-// API or, with no daemon, on the store opened in this process.
+// API or, with no daemon, on the store opened in this process. A state file
+// whose daemon is gone counts as no daemon (control.Dial checks).
 type memoryBackend struct {
 	client *control.Client
 	mem    *memory.Store
@@ -47,6 +48,9 @@ func openMemoryBackend(cfg *config.Config) (*memoryBackend, error) {
 	}
 	if !errors.Is(err, control.ErrNoDaemon) {
 		return nil, err
+	}
+	if errors.Is(err, control.ErrStaleState) {
+		fmt.Fprintf(os.Stderr, "thatch: %v; opening the store directly\n", err)
 	}
 	st, err := persistence.Open(filepath.Join(cfg.Data.Dir, "journal"), persistence.Options{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,13 +27,25 @@ var (
 	// ErrNoDaemon is returned by clients when the state file is missing: no
 	// daemon is running with that data directory.
 	ErrNoDaemon = errors.New("control: no running daemon found")
+	// ErrStaleState is returned by Dial when a state file exists but no
+	// daemon stands behind it, as after a crash. It matches ErrNoDaemon
+	// too, so a caller that falls back without a daemon needs one check.
+	ErrStaleState = fmt.Errorf("%w (stale state file)", ErrNoDaemon)
 	// ErrUnauthorized is returned by clients whose token the daemon refused.
 	ErrUnauthorized = errors.New("control: token refused")
 )
 
+// PIDHeader is the header in which /healthz names the daemon's process id.
+// It tells a client that the port answers as thatch, and as the very daemon
+// that wrote the state file, before the client sends it the token.
+const PIDHeader = "Thatch-Pid"
+
 // State is what the state file publishes.
 type State struct {
-	Addr      string    `json:"addr"`
+	// Addr is the bound loopback host:port.
+	Addr string `json:"addr"`
+	// PID is the daemon's process id. 0 (absent) means unknown: Dial then
+	// trusts the answer of /healthz alone.
 	PID       int       `json:"pid"`
 	StartedAt time.Time `json:"startedAt"`
 	Version   string    `json:"version"`
@@ -73,7 +86,9 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), token: tok, done: make(chan struct{})}
+	pid := strconv.Itoa(os.Getpid())
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(PIDHeader, pid)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
@@ -103,6 +118,44 @@ func (s *Server) auth(h http.Handler) http.Handler {
 	})
 }
 
+// guard refuses, before any route (also the unauthenticated ones), what can
+// only come from a web browser: a request whose Host is not one of this
+// server's own loopback names with its port, and a request that carries an
+// Origin header. A page that rebinds its own DNS name to 127.0.0.1 sends
+// that name as Host; a cross-origin fetch sends Origin. Local clients (the
+// plugin, the CLI, Go's and Node's HTTP clients) send neither.
+func (s *Server) guard(addr string, h http.Handler) http.Handler {
+	allowed := allowedHosts(addr)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.Header["Origin"]; ok {
+			s.log.Debug("refused a request with an Origin header", "origin", r.Header.Get("Origin"), "path", r.URL.Path)
+			WriteError(w, http.StatusForbidden, "requests with an Origin header are refused: the control API serves local programs, not web pages")
+			return
+		}
+		if !allowed[strings.ToLower(r.Host)] {
+			s.log.Debug("refused a request for a foreign host", "host", r.Host, "path", r.URL.Path)
+			WriteError(w, http.StatusForbidden, fmt.Sprintf("Host %q is refused: the control API answers only to its loopback address (%s)", r.Host, addr))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// allowedHosts lists, lower case, the Host values a local client may send to
+// the listener at addr: its own address and the usual loopback names, each
+// with addr's port.
+func allowedHosts(addr string) map[string]bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return map[string]bool{strings.ToLower(addr): true}
+	}
+	out := map[string]bool{}
+	for _, h := range []string{host, "127.0.0.1", "localhost", "::1"} {
+		out[strings.ToLower(net.JoinHostPort(h, port))] = true
+	}
+	return out
+}
+
 // Start binds the listener, publishes the state file and serves in a
 // goroutine that Stop ends.
 func (s *Server) Start() error {
@@ -119,7 +172,7 @@ func (s *Server) Start() error {
 	}
 	s.ln = ln
 	s.srv = &http.Server{
-		Handler:           s.mux,
+		Handler:           s.guard(ln.Addr().String(), s.mux),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
