@@ -18,7 +18,6 @@ package front
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"sync"
 	"time"
 
@@ -284,7 +283,7 @@ func (o *FrontEnd) connect(ctx context.Context, s config.Server, pid int, direct
 	o.hosts[s.Name] = h
 	o.mu.Unlock()
 	h.stream.Start()
-	o.log.Info("watching opencode server", "host", s.Name, "url", redactURL(s.URL), "api", api)
+	o.log.Info("watching opencode server", "host", s.Name, "url", config.RedactURL(s.URL), "api", api)
 	return h, nil
 }
 
@@ -333,12 +332,4 @@ func (o *FrontEnd) onEvent(h *hostConn, msg any) {
 	if err := o.deliver(h.ctx, msg); err != nil {
 		o.log.Error("cannot deliver host event", "host", h.name, "event", fmt.Sprintf("%T", msg), "error", err)
 	}
-}
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	u.User = url.User(u.User.Username())
-	return u.String()
 }
