@@ -1,20 +1,25 @@
-// Package actors holds thatch's entity runtime and its actor kinds.
+// Package actors is the vocabulary of thatch's entity kinds: the Kind
+// contract, the Decision a kind returns, the timer and Send effects, and
+// the Clock. The kinds themselves live in its subpackages (ocfamily,
+// ocregistry, sweeper); the runtime that drives them is in supervisor.
 //
-// Every long-lived thing thatch looks after (a parent session, an IM
-// binding, a sweeper) is an entity: a protoactor actor named by a stable
-// Identity that owns its state. An entity kind is a pure decision core:
+// Every long-lived thing thatch looks after (an opencode session family, an
+// IM binding, a sweeper) is an entity named by a stable Identity that owns
+// its state. A kind is a pure decision core:
 //
-//	Decide(state, msg, now) -> Decision{Events, Effects, Reply}
+//	Decide(state, msg, now) -> Decision{Events, Effects, Reply, Unhandled}
 //	Apply(state, event)     -> state
 //
-// The runtime journals the events (fsync'd) before it applies them, replies,
-// or hands effects to an Executor. A restarted or woken entity rebuilds its
-// state from its latest snapshot plus the journal and then receives
-// Recovered, where it reconciles with the outside world.
+// The runtime applies a decision's events to the state at once (the next
+// message sees them) and journals them behind, fsync'd; it releases the
+// reply and the effects only once those events are durable, in the order
+// the messages were handled (write-behind). A restarted or woken entity
+// rebuilds its state from its latest snapshot plus the journal and then
+// receives Recovered, where it reconciles with the outside world.
 //
 // # Imports
 //
-// actors may import messages and persistence (for the journal interface and
-// identities), protoactor-go and hclog. It must not import net/http, Pebble,
-// hosts or im: effects leave through the Executor interface.
+// actors and its subpackages may import messages and the standard library
+// only: no persistence, no protoactor, no net/http, no front end. The
+// dependency closure is checked by the root package's boundaries test.
 package actors

@@ -5,15 +5,20 @@
 //
 // # Imports
 //
-// Packages under hosts/ may import messages, the standard library (net/http
-// above all) and hclog. They must not import actors or persistence: a host
-// adapter turns wire traffic into messages and carries out effects, and
-// whoever owns the entities decides what to do with them.
+// The protocol adapters under hosts/ may import messages, the standard
+// library (net/http above all) and hclog. They must not import actors,
+// supervisor or persistence: an adapter turns wire traffic into messages and
+// carries out calls, and decides nothing. The opencode front end
+// (hosts/opencode/front) is the one package here that composes them with
+// the entities; it must not import another front end.
 //
 // # Layout
 //
-//   - hosts/opencode: the v1 client for an opencode server (REST calls,
-//     the /event stream decoder, a reconnecting stream loop).
+//   - hosts/opencode: the v1 and v2 client for an opencode server (REST
+//     calls, the /event stream decoder, a reconnecting stream loop).
+//   - hosts/opencode/front: the opencode front end (see ARCHITECTURE.md).
+//   - hosts/opencode/install, hosts/opencode/plugin: the installer and the
+//     plugin it writes.
 //   - hosts/control: thatch's own loopback control API, which the opencode
 //     plugin and local tools call.
 package hosts

@@ -11,8 +11,9 @@
 //
 // # Imports
 //
-// im may import messages, net/http and hclog. It must not import actors,
-// supervisor or persistence: bindings reach storage through their actors.
+// The IM front end will implement supervisor/frontend.FrontEnd beside the
+// opencode one; it must not import hosts/ (another front end's tree) or
+// Pebble: bindings reach storage through their entities.
 package im
 
 // Agent names the agent CLIs a binding can run.

@@ -23,7 +23,25 @@
 // poison message: it is dropped, logged, recorded in the tree's last errors,
 // and a requester gets *Rejected instead of waiting for a timeout.
 //
+// # The entity runtime
+//
+// Entity adapts a pure actors.Kind to protoactor (entity.go): it applies a
+// decision's events at once and journals them behind, one append in
+// flight per entity, and releases replies and effects only once their
+// events are durable, in handling order (write-behind). A kind that marks
+// a message Unhandled gets it logged and counted (Tree.UnknownMessages),
+// and a requester gets *Rejected, never an acknowledgement.
+//
+// # Effects
+//
+// The tree is the entities' executor: every effect that is not a timer or
+// a Send is dispatched by its Go type to the Handler registered for it
+// (Options.Effects, from the front ends), on a FIFO per entity, and the
+// handler's result is sent back to the entity. Tree.Quiesce waits until
+// everything released so far has run.
+//
 // # Imports
 //
 // supervisor may import actors, persistence, messages, protoactor and hclog.
+// It must not depend on a front end (hosts, im) or on config.
 package supervisor

@@ -2,7 +2,8 @@
 // one top-level (parent) session together with its extraction children and
 // task sub-agents. It decides what to journal and what the host must do; it
 // does no I/O, reads no clock and starts no goroutines. The entity runtime
-// in package actors drives it.
+// in package supervisor drives it, and the opencode front end
+// (hosts/opencode/front) carries out its effects.
 //
 // # Imports
 //

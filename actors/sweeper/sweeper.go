@@ -1,7 +1,8 @@
 // Package sweeper is the housekeeping entity: a timer-driven actor that
 // periodically ages out runtime-state rows, returns stale claims to pending
-// and heals stranded sessions. Its decision core is pure; the executor runs
-// the sweeps it asks for.
+// and heals stranded sessions. Its decision core is pure; the front end
+// that registered a handler for each sweep effect (the opencode one) runs
+// them.
 //
 // # Imports
 //

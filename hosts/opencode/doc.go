@@ -22,7 +22,7 @@
 //
 //	st, err := opencode.NewStream(opencode.StreamOptions{
 //		Client:    client,
-//		Handler:   func(msg any) { root.Send(hostPID, msg) },
+//		Handler:   func(msg any) { deliver(msg) },       // in stream order
 //		OnConnect: func(ctx context.Context) { reconcile(ctx, client) },
 //	})
 //	st.Start()

@@ -29,7 +29,6 @@ import (
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/persistence"
-	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
@@ -208,8 +207,6 @@ type hostConn struct {
 }
 
 func familyID(id string) actors.Identity { return actors.Identity{Kind: ocfamily.KindName, ID: id} }
-
-var _ = memory.GlobalStore
 
 // hostInfo is the executor's view of connected hosts.
 func (o *FrontEnd) hostInfo(name string) (HostInfo, bool) {
