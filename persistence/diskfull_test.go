@@ -219,3 +219,35 @@ func TestDiskFullOnARealDisk(t *testing.T) {
 		t.Logf("%s: %d acknowledged, %d present", id, acked[i], k)
 	}
 }
+
+// TestCloseOnFullDiskReturns fills the disk under the tables while Close
+// flushes the memtable: Pebble retries that flush forever, so Close must
+// not wait for it. Everything acknowledged is in the WAL.
+func TestCloseOnFullDiskReturns(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	full := &noSpace{suffix: ".sst"}
+	failed := make(chan error, 1)
+	st, err := Open("db", Options{FS: errorfs.Wrap(mem, full), OnFailure: func(err error) { failed <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, st.Journal(), idA, 1, 10, MarkUnchanged)
+	full.armed.Store(true)
+	closed := make(chan error, 1)
+	go func() { closed <- st.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close still flushing onto a full disk after 20s")
+	}
+	if err := <-failed; !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("OnFailure got %v, want ErrDiskFull", err)
+	}
+	full.armed.Store(false)
+	re, err := Open("db", Options{FS: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeQuietly(t, re)
+	checkPrefix(t, re.Journal(), idA, 10)
+}

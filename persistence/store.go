@@ -65,7 +65,9 @@ type Options struct {
 	// recovery. Default: nothing.
 	//
 	// The error wraps ErrFailed, and also ErrDiskFull when the disk filled
-	// up (a failed WAL write or a flush that found no room).
+	// up (a failed WAL write or a flush that found no room). It may run on
+	// a Pebble goroutine that holds Pebble's locks, so it must not call the
+	// store; signalling a channel, as the daemon does, is what it is for.
 	OnFailure func(error)
 	// Warn, if set, is called during Open with what the owner should know
 	// but need not stop for, such as a data folder that others could read
@@ -94,6 +96,8 @@ type Store struct {
 	// reader may see failed without it and return plain ErrFailed.
 	failErr   atomic.Pointer[error]
 	onFailure func(error)
+	// failedCh is closed when the store fails.
+	failedCh chan struct{}
 	// opened is set once Pebble's Open returned; until then a full disk
 	// goes to openFull and fails the open, not the store.
 	opened   atomic.Bool
@@ -139,6 +143,7 @@ func (s *Store) fail(err error) {
 		return
 	}
 	s.failErr.Store(&err)
+	close(s.failedCh)
 	if s.onFailure != nil {
 		s.onFailure(err)
 	}
@@ -242,7 +247,8 @@ func OpenContext(ctx context.Context, dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 
-	s := &Store{dir: dir, fs: o.FS, now: o.Now, lock: lock, onFailure: o.OnFailure, openFull: make(chan error, 1)}
+	s := &Store{dir: dir, fs: o.FS, now: o.Now, lock: lock, onFailure: o.OnFailure,
+		failedCh: make(chan struct{}), openFull: make(chan error, 1)}
 	// Pebble reserves each memtable's size out of the block cache. The
 	// cache gets room for two full memtables (the one being written and
 	// the one being flushed) on top of CacheSize, so that CacheSize stays
@@ -327,7 +333,14 @@ func (s *Store) Close() error {
 	}
 	s.commit.close()
 	if !s.failed.Load() {
-		_ = s.db.Flush()
+		// Not Flush: on a full disk Pebble retries the flush forever, and
+		// the failure that reports it is the signal to stop waiting.
+		if done, err := s.db.AsyncFlush(); err == nil {
+			select {
+			case <-done:
+			case <-s.failedCh:
+			}
+		}
 	}
 	err := s.db.Close()
 	if rerr := releaseDir(s.fs, s.dir, s.lock); err == nil {
