@@ -144,7 +144,9 @@ func (s *Store) fail(err error) {
 	}
 	s.failErr.Store(&err)
 	close(s.failedCh)
-	if s.onFailure != nil {
+	// An open that failed, or was given up, returned its own error: its
+	// owner hears nothing more.
+	if s.onFailure != nil && s.opened.Load() {
 		s.onFailure(err)
 	}
 }
@@ -196,8 +198,8 @@ func Open(dir string, o Options) (*Store, error) {
 // process that holds it) and records this process's id next to it (in
 // thatch.pid), makes the folder 0700 and its files 0600 (see Options.Warn),
 // and checks that the disk has room to replay the write-ahead log
-// (ErrDiskFull if not). On the OS filesystem, files are created 0600. A full disk found
-// while Pebble opens also fails with ErrDiskFull.
+// (ErrDiskFull if not). On the OS filesystem, files are created 0600. A
+// full disk found while Pebble opens also fails with ErrDiskFull.
 //
 // Pebble's Open cannot be interrupted. When ctx ends or the disk is full
 // first, OpenContext returns and leaves Pebble's Open running on its own
@@ -299,7 +301,7 @@ func OpenContext(ctx context.Context, dir string, o Options) (*Store, error) {
 	case r = <-done:
 	case <-ctx.Done():
 		close(quit)
-		return nil, fmt.Errorf("persistence: open %s: gave up waiting for pebble, which goes on opening until the process exits: %w", dir, ctx.Err())
+		return nil, fmt.Errorf("persistence: open %s: stopped waiting for Pebble, which goes on opening in the background and holds the folder until it is done or the process exits: %w", dir, ctx.Err())
 	case full := <-s.openFull:
 		close(quit)
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, full)
