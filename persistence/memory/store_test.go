@@ -125,6 +125,17 @@ func TestLegacyLongSlugStillResolves(t *testing.T) {
 	if all, _ := e.ms.List(proj, ""); len(all) != 2 {
 		t.Fatalf("store holds %d entries, want 2", len(all))
 	}
+	for _, key := range []string{label, strings.ToUpper(label), old} {
+		if got, err := e.ms.Find(proj, key); err != nil || got.Slug != old || got.Content != "new steps" {
+			t.Fatalf("Find(%q): %+v, %v", key, got, err)
+		}
+	}
+	if got, err := e.ms.Find(proj, prefix+"production"); err != nil || got.Slug != other.Entry.Slug {
+		t.Fatalf("Find of the other label: %+v, %v", got, err)
+	}
+	if _, err := e.ms.Find(proj, prefix+"nothing"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Find of an unknown long label: %v, want ErrNotFound", err)
+	}
 	if got, err := e.ms.Forget(proj, label); err != nil || got.Slug != old {
 		t.Fatalf("forget by label: %+v, %v", got, err)
 	}
