@@ -128,15 +128,15 @@ func (c *committer) commit(g *commitGroup) {
 		// Pebble panics (through the store's fatal logger) when the WAL
 		// cannot be written or synced; the store is failed from then on.
 		if r := recover(); r != nil {
-			c.s.failed.Store(true)
-			g.err = fmt.Errorf("%w: %v", ErrFailed, r)
+			c.s.fail(fmt.Errorf("%w: %v", ErrFailed, r))
+			g.err = c.s.failure()
 		}
 	}()
 	if g.err != nil {
 		return
 	}
 	if c.s.failed.Load() {
-		g.err = ErrFailed
+		g.err = c.s.failure()
 		return
 	}
 	if err := g.b.Commit(c.s.wo); err != nil {

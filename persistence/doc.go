@@ -26,6 +26,26 @@
 //	err := j.Append(id, 1, [][]byte{ev1, ev2}, persistence.MarkUnchanged)
 //	err = j.Replay(id, 1, math.MaxUint64, 0, func(seq uint64, ev []byte) error { ... })
 //
+// # The folder
+//
+// One process at a time owns a database folder: Open takes Pebble's lock
+// and writes the process id to thatch.pid, so that a second daemon fails
+// with an InUseError saying "another thatch (pid N) is using DIR". On the
+// OS filesystem the folder is kept 0700 and its files 0600 (they hold
+// session transcripts and memories); Open tightens a looser folder and
+// reports it through Options.Warn.
+//
+// # A full disk
+//
+// Pebble does not fail on a full disk while it opens: it retries the flush
+// of the replayed write-ahead log forever. OpenContext therefore checks the
+// free space first, fails on the first ENOSPC Pebble reports while opening,
+// and returns when its context ends; each error wraps ErrDiskFull or the
+// context's error. Once open, the first ENOSPC (a WAL write, a flush) fails
+// the store for good with an error that wraps ErrFailed and ErrDiskFull,
+// reported once to Options.OnFailure. Nothing acknowledged is lost: free
+// some space and open again.
+//
 // # Rows
 //
 // Rows hold state that is not an event stream (bindings, runtime state). Each

@@ -1,9 +1,9 @@
 package persistence
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -27,6 +27,15 @@ var (
 	// readable in memory but absent on disk, so the store serves nothing
 	// more: exit and reopen it, which recovers exactly what was synced.
 	ErrFailed = errors.New("persistence: store failed")
+	// ErrDiskFull is matched (errors.Is) by the error of an open that found
+	// no room on the disk, and by the failure of a store whose disk filled
+	// up (which also matches ErrFailed). The error's text names the folder:
+	// "persistence: disk full at PATH". Nothing acknowledged is lost: free
+	// some space and open the store again.
+	ErrDiskFull = errors.New("persistence: disk full")
+	// ErrInUse is matched (errors.Is) by the *InUseError of an open whose
+	// folder another process (or another Store of this one) holds.
+	ErrInUse = errors.New("persistence: data directory in use")
 )
 
 // Options configure Open. The zero value is usable.
@@ -54,7 +63,23 @@ type Options struct {
 	// WAL write or sync error). The daemon exits on it: a process restart
 	// reopens the store from what is durable, which is the only safe
 	// recovery. Default: nothing.
+	//
+	// The error wraps ErrFailed, and also ErrDiskFull when the disk filled
+	// up (a failed WAL write or a flush that found no room). It may run on
+	// a Pebble goroutine that holds Pebble's locks, so it must not call the
+	// store; signalling a channel, as the daemon does, is what it is for.
 	OnFailure func(error)
+	// Warn, if set, is called during Open with what the owner should know
+	// but need not stop for, such as a data folder that others could read
+	// and that Open made private. The arguments after msg are key/value
+	// pairs, as hclog.Logger.Warn takes them. Default: nothing.
+	Warn func(msg string, args ...any)
+	// MinFreeBytes is the free space Open requires on top of the size of
+	// the write-ahead log it replays, which Pebble flushes to new tables
+	// before it opens. With less, Open fails with ErrDiskFull instead of
+	// waiting for room that never comes. Only checked on filesystems that
+	// report their usage. Default: 1 MiB.
+	MinFreeBytes uint64
 }
 
 // Store is one open Pebble database holding journals and rows.
@@ -64,9 +89,20 @@ type Store struct {
 	fs     vfs.FS
 	now    func() time.Time
 	wo     *pebble.WriteOptions
+	lock   *pebble.Lock
 	closed atomic.Bool
 	failed atomic.Bool
-	commit *committer
+	// failErr is the first failure. It is set just after failed, so a
+	// reader may see failed without it and return plain ErrFailed.
+	failErr   atomic.Pointer[error]
+	onFailure func(error)
+	// failedCh is closed when the store fails.
+	failedCh chan struct{}
+	// opened is set once Pebble's Open returned; until then a full disk
+	// goes to openFull and fails the open, not the store.
+	opened   atomic.Bool
+	openFull chan error
+	commit   *committer
 	// rowsMu lets DeleteWrittenBefore scan and delete with no row write in
 	// between; row writes share it.
 	rowsMu sync.RWMutex
@@ -84,25 +120,100 @@ func (quietLogger) Fatalf(string, ...any) {}
 // marks the store failed and panics, whatever the wrapped logger does.
 type fatalLogger struct {
 	pebble.Logger
-	failed *atomic.Bool
-	notify func(error)
+	s *Store
 }
 
 func (l fatalLogger) Fatalf(format string, args ...any) {
-	if l.failed.CompareAndSwap(false, true) && l.notify != nil {
-		l.notify(fmt.Errorf("%w: "+format, append([]any{ErrFailed}, args...)...))
+	err := fmt.Errorf("%w: "+format, append([]any{ErrFailed}, args...)...)
+	for _, a := range args {
+		if e, ok := a.(error); ok && vfs.IsNoSpaceError(e) {
+			err = &diskFullError{path: l.s.dir, err: err}
+			break
+		}
 	}
+	l.s.fail(err)
 	l.Logger.Fatalf(format, args...)
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
 
-// Open opens (creating if needed) the database in dir.
-func Open(dir string, o Options) (*Store, error) {
-	if o.FS == nil {
-		o.FS = vfs.Default
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("persistence: create %s: %w", dir, err)
+// fail marks the store failed for good with err (the first error wins) and
+// tells the owner once.
+func (s *Store) fail(err error) {
+	if !s.failed.CompareAndSwap(false, true) {
+		return
+	}
+	s.failErr.Store(&err)
+	close(s.failedCh)
+	// An open that failed, or was given up, returned its own error: its
+	// owner hears nothing more.
+	if s.onFailure != nil && s.opened.Load() {
+		s.onFailure(err)
+	}
+}
+
+// failure is the error a failed store returns: the first failure, which
+// wraps ErrFailed (and ErrDiskFull when the disk filled up).
+func (s *Store) failure() error {
+	if p := s.failErr.Load(); p != nil {
+		return *p
+	}
+	return ErrFailed
+}
+
+// backgroundError sees the errors of Pebble's flushes and compactions.
+// Pebble retries a failed flush at once and forever, so on a full disk it
+// spins and never finishes what waits for the flush: Open, or the next
+// memtable rotation. A full disk therefore fails the store (while it
+// opens, it fails the open instead); other errors are only logged.
+func (s *Store) backgroundError(logger pebble.Logger, err error) {
+	logger.Errorf("background error: %s", err)
+	if !vfs.IsNoSpaceError(err) {
+		return
+	}
+	full := &diskFullError{path: s.dir, err: err}
+	if !s.opened.Load() {
+		select {
+		case s.openFull <- full:
+		default:
 		}
+		return
+	}
+	s.fail(fmt.Errorf("%w: %w", ErrFailed, full))
+}
+
+// abandonedOpens counts the Pebble opens that OpenContext gave up on and
+// that still run; tests wait for them.
+var abandonedOpens sync.WaitGroup
+
+// Open opens (creating if needed) the database in dir. It is OpenContext
+// with a context that never ends.
+func Open(dir string, o Options) (*Store, error) {
+	return OpenContext(context.Background(), dir, o)
+}
+
+// OpenContext opens (creating if needed) the database in dir, and returns
+// when ctx ends even if Pebble is still opening.
+//
+// Before Pebble opens, it takes the folder's lock (an InUseError names the
+// process that holds it) and records this process's id next to it (in
+// thatch.pid), makes the folder 0700 and its files 0600 (see Options.Warn),
+// and checks that the disk has room to replay the write-ahead log
+// (ErrDiskFull if not). On the OS filesystem, files are created 0600. A
+// full disk found while Pebble opens also fails with ErrDiskFull.
+//
+// Pebble's Open cannot be interrupted. When ctx ends or the disk is full
+// first, OpenContext returns and leaves Pebble's Open running on its own
+// goroutine, which keeps the directory locked; if that Open ever finishes,
+// the goroutine closes the database and releases the lock. On a full disk
+// it never finishes: the caller is expected to exit, which ends it.
+func OpenContext(ctx context.Context, dir string, o Options) (*Store, error) {
+	dir = filepath.Clean(dir)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
+	}
+	onDisk := o.FS == nil
+	if onDisk {
+		o.FS = privateFS{vfs.Default}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -113,11 +224,33 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.MemTableSize == 0 {
 		o.MemTableSize = 64 << 20
 	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = 1 << 20
+	}
 	var logger pebble.Logger = quietLogger{}
 	if o.Logger != nil {
 		logger = o.Logger
 	}
-	s := &Store{dir: dir, fs: o.FS, now: o.Now}
+	if err := o.FS.MkdirAll(dir, 0o700); err != nil {
+		return nil, diskFullOr(dir, fmt.Errorf("persistence: create %s: %w", dir, err))
+	}
+	lock, err := lockDir(o.FS, dir)
+	if err != nil {
+		return nil, err
+	}
+	if onDisk {
+		err = makePrivate(dir, o.Warn)
+	}
+	if err == nil {
+		err = checkFreeSpace(o.FS, dir, o.MinFreeBytes)
+	}
+	if err != nil {
+		_ = releaseDir(o.FS, dir, lock)
+		return nil, err
+	}
+
+	s := &Store{dir: dir, fs: o.FS, now: o.Now, lock: lock, onFailure: o.OnFailure,
+		failedCh: make(chan struct{}), openFull: make(chan error, 1)}
 	// Pebble reserves each memtable's size out of the block cache. The
 	// cache gets room for two full memtables (the one being written and
 	// the one being flushed) on top of CacheSize, so that CacheSize stays
@@ -131,7 +264,9 @@ func Open(dir string, o Options) (*Store, error) {
 	popts := &pebble.Options{
 		FS:                          o.FS,
 		Cache:                       cache,
-		Logger:                      fatalLogger{Logger: logger, failed: &s.failed, notify: o.OnFailure},
+		Lock:                        lock,
+		Logger:                      fatalLogger{Logger: logger, s: s},
+		EventListener:               &pebble.EventListener{BackgroundError: func(err error) { s.backgroundError(logger, err) }},
 		MemTableSize:                o.MemTableSize,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
@@ -139,13 +274,53 @@ func Open(dir string, o Options) (*Store, error) {
 		FormatMajorVersion:          pebble.FormatNewest,
 	}
 	popts.EnsureDefaults()
-	db, err := pebble.Open(dir, popts)
-	if err != nil {
-		return nil, fmt.Errorf("persistence: open %s: %w", filepath.Clean(dir), err)
+
+	type opened struct {
+		db  *pebble.DB
+		err error
 	}
-	s.db, s.wo = db, pebble.Sync
+	// done is unbuffered: Pebble's result is handed over only while this
+	// function still waits for it; once it gave up (quit), the goroutine
+	// cleans up after itself.
+	done, quit := make(chan opened), make(chan struct{})
+	abandonedOpens.Add(1)
+	go func() {
+		defer abandonedOpens.Done()
+		db, err := pebble.Open(dir, popts)
+		select {
+		case done <- opened{db, err}:
+		case <-quit:
+			if db != nil {
+				_ = db.Close()
+			}
+			_ = releaseDir(o.FS, dir, lock)
+		}
+	}()
+	var r opened
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		close(quit)
+		return nil, fmt.Errorf("persistence: open %s: stopped waiting for Pebble, which goes on opening in the background and holds the folder until it is done or the process exits: %w", dir, ctx.Err())
+	case full := <-s.openFull:
+		close(quit)
+		return nil, fmt.Errorf("persistence: open %s: %w", dir, full)
+	}
+	if r.err != nil {
+		_ = releaseDir(o.FS, dir, lock)
+		return nil, diskFullOr(dir, fmt.Errorf("persistence: open %s: %w", dir, r.err))
+	}
+	s.db, s.wo = r.db, pebble.Sync
 	if o.NoSync {
 		s.wo = pebble.NoSync
+	}
+	s.opened.Store(true)
+	// A full disk that Pebble reported while opening, but after the open
+	// had already finished, is still a full disk.
+	select {
+	case full := <-s.openFull:
+		s.fail(fmt.Errorf("%w: %w", ErrFailed, full))
+	default:
 	}
 	s.commit = newCommitter(s)
 	return s, nil
@@ -160,9 +335,20 @@ func (s *Store) Close() error {
 	}
 	s.commit.close()
 	if !s.failed.Load() {
-		_ = s.db.Flush()
+		// Not Flush: on a full disk Pebble retries the flush forever, and
+		// the failure that reports it is the signal to stop waiting.
+		if done, err := s.db.AsyncFlush(); err == nil {
+			select {
+			case <-done:
+			case <-s.failedCh:
+			}
+		}
 	}
-	return s.db.Close()
+	err := s.db.Close()
+	if rerr := releaseDir(s.fs, s.dir, s.lock); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // Dir is the folder the database lives in.
@@ -194,7 +380,7 @@ func (s *Store) check() error {
 		return ErrClosed
 	}
 	if s.failed.Load() {
-		return ErrFailed
+		return s.failure()
 	}
 	return nil
 }

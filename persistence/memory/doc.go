@@ -9,7 +9,11 @@
 // GlobalStore, and a session recalls from both (SessionStores). Within a
 // store an entry is named by the slug of its label (Slugify), so
 // remembering the same label twice fails with ErrExists unless the caller
-// asks to overwrite. An entry with a Branch applies only to that git
+// asks to overwrite. A slug longer than MaxSlugBytes ends in a hash of the
+// whole slug, so long labels that start alike stay different entries;
+// entries stored before that keep their cut slug and are still found by
+// their label. Store and branch names are at most MaxNameBytes long. An
+// entry with a Branch applies only to that git
 // branch; a recall on a branch sees that branch's entries and the
 // project-wide ones.
 //

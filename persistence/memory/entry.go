@@ -15,6 +15,9 @@ const (
 	MaxLabelRunes  = 200
 	MaxContentSize = 64 << 10
 	MaxSlugBytes   = 64
+	// MaxNameBytes bounds store and branch names. Names are part of every
+	// key and of every listing; a GitHub "owner/repo" is at most 140 bytes.
+	MaxNameBytes = 256
 	// DefaultConfidence is used when RememberInput.Confidence is zero.
 	DefaultConfidence = 5
 	// GlobalStore holds memories that belong to no project. Every recall
@@ -56,17 +59,48 @@ func (e *Entry) activity() time.Time {
 }
 
 // Slugify derives the slug of a label: lowercase letters and digits are
-// kept, every other run of characters becomes one '-', leading and trailing
-// dashes are trimmed and the result is cut to MaxSlugBytes at a character
-// boundary. A label with no letter or digit at all gets "memory-" and a
-// hash of the label, so it still has a stable, unique-enough slug.
+// kept, every other run of characters becomes one '-', and leading and
+// trailing dashes are trimmed. A result longer than MaxSlugBytes is cut at
+// a character boundary and ends in '-' and a hash of the whole uncut slug,
+// so that labels that share a long prefix still get different slugs;
+// shorter slugs carry no hash. A label with no letter or digit at all gets
+// "memory-" and a hash of the label, so it still has a stable,
+// unique-enough slug.
 func Slugify(label string) string {
+	full := slugBody(label, -1)
+	if full == "" {
+		h := fnv.New32a()
+		h.Write([]byte(label))
+		return fmt.Sprintf("memory-%08x", h.Sum32())
+	}
+	if len(full) <= MaxSlugBytes {
+		return full
+	}
+	h := fnv.New64a()
+	h.Write([]byte(full))
+	tail := fmt.Sprintf("-%010x", h.Sum64()>>24) // 40 bits
+	return slugBody(label, MaxSlugBytes-len(tail)) + tail
+}
+
+// legacySlug is the slug this package gave a label before long slugs got
+// a hash: cut at MaxSlugBytes. Entries stored then keep it; it differs
+// from Slugify only for labels whose slug is longer than MaxSlugBytes.
+func legacySlug(label string) string {
+	if s := slugBody(label, MaxSlugBytes); s != "" {
+		return s
+	}
+	return Slugify(label)
+}
+
+// slugBody is the slug of label without the hash, cut to max bytes at a
+// character boundary when max >= 0.
+func slugBody(label string, max int) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range label {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			r = unicode.ToLower(r)
-			if b.Len()+utf8.RuneLen(r)+btoi(dash) > MaxSlugBytes {
+			if max >= 0 && b.Len()+utf8.RuneLen(r)+btoi(dash) > max {
 				break
 			}
 			if dash {
@@ -78,11 +112,6 @@ func Slugify(label string) string {
 		}
 		dash = b.Len() > 0
 	}
-	if b.Len() == 0 {
-		h := fnv.New32a()
-		h.Write([]byte(label))
-		return fmt.Sprintf("memory-%08x", h.Sum32())
-	}
 	return b.String()
 }
 
@@ -93,11 +122,15 @@ func btoi(b bool) int {
 	return 0
 }
 
-// checkName rejects store names and slugs that would break key encoding or
-// display: empty, NUL or other control characters, invalid UTF-8.
+// checkName rejects store names, branches and slugs that would break key
+// encoding or display: empty, longer than MaxNameBytes, NUL or other
+// control characters, invalid UTF-8.
 func checkName(what, s string) error {
 	if s == "" {
 		return invalid("%s is empty", what)
+	}
+	if len(s) > MaxNameBytes {
+		return invalid("%s %.40q... is %d bytes long, more than %d", what, s, len(s), MaxNameBytes)
 	}
 	if !utf8.ValidString(s) {
 		return invalid("%s %q is not valid UTF-8", what, s)

@@ -122,6 +122,9 @@ func (s *Store) Remember(ctx context.Context, in RememberInput) (RememberResult,
 		return RememberResult{}, ErrClosed
 	}
 	sh := s.shard(in.Store)
+	if _, exists := sh.metas[slug]; !exists {
+		slug = s.legacySlugLocked(sh, in.Store, in.Label, slug)
+	}
 	now := s.now().UTC()
 	e := Entry{
 		Slug: slug, Store: in.Store, Label: in.Label, Content: in.Content, Branch: in.Branch,
@@ -155,6 +158,20 @@ func (s *Store) Remember(ctx context.Context, in RememberInput) (RememberResult,
 	return RememberResult{Entry: e, Op: op, Similar: similar}, nil
 }
 
+// legacySlugLocked returns the slug under which an entry for label was
+// stored before long slugs got a hash, when there is one whose own label has
+// the same slug as label; otherwise it returns slug. Caller holds mu.
+func (s *Store) legacySlugLocked(sh *shard, store, label, slug string) string {
+	old := legacySlug(label)
+	if old == slug || sh.metas[old] == nil {
+		return slug
+	}
+	if e, err := s.getLocked(store, old); err == nil && Slugify(e.Label) == slug {
+		return old
+	}
+	return slug
+}
+
 // resolveSlug finds the entry a user means by labelOrSlug: an exact slug
 // first, then the slug of it read as a label. Caller holds mu.
 func (s *Store) resolveSlug(store, labelOrSlug string) (*shard, string, error) {
@@ -170,7 +187,8 @@ func (s *Store) resolveSlug(store, labelOrSlug string) (*shard, string, error) {
 		if _, ok := sh.metas[labelOrSlug]; ok {
 			return sh, labelOrSlug, nil
 		}
-		if slug := Slugify(labelOrSlug); sh.metas[slug] != nil {
+		slug := Slugify(labelOrSlug)
+		if slug = s.legacySlugLocked(sh, store, labelOrSlug, slug); sh.metas[slug] != nil {
 			return sh, slug, nil
 		}
 	}

@@ -385,6 +385,23 @@ func (s *Store) Get(store, slug string) (Entry, error) {
 	return s.getLocked(store, slug)
 }
 
+// Find returns the entry a user names by slug or label, as Forget resolves
+// it: an exact slug first, then the slug of it read as a label (including
+// the cut slug an entry with a long label was stored under before long
+// slugs got a hash). Get(store, Slugify(label)) misses those entries.
+func (s *Store) Find(store, labelOrSlug string) (Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Entry{}, ErrClosed
+	}
+	_, slug, err := s.resolveSlug(store, labelOrSlug)
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.getLocked(store, slug)
+}
+
 // List returns the entries of store in slug order, archived ones included.
 // With branch "" it returns every entry; with a branch it returns the
 // entries on that branch and the project-wide ones, the same set a recall

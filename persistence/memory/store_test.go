@@ -40,6 +40,8 @@ func TestRememberValidation(t *testing.T) {
 		{"content too big", RememberInput{Label: "a", Content: strings.Repeat("x", MaxContentSize+1)}, "bytes, more than"},
 		{"control char in store", RememberInput{Label: "a", Content: "x", Store: "a\x00b"}, "control character"},
 		{"control char in branch", RememberInput{Label: "a", Content: "x", Branch: "a\nb"}, "control character"},
+		{"store too long", RememberInput{Label: "a", Content: "x", Store: strings.Repeat("s", MaxNameBytes+1)}, "store \"sss"},
+		{"branch too long", RememberInput{Label: "a", Content: "x", Branch: strings.Repeat("b", MaxNameBytes+1)}, "bytes long, more than 256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +53,91 @@ func TestRememberValidation(t *testing.T) {
 	}
 	if got, _ := e.ms.List(GlobalStore, ""); len(got) != 0 {
 		t.Fatalf("invalid input stored entries: %v", got)
+	}
+}
+
+func TestLongNamesAreRefusedEverywhere(t *testing.T) {
+	e := newEnv(t, Options{})
+	long := strings.Repeat("s", MaxNameBytes+1)
+	at := strings.Repeat("s", MaxNameBytes)
+	e.remember(RememberInput{Store: at, Branch: at, Label: "a", Content: "x"}) // the limit itself is fine
+	if _, err := e.ms.List(long, ""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("List of a %d-byte store: %v, want ErrInvalid", len(long), err)
+	}
+	if _, err := e.ms.Recall(context.Background(), RecallInput{Query: "a", Stores: []string{long}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Recall of a %d-byte store: %v, want ErrInvalid", len(long), err)
+	}
+	if _, err := e.ms.Get(long, "a"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Get of a %d-byte store: %v, want ErrInvalid", len(long), err)
+	}
+	if _, ok := ParseRemote("git@github.com:o/" + long); ok {
+		t.Error("ParseRemote accepted a repository name longer than a store may be")
+	}
+}
+
+// TestLongLabelsSharingAPrefixAreDifferentMemories: overwrite of one long
+// label must not replace another that merely starts the same way.
+func TestLongLabelsSharingAPrefixAreDifferentMemories(t *testing.T) {
+	e := newEnv(t, Options{})
+	prefix := strings.Repeat("release checklist for the payments api ", 2)
+	first := e.remember(RememberInput{Store: proj, Label: prefix + "staging", Content: "staging steps"})
+	second := e.remember(RememberInput{Store: proj, Label: prefix + "production", Content: "production steps", Overwrite: true})
+	if second.Op != OpNew || second.Entry.Slug == first.Entry.Slug {
+		t.Fatalf("second long label: op %s slug %q; first slug %q", second.Op, second.Entry.Slug, first.Entry.Slug)
+	}
+	got, err := e.ms.Get(proj, first.Entry.Slug)
+	if err != nil || got.Content != "staging steps" {
+		t.Fatalf("the first memory after remembering the second: %+v, %v", got, err)
+	}
+	if all, _ := e.ms.List(proj, ""); len(all) != 2 {
+		t.Fatalf("store holds %d entries, want 2", len(all))
+	}
+}
+
+// TestLegacyLongSlugStillResolves: an entry stored before long slugs got
+// a hash keeps its slug, and its label still finds it.
+func TestLegacyLongSlugStillResolves(t *testing.T) {
+	e := newEnv(t, Options{})
+	prefix := strings.Repeat("release checklist for the payments api ", 2)
+	label := prefix + "staging"
+	old := legacySlug(label)
+	if old == Slugify(label) || len(old) != MaxSlugBytes {
+		t.Fatalf("legacy slug %q of a long label equals the new one", old)
+	}
+	now := e.clk.Now()
+	bulkLoad(t, e.ms, []Entry{{Slug: old, Store: proj, Label: label, Content: "old steps", Confidence: 5, Created: now, Updated: now}})
+	e.reopen(Options{})
+
+	// Another label with the same legacy slug is a different memory.
+	other := e.remember(RememberInput{Store: proj, Label: prefix + "production", Content: "production steps", Overwrite: true})
+	if other.Op != OpNew || other.Entry.Slug == old {
+		t.Fatalf("an unrelated label took over the legacy entry: %+v %s", other.Entry, other.Op)
+	}
+	// The same label without overwrite is refused, with overwrite it
+	// updates the stored entry in place.
+	if _, err := e.ms.Remember(context.Background(), RememberInput{Store: proj, Label: label, Content: "new steps"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("remember of the stored label: %v, want ErrExists", err)
+	}
+	upd := e.remember(RememberInput{Store: proj, Label: label, Content: "new steps", Overwrite: true})
+	if upd.Op != OpUpdated || upd.Entry.Slug != old {
+		t.Fatalf("overwrite of the stored label: %s slug %q, want updated %q", upd.Op, upd.Entry.Slug, old)
+	}
+	if all, _ := e.ms.List(proj, ""); len(all) != 2 {
+		t.Fatalf("store holds %d entries, want 2", len(all))
+	}
+	for _, key := range []string{label, strings.ToUpper(label), old} {
+		if got, err := e.ms.Find(proj, key); err != nil || got.Slug != old || got.Content != "new steps" {
+			t.Fatalf("Find(%q): %+v, %v", key, got, err)
+		}
+	}
+	if got, err := e.ms.Find(proj, prefix+"production"); err != nil || got.Slug != other.Entry.Slug {
+		t.Fatalf("Find of the other label: %+v, %v", got, err)
+	}
+	if _, err := e.ms.Find(proj, prefix+"nothing"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Find of an unknown long label: %v, want ErrNotFound", err)
+	}
+	if got, err := e.ms.Forget(proj, label); err != nil || got.Slug != old {
+		t.Fatalf("forget by label: %+v, %v", got, err)
 	}
 }
 

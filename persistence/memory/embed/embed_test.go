@@ -120,6 +120,7 @@ type fakeOpenAI struct {
 	mu       sync.Mutex
 	requests []openAIRequest
 	auth     []string
+	queries  []string
 	dim      int
 	status   int    // non-200 answers with this status
 	body     string // replaces the reply when set
@@ -154,6 +155,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	f.queries = append(f.queries, r.URL.RawQuery)
 	status, body := f.status, f.body
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
@@ -221,11 +223,32 @@ func TestOpenAIEndpoint(t *testing.T) {
 		"http://127.0.0.1:11434/":  "http://127.0.0.1:11434/v1/embeddings",
 		"http://127.0.0.1:8080/v1": "http://127.0.0.1:8080/v1/embeddings",
 		"http://h/openai/deployments/x/embeddings": "http://h/openai/deployments/x/embeddings",
+		// A query stays the query, wherever the path is completed.
+		"http://127.0.0.1:8080/v1?api-key=K":                      "http://127.0.0.1:8080/v1/embeddings?api-key=K",
+		"http://127.0.0.1:8080?api-key=K":                         "http://127.0.0.1:8080/v1/embeddings?api-key=K",
+		"http://127.0.0.1:8080/v1/?api-key=K&x=%2F":               "http://127.0.0.1:8080/v1/embeddings?api-key=K&x=%2F",
+		"https://h/openai/deployments/x/embeddings?api-version=1": "https://h/openai/deployments/x/embeddings?api-version=1",
+		"http://127.0.0.1:8080/v1#frag":                           "http://127.0.0.1:8080/v1/embeddings",
 	}
 	for in, want := range tests {
 		if got := (OpenAI{URL: in}).Endpoint(); got != want {
 			t.Errorf("Endpoint(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestOpenAIEmbedKeepsTheQuery posts through a base URL with a query, as a
+// proxy that takes its key in the query needs.
+func TestOpenAIEmbedKeepsTheQuery(t *testing.T) {
+	f := newFakeOpenAI(t, 2)
+	o := OpenAI{URL: f.URL + "/v1?api-key=K", Dimensions: 2, Client: testClient(t)}
+	if _, err := o.Embed(context.Background(), []string{"a"}); err != nil {
+		t.Fatalf("embed through %s: %v", o.Endpoint(), err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.queries) != 1 || f.queries[0] != "api-key=K" {
+		t.Fatalf("the server got queries %q, want api-key=K", f.queries)
 	}
 }
 

@@ -35,7 +35,9 @@ const maxReplyBytes = 64 << 20
 type OpenAI struct {
 	// URL is the base address of the server, e.g. "http://127.0.0.1:11434"
 	// for Ollama. "/v1/embeddings" is appended unless URL already ends in
-	// "/embeddings"; a URL ending in "/v1" gets "/embeddings".
+	// "/embeddings"; a URL ending in "/v1" gets "/embeddings". A query is
+	// kept: "http://h/v1?api-version=2" posts to
+	// "http://h/v1/embeddings?api-version=2".
 	// Default: DefaultOpenAIURL.
 	URL string
 	// Model is sent as the "model" field and is part of Name, so switching
@@ -77,19 +79,34 @@ func (o OpenAI) model() string {
 	return o.Model
 }
 
-// Endpoint is the full URL requests are posted to.
+// Endpoint is the full URL requests are posted to. The path is completed
+// as URL's doc says; a query (such as Azure's "api-version" or a key some
+// proxies take as "?api-key=") stays the query of the endpoint.
 func (o OpenAI) Endpoint() string {
-	u := strings.TrimRight(o.URL, "/")
-	if u == "" {
-		u = DefaultOpenAIURL
+	raw := o.URL
+	if strings.TrimSpace(raw) == "" {
+		raw = DefaultOpenAIURL
 	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Not a URL: completed as text, and the request reports it.
+		return completePath(strings.TrimRight(raw, "/"))
+	}
+	u.Fragment, u.RawFragment = "", ""
+	u.Path = completePath(strings.TrimRight(u.Path, "/"))
+	u.RawPath = ""
+	return u.String()
+}
+
+// completePath appends what an embeddings path lacks.
+func completePath(p string) string {
 	switch {
-	case strings.HasSuffix(u, "/embeddings"):
-		return u
-	case strings.HasSuffix(u, "/v1"):
-		return u + "/embeddings"
+	case strings.HasSuffix(p, "/embeddings"):
+		return p
+	case strings.HasSuffix(p, "/v1"):
+		return p + "/embeddings"
 	default:
-		return u + "/v1/embeddings"
+		return p + "/v1/embeddings"
 	}
 }
 

@@ -1,0 +1,304 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+var writeSeeds = flag.Bool("write-seeds", false, "rewrite the seeds of FuzzDecode and FuzzEncode under testdata/fuzz")
+
+// seedEvents has a value of every journaled event type, with its fields
+// set, plus a few shapes that have tripped JSON codecs: escapes, NUL,
+// non-ASCII text, raw JSON arguments and times with an offset.
+func seedEvents() []any {
+	at := time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	off := time.Date(2025, 3, 1, 14, 30, 0, 0, time.FixedZone("", 2*3600+1800))
+	return []any{
+		&FamilyHostSeen{Host: "http://127.0.0.1:4096"},
+		&FamilyParentCreated{Directory: "/home/u/src/api"},
+		&FamilyChildRecorded{ChildID: "ses_child", Title: "thatch-extraction", Extraction: true},
+		&FamilyInteractionBuffered{SessionID: "ses_a", Seq: 7, Dropped: []uint64{1, 2},
+			Interaction: Interaction{ID: "call_1", SessionID: "ses_a", Tool: "bash",
+				Args: json.RawMessage(`{"command":"ls -la","timeout":5}`), Title: "ls", Output: "a\u0000b\"c<>&\u2028 é 数据"}},
+		&FamilyInteractionBuffered{SessionID: "ses_b", Seq: 1 << 60, Interaction: Interaction{ID: "x", Tool: "read"}},
+		&FamilyPayloadClaimed{FetcherID: "ses_child", Seqs: []uint64{3, 4, 5}, At: at},
+		&FamilyPayloadClaimed{FetcherID: "ses_child", At: off},
+		&FamilyClaimCompleted{FetcherID: "ses_child", Seqs: []uint64{3}, Cause: CompletedByAck},
+		&FamilyEntriesRequeued{Seqs: []uint64{9, 10}, Cause: "child error"},
+		&FamilyMemoryCounted{ChildID: "ses_child", Op: MemoryOp("created"), At: at},
+		&FamilyMemoryCounted{ChildID: "ses_child", Op: MemoryOp("updated")},
+		&FamilyExtractionStarted{At: at},
+		&FamilyExtractionChildAttached{ChildID: "ses_child", At: at},
+		&FamilyExtractionStopped{Cause: "child error"},
+		&FamilyChildCleared{ChildID: "ses_child", Cause: "deleted"},
+		&FamilyCompactionStarted{},
+		&FamilyCompactionFinished{},
+		&FamilyWrapUpArmed{Kind: "exit", Token: "THATCH-EXIT-1234"},
+		&FamilyWrapUpCheckStarted{At: at},
+		&FamilyWrapUpCheckFinished{Cause: "no token"},
+		&FamilyWrapUpDisarmed{Cause: "user prompt"},
+		&FamilyExitGreenlit{At: at},
+		&FamilyExitFinished{Cause: "closed"},
+		&FamilyDeletionNoted{},
+		&FamilyFinishScheduled{ChildID: "ses_child"},
+		&FamilyFinishCancelled{ChildID: "ses_child"},
+		&FamilyParentDeleted{Completed: []uint64{1}, Dropped: []uint64{2, 3}},
+		&SweepRan{At: at},
+	}
+}
+
+// FuzzDecode: Decode of any bytes returns a value or an error and never
+// panics; a value it returns can be journaled again, and an encoding read
+// back encodes to the same bytes, so replaying a journal and writing its
+// snapshot never drifts.
+func FuzzDecode(f *testing.F) {
+	for _, v := range seedEvents() {
+		b, err := Encode(v)
+		if err != nil {
+			f.Fatalf("encode seed %T: %v", v, err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, _, body, err := split(data); err == nil && !json.Valid(body) {
+			// Known defects, see TestDecodeOfBadJSONNeverPanics and
+			// TestDecodeRefusesBadRawJSON: goccy/go-json may panic on a
+			// body that is not JSON, or accept one.
+			t.Skip("body is not JSON (known codec defect)")
+		}
+		v, err := Decode(data)
+		if err != nil {
+			if v != nil {
+				t.Fatalf("Decode returned %T alongside error %v", v, err)
+			}
+			return
+		}
+		if holdsInvalidUTF8(reflect.ValueOf(v)) {
+			// Known defect, see TestEncodeKeepsInvalidUTF8: such a value
+			// does not survive Encode, so the bytes compared below differ.
+			t.Skip("value holds invalid UTF-8 (known codec defect)")
+		}
+		b1, err := Encode(v)
+		if err != nil {
+			t.Fatalf("Decode gave a %T that Encode refuses: %v", v, err)
+		}
+		v2, err := Decode(b1)
+		if err != nil {
+			t.Fatalf("Decode of Encode(%T) failed: %v\nbytes %q", v, err, b1)
+		}
+		b2, err := Encode(v2)
+		if err != nil {
+			t.Fatalf("re-encode of %T: %v", v2, err)
+		}
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("%T re-encodes differently:\n first %q\nsecond %q", v, b1, b2)
+		}
+	})
+}
+
+// encodeSeeds are the committed corpus of FuzzEncode.
+var encodeSeeds = []struct {
+	id     string
+	seq    uint64
+	tool   string
+	args   []byte
+	output string
+	nanos  int64
+}{
+	{"ses_a", 7, "bash", []byte(`{"command":"ls -la","timeout":5}`), "a\u0000b<>&", 1740830400123456789},
+	{"", 0, "", []byte(`[1, 2.50, -0, 1e3, "x", null, true, {"a": {}}]`), "", 0},
+	{"数据", 1 << 63, "read", []byte(` "s" `), "\u2028\u2029 é", -1},
+	{"ses_b", 1, "edit", []byte(`{"a":1,"a":2}`), "\\ufffd", 253402300799999999},
+	{"ses_c", 2, "write", []byte(`not json`), "\ufffd", 1},
+}
+
+// FuzzEncode builds journaled events from arbitrary field values: whatever
+// Encode accepts must decode, and the decoded value must encode to the same
+// bytes. Args is raw JSON from the plugin, which Encode embeds as it is.
+func FuzzEncode(f *testing.F) {
+	for _, a := range encodeSeeds {
+		f.Add(a.id, a.seq, a.tool, a.args, a.output, a.nanos)
+	}
+	f.Fuzz(func(t *testing.T, id string, seq uint64, tool string, args []byte, output string, nanos int64) {
+		evs := []any{
+			&FamilyInteractionBuffered{SessionID: id, Seq: seq, Dropped: []uint64{seq},
+				Interaction: Interaction{ID: id, SessionID: id, Tool: tool, Args: json.RawMessage(args), Title: tool, Output: output}},
+			&FamilyPayloadClaimed{FetcherID: id, Seqs: []uint64{seq}, At: time.Unix(0, nanos).UTC()},
+			&FamilyChildRecorded{ChildID: id, Title: output, Extraction: seq%2 == 0},
+			&FamilyWrapUpArmed{Kind: tool, Token: output},
+		}
+		for _, v := range evs {
+			if holdsInvalidUTF8(reflect.ValueOf(v)) {
+				continue // known codec defect, see TestEncodeKeepsInvalidUTF8
+			}
+			b1, err := Encode(v)
+			if err != nil {
+				continue // refused: nothing is journaled
+			}
+			v2, err := Decode(b1)
+			if err != nil {
+				t.Fatalf("Decode of an accepted %T failed: %v\nbytes %q", v, err, b1)
+			}
+			b2, err := Encode(v2)
+			if err != nil || !bytes.Equal(b1, b2) {
+				t.Fatalf("%T re-encodes differently (%v):\n first %q\nsecond %q", v, err, b1, b2)
+			}
+		}
+	})
+}
+
+// holdsInvalidUTF8 reports whether a string or raw JSON inside v is not
+// valid UTF-8.
+func holdsInvalidUTF8(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && holdsInvalidUTF8(v.Elem())
+	case reflect.String:
+		return !utf8.ValidString(v.String())
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return !utf8.Valid(v.Bytes())
+		}
+		fallthrough
+	case reflect.Array:
+		for i := range v.Len() {
+			if holdsInvalidUTF8(v.Index(i)) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && holdsInvalidUTF8(v.Field(i)) {
+				return true
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			if holdsInvalidUTF8(it.Key()) || holdsInvalidUTF8(it.Value()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestDecodeOfBadJSONNeverPanics is a defect FuzzDecode found: goccy/go-json
+// v0.10.5 sometimes indexes past the end of a truncated body
+// (decoder.skipWhiteSpace, "index out of range"), so a corrupt journal
+// record panics the entity that replays it instead of failing with
+// ErrCorrupt. A json.Valid check (or a recover) in Decode, before goccy
+// sees the body, fixes it; the fix belongs in codec.go.
+func TestDecodeOfBadJSONNeverPanics(t *testing.T) {
+	t.Skip("known defect (issue 11): Decode can panic on a truncated body; remove this skip with the fix")
+	in := []byte("\x01\x1csession.interaction_buffered\x01{\"interACtion\":{\"outpu\\")
+	for range 2000 {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("Decode(%q) panicked: %v", in, r)
+				}
+			}()
+			if _, err := Decode(in); err == nil {
+				t.Fatalf("Decode(%q) accepted a truncated body", in)
+			}
+		}()
+	}
+}
+
+// TestDecodeRefusesBadRawJSON is a defect FuzzDecode found: Decode accepts
+// a body whose raw JSON argument is not JSON, and the value it returns
+// cannot be encoded again (a snapshot of it fails).
+func TestDecodeRefusesBadRawJSON(t *testing.T) {
+	t.Skip("known defect (issue 11): Decode accepts invalid raw JSON that Encode refuses; remove this skip with the fix")
+	in := []byte("\x01\x1csession.interaction_buffered\x01{\"interaction\":{\"args\":{0}}}")
+	v, err := Decode(in)
+	if err == nil {
+		_, eerr := Encode(v)
+		t.Fatalf("Decode(%q) accepted it; Encode of the result: %v", in, eerr)
+	}
+}
+
+// TestEncodeKeepsInvalidUTF8 is the defect FuzzDecode found: a string that
+// is not valid UTF-8 encodes with "\ufffd" in place of the bad bytes, so
+// the value replayed from the journal is not the value that was acted on,
+// and its encoding differs from the first one (the replayed U+FFFD is
+// written as the character itself). The codec should refuse such a value,
+// or make it valid before it is acted on; the fix belongs in codec.go.
+func TestEncodeKeepsInvalidUTF8(t *testing.T) {
+	t.Skip("known defect (issue 11): Encode accepts invalid UTF-8 and changes it; remove this skip with the fix")
+	in := &FamilyInteractionBuffered{Interaction: Interaction{Output: "\xa9"}}
+	b1, err := Encode(in)
+	if err != nil {
+		return // refusing the value is a fix
+	}
+	out, err := DecodeAs[FamilyInteractionBuffered](b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Interaction.Output != in.Interaction.Output {
+		t.Errorf("output %q was journaled as %q", in.Interaction.Output, out.Interaction.Output)
+	}
+	if b2, _ := Encode(out); !bytes.Equal(b1, b2) {
+		t.Errorf("re-encoding differs:\n first %q\nsecond %q", b1, b2)
+	}
+}
+
+// TestWriteFuzzSeeds rewrites the committed seeds of FuzzDecode and
+// FuzzEncode with -write-seeds; without it, it checks that every seed
+// still encodes as its committed file says, so the corpus follows the
+// schemas.
+func TestWriteFuzzSeeds(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzDecode")
+	for i, v := range seedEvents() {
+		b, err := Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := TypeName(v)
+		path := filepath.Join(dir, fmt.Sprintf("seed-%02d-%s", i, name))
+		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
+		if *writeSeeds {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		checkSeed(t, path, want)
+	}
+	dir = filepath.Join("testdata", "fuzz", "FuzzEncode")
+	for i, a := range encodeSeeds {
+		path := filepath.Join(dir, fmt.Sprintf("seed-%02d", i))
+		want := fmt.Sprintf("go test fuzz v1\nstring(%q)\nuint64(%d)\nstring(%q)\n[]byte(%q)\nstring(%q)\nint64(%d)\n",
+			a.id, a.seq, a.tool, a.args, a.output, a.nanos)
+		if *writeSeeds {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		checkSeed(t, path, want)
+	}
+}
+
+func checkSeed(t *testing.T, path, want string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != want {
+		t.Errorf("seed %s is missing or out of date (run go test -run TestWriteFuzzSeeds -write-seeds): %v", path, err)
+	}
+}
