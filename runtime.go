@@ -167,11 +167,14 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 // openStores opens the journal store and the memory store on it.
 func (r *Runtime) openStores(ctx context.Context) error {
 	var err error
-	r.store, err = persistence.Open(filepath.Join(r.cfg.Data.Dir, "journal"), persistence.Options{
+	// The open takes ctx: a store that cannot open (a full disk) must not
+	// hold a daemon that was asked to stop.
+	r.store, err = persistence.OpenContext(ctx, filepath.Join(r.cfg.Data.Dir, "journal"), persistence.Options{
 		CacheSize: int64(r.cfg.Journal.CacheSizeMB) << 20,
 		OnFailure: r.fail,
 		// Rows age on the clock the sweeps compute their cutoffs with.
-		Now: r.o.Clock.Now,
+		Now:  r.o.Clock.Now,
+		Warn: r.log.Named("store").Warn,
 	})
 	if err != nil {
 		return err

@@ -142,6 +142,12 @@ func Decode(b []byte) (any, error) {
 	if version != e.version {
 		return nil, fmt.Errorf("%w: %q version %d is newer than this build (%d)", ErrUnknownVersion, name, version, e.version)
 	}
+	// goccy/go-json can index past the end of a truncated body, and it
+	// accepts raw JSON that it then refuses to encode: a body must be JSON
+	// before it sees it, so that a corrupt record fails as ErrCorrupt.
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("%w: the body of %q is not JSON", ErrCorrupt, name)
+	}
 	ptr := reflect.New(e.typ)
 	if err := gojson.Unmarshal(body, ptr.Interface()); err != nil {
 		return nil, fmt.Errorf("messages: decode %q version %d: %w", name, version, err)

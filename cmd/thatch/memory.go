@@ -53,8 +53,11 @@ func openMemoryBackend(cfg *config.Config) (*memoryBackend, error) {
 		fmt.Fprintf(os.Stderr, "thatch: %v; opening the store directly\n", err)
 	}
 	st, err := persistence.Open(filepath.Join(cfg.Data.Dir, "journal"), persistence.Options{})
+	if errors.Is(err, persistence.ErrInUse) {
+		return nil, fmt.Errorf("%w; it does not answer on %s: is it running with another config?", err, cfg.Control.StateFile)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w (is a daemon running with another config?)", err)
+		return nil, err
 	}
 	mem, err := thatch.OpenMemory(context.Background(), st, cfg.Memory, hclog.NewNullLogger())
 	if err != nil {
@@ -184,7 +187,7 @@ func (b *memoryBackend) show(store, key string) (memory.Entry, error) {
 		err := b.call("/v1/memory/show", map[string]string{"store": store, "slug": key}, &e)
 		return e, err
 	}
-	return b.mem.Get(store, memory.Slugify(key))
+	return b.mem.Find(store, key)
 }
 
 func (b *memoryBackend) forget(store, key string) (memory.Entry, error) {

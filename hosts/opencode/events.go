@@ -220,7 +220,9 @@ func errorText(raw json.RawMessage) string {
 			text = msg
 		}
 	} else {
-		text = strings.TrimSpace(string(raw))
+		// Raw JSON keeps bytes that JSON strings would not: the journal
+		// must replay the text as it was received.
+		text = strings.ToValidUTF8(strings.TrimSpace(string(raw)), "\uFFFD")
 	}
 	return truncate(text, maxErrorText)
 }

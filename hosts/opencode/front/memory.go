@@ -258,7 +258,7 @@ func (m *memoryService) show(w http.ResponseWriter, r *http.Request) {
 	if store == "" {
 		store = memory.GlobalStore
 	}
-	e, err := m.mem.Get(store, memory.Slugify(firstNonEmpty(b.Slug, b.Label)))
+	e, err := m.mem.Find(store, firstNonEmpty(b.Slug, b.Label))
 	if err != nil {
 		memoryError(w, err)
 		return
