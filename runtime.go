@@ -193,6 +193,7 @@ func (r *Runtime) startTree(kinds []supervisor.Spec, effects []supervisor.Handle
 	r.tree, err = supervisor.Start(supervisor.Options{
 		System:  supervisor.NewActorSystem(r.log),
 		Journal: r.store.Journal(),
+		Rows:    r.store.Rows(),
 		Env: supervisor.Env{
 			Clock:          r.o.Clock,
 			Logger:         r.log.Named("entity"),
@@ -234,6 +235,7 @@ func (r *Runtime) startControl(ctx context.Context) error {
 		return err
 	}
 	r.control.MountFunc("GET /v1/status", r.serveStatus)
+	r.control.MountFunc("POST /v1/repair", r.serveRepair)
 	for _, fe := range r.o.FrontEnds {
 		if err := fe.Mount(ctx, r.tree, r.control); err != nil {
 			return fmt.Errorf("thatch: mount the %s front end: %w", fe.Name(), err)
@@ -342,6 +344,9 @@ type Status struct {
 	// UnhandledMessages counts messages an entity's kind did not handle
 	// (each one logged; none acknowledged).
 	UnhandledMessages uint64 `json:"unhandledMessages"`
+	// Quarantined are the entities that cannot rebuild their state from
+	// their journal; `thatch repair` drops or releases them.
+	Quarantined []supervisor.Quarantine `json:"quarantined"`
 	// Sessions are the views of the front ends' entities (opencode
 	// families), SessionsTotal how many there are.
 	Sessions      []any `json:"sessions,omitempty"`
@@ -370,6 +375,7 @@ func (r *Runtime) StatusReport() (*Status, error) {
 		Kinds:             kinds,
 		LastErrors:        errs,
 		UnhandledMessages: r.tree.UnknownMessages(),
+		Quarantined:       r.tree.Quarantined(),
 	}
 	for _, fe := range r.o.FrontEnds {
 		if rep, ok := fe.(frontend.Reporter); ok {
@@ -388,4 +394,41 @@ func (r *Runtime) serveStatus(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	control.WriteJSON(w, http.StatusOK, st)
+}
+
+// repairBody is what `thatch repair` posts: drop (delete the journal and
+// start afresh) or release (try it again) one quarantined entity.
+type repairBody struct {
+	Action string `json:"action"`
+	Entity string `json:"entity"`
+}
+
+// Repair drops or releases a quarantined entity, named kind/id.
+func (r *Runtime) Repair(action, entity string) error {
+	id, err := supervisor.ParseIdentity(entity)
+	if err != nil {
+		return err
+	}
+	switch action {
+	case "drop":
+		return r.tree.Drop(id)
+	case "release":
+		return r.tree.Release(id)
+	}
+	return fmt.Errorf("thatch: repair action %q: want drop or release", action)
+}
+
+func (r *Runtime) serveRepair(w http.ResponseWriter, req *http.Request) {
+	var b repairBody
+	if !control.DecodeJSON(w, req, &b, 0) {
+		return
+	}
+	switch err := r.Repair(b.Action, b.Entity); {
+	case errors.Is(err, supervisor.ErrNotQuarantined):
+		control.WriteError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		control.WriteError(w, http.StatusBadRequest, err.Error())
+	default:
+		control.WriteJSON(w, http.StatusOK, map[string]string{"entity": b.Entity, "done": b.Action})
+	}
 }

@@ -239,7 +239,7 @@ func (e *entity[S]) start(ctx actor.Context) {
 		// Panicking hands the failure to the supervisor, which restarts the
 		// entity with backoff; a journal that cannot be read is not a reason
 		// to run on an empty state.
-		panic(fmt.Errorf("actors: recover %s: %w", e.id, err))
+		panic(&RecoverError{ID: e.id, Err: err})
 	}
 	e.touch(ctx)
 	redo, crashed := e.sh.undurable, e.sh.crashed

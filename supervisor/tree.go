@@ -48,6 +48,9 @@ type Options struct {
 	// test that freezes time still sees failed entities come back. The
 	// tree stops every pending restart at Stop.
 	RestartAfter func(time.Duration, func())
+	// Rows, when set, keeps the quarantined entities across restarts.
+	// Default: they are quarantined until the process ends.
+	Rows *persistence.Rows
 	// Effects are the handlers of every effect type the kinds release
 	// (besides the timer and Send effects the entities run themselves),
 	// one per type. The tree runs them on a FIFO per entity and sends each
@@ -82,6 +85,9 @@ type Tree struct {
 	wg         sync.WaitGroup
 	// unknown counts messages an entity's kind did not handle.
 	unknown atomic.Uint64
+	// rows keeps the quarantine; quarantined is its copy (under mu).
+	rows        *persistence.Rows
+	quarantined quarantineSet
 }
 
 // Failure is one recorded entity failure.
@@ -130,6 +136,10 @@ func Start(o Options) (t *Tree, err error) {
 			_ = t.shutdown(context.Background())
 		}
 	}()
+	t.rows = o.Rows
+	if t.quarantined, err = loadQuarantine(o.Rows); err != nil {
+		return nil, fmt.Errorf("supervisor: read the quarantine: %w", err)
+	}
 	if t.env, err = t.entityEnv(o); err != nil {
 		return nil, err
 	}
@@ -259,6 +269,10 @@ func (t *Tree) onFailure(child *actor.PID, reason any, restarts int, stopped boo
 		t.log.Warn("entity failed; restarting", "actor", child.Id, "failures", restarts, "backoff", delay, "error", reason)
 	}
 	t.record(Failure{Time: time.Now(), Entity: child.Id, Error: fmt.Sprint(reason), Restarts: restarts, Action: action})
+	var re *RecoverError
+	if err, ok := reason.(error); ok && stopped && errors.As(err, &re) {
+		t.quarantine(re.ID.String(), re.Err)
+	}
 }
 
 func (t *Tree) record(f Failure) {
@@ -748,6 +762,10 @@ func (k *kindSupervisor) route(ctx actor.Context, env *envelope, sender *actor.P
 	}
 	pid, ok := k.live[env.id]
 	if !ok {
+		if q, bad := k.tree.quarantinedAs(actors.Identity{Kind: k.spec.KindName(), ID: env.id}); bad {
+			rejectQuarantined(ctx, env, sender, q)
+			return
+		}
 		var err error
 		pid, err = ctx.SpawnNamed(k.spec.Props(env.id, k.tree.env), env.id)
 		if err != nil {

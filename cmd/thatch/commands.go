@@ -167,8 +167,17 @@ func printStatus(st *thatch.Status, all bool) {
 	}
 	tw.Flush()
 	if len(st.Sessions) > 0 {
-		fmt.Printf("\nsessions (--json shows every field):\n")
+		fmt.Printf("\nsessions: %d (--json shows every field):\n", st.SessionsTotal)
 		writeSessions(os.Stdout, st.Sessions, all)
+	}
+	if len(st.Quarantined) > 0 {
+		fmt.Printf("\nquarantined (they cannot rebuild their state; see thatch repair):\n")
+		for _, q := range st.Quarantined {
+			fmt.Printf("  %s  since %s: %s\n", q.Entity, q.Since.Local().Format(time.DateTime), q.Error)
+		}
+	}
+	if st.UnhandledMessages > 0 {
+		fmt.Printf("\nunhandled messages: %d (logged and rejected; a bug worth reporting)\n", st.UnhandledMessages)
 	}
 	if len(st.LastErrors) > 0 {
 		fmt.Printf("\nlast errors:\n")

@@ -18,6 +18,7 @@ Usage:
                                              install the opencode plugin, wrap-up commands and skill
   thatch memory list|search|show|forget      read and edit the memory store (--json for JSON)
   thatch hygiene [--resolve A,B --verdict V]  the memory hygiene report; judge reported pairs
+  thatch repair [list|drop|release KIND/ID]  look at and repair entities that cannot recover
   thatch version                             print the version
 
 Run 'thatch COMMAND --help' for a command's flags.
@@ -43,6 +44,8 @@ func main() {
 		code = runHygiene(args)
 	case "install":
 		code = runInstall(args)
+	case "repair":
+		code = runRepair(args)
 	case "version", "--version", "-v":
 		fmt.Println(versionString())
 	case "help", "--help", "-h":
