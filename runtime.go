@@ -166,6 +166,9 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 
 // openStores opens the journal store and the memory store on it.
 func (r *Runtime) openStores(ctx context.Context) error {
+	if err := r.privateDataDir(); err != nil {
+		return err
+	}
 	var err error
 	// The open takes ctx: a store that cannot open (a full disk) must not
 	// hold a daemon that was asked to stop.
@@ -184,6 +187,26 @@ func (r *Runtime) openStores(ctx context.Context) error {
 	defer cancel()
 	r.mem, err = OpenMemory(mctx, r.store, r.cfg.Memory, r.log.Named("memory"))
 	return err
+}
+
+// privateDataDir makes the data directory (journal, memories, the control
+// token) readable by its owner only, and says so when it was not.
+func (r *Runtime) privateDataDir() error {
+	dir := r.cfg.Data.Dir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("thatch: data directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("thatch: data directory: %w", err)
+	}
+	if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("thatch: data directory %s is readable by others (%v) and cannot be made private: %w", dir, mode, err)
+		}
+		r.log.Warn("the data directory was readable by others; made it private", "path", dir, "was", mode.String())
+	}
+	return nil
 }
 
 // startTree starts the supervision tree with every kind and effect
