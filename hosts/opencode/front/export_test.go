@@ -1,6 +1,11 @@
 package front
 
-import "github.com/thatch-run/thatch/persistence"
+import (
+	"context"
+	"errors"
+
+	"github.com/thatch-run/thatch/persistence"
+)
 
 // RowForTest reads one row of the front end's tables, for tests that check
 // what the sweeps and the exit wrap-up record.
@@ -16,4 +21,12 @@ func (o *FrontEnd) JournalForTest() *persistence.Journal { return o.jr }
 func (o *FrontEnd) RoutingForTest(session string) (family, host, dir string) {
 	fam := o.dir.family(session)
 	return fam, o.dir.hostOf(fam), o.dir.directory(fam)
+}
+
+// BreakRegistryForTest makes every later change of the registry fail, as a
+// full disk would.
+func (o *FrontEnd) BreakRegistryForTest() {
+	o.dir.request = func(context.Context, any) (any, error) {
+		return nil, errors.New("registry: scripted failure")
+	}
 }

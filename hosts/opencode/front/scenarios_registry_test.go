@@ -53,3 +53,23 @@ var _ = Describe("The session registry", func() {
 		}
 	})
 })
+
+var _ = Describe("An event whose bookkeeping fails", func() {
+	It("is delivered all the same: a new session still gets its family and its start reminder", func() {
+		w := newWorld()
+		w.oc.BreakRegistryForTest()
+		w.parentCreated("ses_q") // its directory and host cannot be recorded
+		Expect(w.view("ses_q").SessionID).To(Equal("ses_q"))
+		Eventually(func() []hostCall {
+			var out []hostCall
+			for _, c := range w.host.CallsOf(mNoReply) {
+				if c.Session == "ses_q" {
+					out = append(out, c)
+				}
+			}
+			return out
+		}).Should(HaveLen(1), "the start reminder went out")
+		w.childCreated("ses_qc", "ses_q", "explore") // its link cannot be recorded
+		Expect(w.view("ses_q").Children).To(ContainElement(HaveField("SessionID", "ses_qc")), "the child's creation reached its family")
+	})
+})
