@@ -82,6 +82,9 @@ type Tree struct {
 	wg         sync.WaitGroup
 	// unknown counts messages an entity's kind did not handle.
 	unknown atomic.Uint64
+	// forget deletes an entity's journal for the forget worker. It is
+	// journal.Forget; a test in this package may wrap it to hold a forget.
+	forget func(persistence.Identity) error
 }
 
 // Failure is one recorded entity failure.
@@ -124,7 +127,8 @@ func Start(o Options) (t *Tree, err error) {
 		o.KeepErrors = 20
 	}
 	t = &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, keepErrs: o.KeepErrors,
-		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{})}
+		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{}),
+		forget: o.Journal.Forget}
 	defer func() {
 		if err != nil {
 			t.shutdown(context.Background())
@@ -706,7 +710,7 @@ func (k *kindSupervisor) forget(ctx actor.Context, id string) {
 	reply, self, root := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root
 	ident := persistence.Identity{Kind: k.spec.KindName(), ID: id}
 	job := func() {
-		err := k.tree.journal.Forget(ident)
+		err := k.tree.forget(ident)
 		root.Send(self, &forgotten{id: id, err: err, reply: reply})
 	}
 	if !k.tree.enqueueForget(job) {
