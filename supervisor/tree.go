@@ -88,6 +88,9 @@ type Tree struct {
 	// rows keeps the quarantine; quarantined is its copy (under mu).
 	rows        *persistence.Rows
 	quarantined quarantineSet
+	// forget deletes an entity's journal for the forget worker. It is
+	// journal.Forget; a test in this package may wrap it to hold a forget.
+	forget func(persistence.Identity) error
 }
 
 // Failure is one recorded entity failure.
@@ -130,7 +133,8 @@ func Start(o Options) (t *Tree, err error) {
 		o.KeepErrors = 20
 	}
 	t = &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, keepErrs: o.KeepErrors,
-		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{})}
+		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{}),
+		forget: o.Journal.Forget}
 	defer func() {
 		if err != nil {
 			_ = t.shutdown(context.Background())
@@ -741,7 +745,7 @@ func (k *kindSupervisor) forget(ctx actor.Context, id string) {
 	reply, self, root := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root
 	ident := persistence.Identity{Kind: k.spec.KindName(), ID: id}
 	job := func() {
-		err := k.tree.journal.Forget(ident)
+		err := k.tree.forget(ident)
 		root.Send(self, &forgotten{id: id, err: err, reply: reply})
 	}
 	if !k.tree.enqueueForget(job) {

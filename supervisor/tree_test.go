@@ -19,15 +19,19 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// protoactor's process-wide helpers that outlive one ActorSystem.
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown"),
-		goleak.IgnoreAnyFunction("github.com/lithammer/shortuuid/v4.init"),
-		// protoactor's dead-letter throttle window: a timer goroutine that
-		// ends by itself one interval after the last dead letter, such as a
-		// passivation check whose timer fired as its entity stopped.
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-	)
+	goleak.VerifyTestMain(m, leakOptions...)
+}
+
+// leakOptions are the goroutines goleak ignores, for TestMain and for the
+// tests that check for leaks right after stopping their tree.
+var leakOptions = []goleak.Option{
+	// protoactor's process-wide helpers that outlive one ActorSystem.
+	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown"),
+	goleak.IgnoreAnyFunction("github.com/lithammer/shortuuid/v4.init"),
+	// protoactor's dead-letter throttle window: a timer goroutine that
+	// ends by itself one interval after the last dead letter, such as a
+	// passivation check whose timer fired as its entity stopped.
+	goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 }
 
 // counter is a test kind: Add journals an Added event, Crash panics,
@@ -83,8 +87,10 @@ func (c counterKind) Decide(s *counterState, msg any, _ time.Time) actors.Decisi
 		return actors.Decision{Effects: []any{m}}
 	case *actors.Recovered:
 		c.recoveries.Add(1)
+		return actors.Decision{}
+	default:
+		return actors.Decision{Unhandled: true}
 	}
-	return actors.Decision{}
 }
 func (counterKind) Apply(s *counterState, ev any) *counterState {
 	n := *s

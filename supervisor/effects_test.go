@@ -1,0 +1,323 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// fxKind is a test kind whose entities release the effects a message
+// carries and journal the results that come back: the tree's effect
+// dispatcher (Options.Effects) runs them.
+type fxKind struct{ restarts *atomic.Int64 }
+
+type fxState struct {
+	Done []string `json:"done"`
+}
+
+// fxDone is the event of one result handled.
+type fxDone struct {
+	Name string `json:"name"`
+}
+
+type (
+	// releaseMsg asks the entity to release Effects, in order.
+	releaseMsg struct{ Effects []any }
+	getFx      struct{}
+	// fxResult is a handler's result: the effect Name has run.
+	fxResult struct{ Name string }
+	// stepResult is the result of stepEff N of a chain of Of effects.
+	stepResult struct{ N, Of int }
+)
+
+type (
+	// blockEff runs until the test opens its gate (or the tree stops).
+	blockEff struct{ Name string }
+	// stepEff is one effect of a chain: its result makes the entity
+	// release the next one, up to Of.
+	stepEff struct{ N, Of int }
+	// orphanEff has no handler.
+	orphanEff struct{}
+	// ctxEff runs until its context ends.
+	ctxEff struct{}
+)
+
+func init() {
+	messages.Register[fxState]("test.fx_state", 1)
+	messages.Register[fxDone]("test.fx_done", 1)
+}
+
+func (fxKind) Name() string            { return "fx" }
+func (fxKind) Initial(string) *fxState { return &fxState{} }
+func (fxKind) Active(*fxState) bool    { return false }
+func (k fxKind) Decide(s *fxState, msg any, _ time.Time) actors.Decision {
+	switch m := msg.(type) {
+	case *releaseMsg:
+		return actors.Decision{Effects: m.Effects, Reply: true}
+	case *fxResult:
+		return actors.Decision{Events: []any{&fxDone{Name: m.Name}}}
+	case *stepResult:
+		d := actors.Decision{Events: []any{&fxDone{Name: fmt.Sprintf("step %d", m.N)}}}
+		if m.N < m.Of {
+			d.Effects = []any{&stepEff{N: m.N + 1, Of: m.Of}}
+		}
+		return d
+	case *getFx:
+		return actors.Decision{Reply: append([]string(nil), s.Done...)}
+	case *actors.Recovered:
+		if m.Restarted {
+			k.restarts.Add(1)
+		}
+		return actors.Decision{}
+	default:
+		return actors.Decision{Unhandled: true}
+	}
+}
+func (fxKind) Apply(s *fxState, ev any) *fxState {
+	if e, ok := ev.(*fxDone); ok {
+		return &fxState{Done: append(append([]string(nil), s.Done...), e.Name)}
+	}
+	return s
+}
+
+func fxID(id string) actors.Identity { return actors.Identity{Kind: "fx", ID: id} }
+
+// fxHandlers are the handlers of the effect types above, with what a test
+// watches: started gets "entity/name" as a blockEff starts, and overlap is
+// set if two effects of one entity ever run at once.
+type fxHandlers struct {
+	started  chan string
+	ctxEnded chan error
+	overlap  atomic.Bool
+
+	mu      sync.Mutex
+	gates   map[string]chan struct{}
+	running map[string]int
+}
+
+func newFxHandlers() *fxHandlers {
+	return &fxHandlers{started: make(chan string, 64), ctxEnded: make(chan error, 4),
+		gates: map[string]chan struct{}{}, running: map[string]int{}}
+}
+
+func (h *fxHandlers) gate(name string) chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g, ok := h.gates[name]
+	if !ok {
+		g = make(chan struct{})
+		h.gates[name] = g
+	}
+	return g
+}
+
+// open lets the blockEff name finish.
+func (h *fxHandlers) open(name string) { close(h.gate(name)) }
+
+// enter and leave count the effects of one entity running at once.
+func (h *fxHandlers) enter(from actors.Identity) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running[from.ID]++
+	if h.running[from.ID] > 1 {
+		h.overlap.Store(true)
+	}
+}
+
+func (h *fxHandlers) leave(from actors.Identity) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running[from.ID]--
+}
+
+func (h *fxHandlers) list() []Handler {
+	return []Handler{
+		Handle(func(ctx context.Context, from actors.Identity, e *blockEff) any {
+			h.enter(from)
+			defer h.leave(from)
+			h.started <- from.ID + "/" + e.Name
+			select {
+			case <-h.gate(e.Name):
+			case <-ctx.Done():
+			}
+			return &fxResult{Name: e.Name}
+		}),
+		Handle(func(_ context.Context, from actors.Identity, e *stepEff) any {
+			h.enter(from)
+			defer h.leave(from)
+			return &stepResult{N: e.N, Of: e.Of}
+		}),
+		Handle(func(ctx context.Context, _ actors.Identity, _ *ctxEff) any {
+			h.started <- "ctx"
+			<-ctx.Done()
+			h.ctxEnded <- ctx.Err()
+			return &fxResult{Name: "after stop"}
+		}),
+	}
+}
+
+func startFx(t *testing.T, h *fxHandlers, logger hclog.Logger) (*rig, fxKind) {
+	k := fxKind{restarts: &atomic.Int64{}}
+	r := startRig(t, rigConfig{kinds: []Spec{Entity[fxState](k)}, effects: h.list(), logger: logger})
+	return r, k
+}
+
+func (r *rig) done(id actors.Identity) []string {
+	r.t.Helper()
+	return r.ask(id, &getFx{}).([]string)
+}
+
+// An entity's effects run one at a time, in the order it released them,
+// while another entity's effects run alongside; each result comes back
+// to the entity whose effect it was.
+func TestEffectsRunInOrderPerEntityAndInParallelAcrossEntities(t *testing.T) {
+	h := newFxHandlers()
+	r, _ := startFx(t, h, nil)
+	a, b := fxID("a"), fxID("b")
+	// The answer comes after the effects were handed to the dispatcher.
+	r.ask(a, &releaseMsg{Effects: []any{&blockEff{"a1"}, &blockEff{"a2"}, &blockEff{"a3"}}})
+	r.ask(b, &releaseMsg{Effects: []any{&blockEff{"b1"}}})
+
+	// b1 starts while a1 is held: entities do not wait for each other.
+	got := map[string]bool{}
+	for range 2 {
+		got[receive(t, "an effect to start", h.started)] = true
+	}
+	if !got["a/a1"] || !got["b/b1"] {
+		t.Fatalf("started %v, want a/a1 and b/b1", got)
+	}
+	if !empty(h.started) {
+		t.Fatal("a second effect of a started while a1 runs")
+	}
+	h.open("a1")
+	if s := receive(t, "a2 to start", h.started); s != "a/a2" {
+		t.Fatalf("after a1 %s started, want a/a2", s)
+	}
+	h.open("b1")
+	h.open("a2")
+	if s := receive(t, "a3 to start", h.started); s != "a/a3" {
+		t.Fatalf("after a2 %s started, want a/a3", s)
+	}
+	h.open("a3")
+	if err := r.tree.Quiesce(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if h.overlap.Load() {
+		t.Fatal("two effects of one entity ran at once")
+	}
+	if got, want := r.done(a), []string{"a1", "a2", "a3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("results a handled: %v, want %v", got, want)
+	}
+	if got, want := r.done(b), []string{"b1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("results b handled: %v, want %v", got, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write to from any goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// An effect nobody handles is logged and dropped; the entity does not
+// fail, and its next effect runs.
+func TestEffectWithoutAHandlerIsLoggedAndDropped(t *testing.T) {
+	h := newFxHandlers()
+	var logs syncBuffer
+	r, k := startFx(t, h, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn}))
+	id := fxID("orphan")
+	r.ask(id, &releaseMsg{Effects: []any{&orphanEff{}, &stepEff{N: 1, Of: 1}}})
+	if err := r.tree.Quiesce(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.done(id), []string{"step 1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("results handled: %v, want %v", got, want)
+	}
+	if out := logs.String(); !strings.Contains(out, "no handler for effect") || !strings.Contains(out, "orphanEff") {
+		t.Fatalf("the dropped effect was not logged; log:\n%s", out)
+	}
+	if n := k.restarts.Load(); n != 0 {
+		t.Fatalf("the entity restarted %d times", n)
+	}
+	if f := r.failures("restart"); len(f) != 0 {
+		t.Fatalf("failures recorded: %+v", f)
+	}
+}
+
+// Quiesce returns once a chain effect -> result -> effect -> result has
+// run to its end, so a test that looks after it sees every result.
+func TestQuiesceWaitsForAChainOfEffectsAndResults(t *testing.T) {
+	h := newFxHandlers()
+	r, _ := startFx(t, h, nil)
+	id := fxID("chain")
+	r.ask(id, &releaseMsg{Effects: []any{&stepEff{N: 1, Of: 5}}})
+	if err := r.tree.Quiesce(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"step 1", "step 2", "step 3", "step 4", "step 5"}
+	if got := r.done(id); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after Quiesce the entity has handled %v, want %v", got, want)
+	}
+}
+
+// Quiesce reports an error when an effect is still running at its
+// timeout, and succeeds once that effect ends.
+func TestQuiesceFailsWhileAnEffectIsBlocked(t *testing.T) {
+	h := newFxHandlers()
+	r, _ := startFx(t, h, nil)
+	id := fxID("stuck")
+	r.ask(id, &releaseMsg{Effects: []any{&blockEff{"stuck"}}})
+	receive(t, "the effect to start", h.started)
+	if err := r.tree.Quiesce(50 * time.Millisecond); err == nil {
+		t.Fatal("Quiesce returned nil while an effect was blocked")
+	}
+	h.open("stuck")
+	if err := r.tree.Quiesce(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.done(id), []string{"stuck"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("results handled: %v, want %v", got, want)
+	}
+}
+
+// Stop does not wait for a handler that runs until its context ends: it
+// cancels the context, the handler returns, and no goroutine is left.
+func TestStopCancelsABlockedEffect(t *testing.T) {
+	h := newFxHandlers()
+	r, _ := startFx(t, h, nil)
+	r.ask(fxID("long"), &releaseMsg{Effects: []any{&ctxEff{}}})
+	receive(t, "the effect to start", h.started)
+	if err := r.tree.Stop(5 * time.Second); err != nil {
+		t.Fatalf("stop with an effect running: %v", err)
+	}
+	if err := receive(t, "the handler's context to end", h.ctxEnded); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the handler's context ended with %v, want context.Canceled", err)
+	}
+	r.close()
+	goleak.VerifyNone(t, leakOptions...)
+}
