@@ -4,7 +4,7 @@ PKGS      := $(shell $(GO) list ./... | grep -v -e /e2e)
 STATICCHECK_VERSION := v0.8.2
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: help build run test check vet lint unit e2e bench bench-quick crash clean
+.PHONY: help build run test check vet lint unit e2e chaos bench bench-quick crash clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-12s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ unit: ## unit, property and crash tests with -race
 
 e2e: ## Ginkgo end-to-end suite against the built binary (real Pebble, real opencode)
 	$(GO) test -count=1 -timeout 40m ./e2e/... -ginkgo.v
+
+chaos: ## the e2e chaos spec with 1000 SIGKILLs of the daemon under plugin writes; prints acknowledged, recovered and lost
+	THATCH_CHAOS_KILLS=1000 $(GO) test -v -count=1 -timeout 120m -run TestE2E ./e2e/ -ginkgo.label-filter=chaos -ginkgo.v
 
 bench: ## benchmarks with ratios against baselines measured in the same run; writes bench.json
 	$(GO) run ./bench -out bench.json

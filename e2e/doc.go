@@ -13,6 +13,15 @@
 // need opencode carry Label("opencode"); -ginkgo.label-filter='!opencode'
 // runs the rest without npm or network.
 //
+// Label("protocol") marks the extraction protocol test: a scripted model
+// runs skill, payload fetch, memory_remember and ack through the real
+// opencode, which proves the protocol works, not how well a model
+// extracts. Label("chaos") marks the chaos spec: the daemon is SIGKILLed
+// THATCH_CHAOS_KILLS times (default 20) while writers post the plugin's
+// tool calls and memories, and after each restart every acknowledged one
+// must be found by id. `make chaos` runs it with 1000 kills and prints
+// its totals; -ginkgo.label-filter=chaos runs it alone.
+//
 // Nothing here kills a process it did not start: every process is stopped
 // through its own gexec session (its PID).
 package e2e

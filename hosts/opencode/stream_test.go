@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -375,23 +376,93 @@ func TestStreamBacksOffWhileServerFails(t *testing.T) {
 	}
 }
 
-func TestStreamLifecycle(t *testing.T) {
+// TestStreamStopBeforeStart: Stop before Start returns at once (it would
+// hang waiting for a goroutine that never ran), and a Start after Stop
+// starts nothing: once the second Stop, which waits for any goroutine
+// Start recorded, has returned, the server has seen no request.
+func TestStreamStopBeforeStart(t *testing.T) {
 	f := newFake(t, reply(503, ""))
-	c := newTestClient(t, f, nil)
 	rec := &recorder{}
-
-	s := newTestStream(t, c, rec, nil)
-	s.Stop() // before Start: returns at once
+	s := newTestStream(t, newTestClient(t, f, nil), rec, nil)
+	s.Stop()
 	s.Start()
+	s.Stop()
 	if n := len(f.requests()); n != 0 {
 		t.Fatalf("Start after Stop connected (%d requests)", n)
 	}
+	if s.Up() || s.Connects() != 0 || len(rec.list()) != 0 {
+		t.Fatalf("Start after Stop ran: Up %v, Connects %d, handler %q", s.Up(), s.Connects(), rec.list())
+	}
+}
 
-	s2 := newTestStream(t, c, rec, nil)
-	s2.Start()
-	s2.Start() // a second Start does not start a second goroutine
-	s2.Stop()
-	s2.Stop()
+// TestStreamStartTwice: a second Start while the stream runs starts no
+// second goroutine and opens no second subscription. Right after the
+// second Start, the goroutines Start created are counted: a goroutine
+// exists from its go statement on, scheduled or not, so that count is
+// final when Start returns. (The server's count alone could not fail: a
+// second goroutine may not have dialled yet when Stop cancels it.) The
+// fake server also counts /event connections, total and open at once;
+// Stop returns only after the stream's goroutine has, so from then on
+// nothing of the stream connects and those counts are final too.
+func TestStreamStartTwice(t *testing.T) {
+	var total, open, maxOpen atomic.Int32
+	f := newFake(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/event" {
+			http.NotFound(w, r)
+			return
+		}
+		total.Add(1)
+		n := open.Add(1)
+		defer open.Add(-1)
+		for m := maxOpen.Load(); n > m && !maxOpen.CompareAndSwap(m, n); m = maxOpen.Load() {
+		}
+		openSSE(w)
+		_ = writeFrame(w, connectedFrame)
+		<-r.Context().Done()
+	})
+	rec := &recorder{}
+	s := newTestStream(t, newTestClient(t, f, nil), rec, nil)
+	s.Start()
+	eventually(t, "the first subscription", func() bool { return s.Up() && rec.count("connected") == 1 })
+	s.Start()
+	if n := goroutinesStartedByStart(); n != 1 {
+		t.Fatalf("%d goroutines started by Stream.Start run, want 1 (a second Start started another)", n)
+	}
+	s.Stop()
+	if got := total.Load(); got != 1 {
+		t.Fatalf("the server saw %d /event connections, want 1 (a second Start subscribed again)", got)
+	}
+	if got := maxOpen.Load(); got != 1 {
+		t.Fatalf("%d /event connections were open at once, want 1", got)
+	}
+	if s.Connects() != 1 || rec.count("onconnect") != 1 {
+		t.Fatalf("Connects() = %d, OnConnect ran %d times, want 1 each", s.Connects(), rec.count("onconnect"))
+	}
+	if s.Up() {
+		t.Error("Up() is true after Stop")
+	}
+	eventually(t, "the server to see the subscription closed", func() bool { return open.Load() == 0 })
+	eventually(t, "the stream's goroutine to end", func() bool { return goroutinesStartedByStart() == 0 })
+	s.Stop() // a second Stop returns at once
+	if n := len(f.requests()); n != 1 {
+		t.Fatalf("the server saw %d requests, want the one subscription", n)
+	}
+}
+
+// goroutinesStartedByStart counts the live goroutines that Stream.Start
+// created, from their "created by" lines. No test of this package runs
+// in parallel, and every other test's Stop has waited for its stream.
+func goroutinesStartedByStart() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	return strings.Count(string(buf), "created by github.com/thatch-run/thatch/hosts/opencode.(*Stream).Start")
 }
 
 func TestNewStreamValidates(t *testing.T) {

@@ -18,33 +18,42 @@ import (
 	"github.com/thatch-run/thatch/persistence/memory"
 )
 
-// The skill eval (issue 5 §6). Each case in testdata/eval is a recorded
-// session: the files of its project, the tool calls its agent made and
-// what they printed, and the facts a careful person would keep from it.
-// A scripted model replays the calls through the real opencode (so the
-// plugin's real hook buffers them), then plays the extraction child the
-// way the skill asks, using the case's facts: load the skill, fetch the
-// payload, recall each fact first, write one memory per fact (overwriting
-// what recall found), ack, and end with "Extraction complete.".
+// The extraction protocol test (issue 5 §6). It proves that the protocol
+// an extraction child runs works end to end through the real opencode,
+// the real plugin and the built daemon: the skill is offered and loads,
+// the payload fetch hands over what the parent's hook buffered, each
+// memory_remember lands in the store the payload named, the ack completes
+// the claim, and the toast counts what was saved. It does not measure how
+// well a model extracts facts: the model is scripted, and it writes
+// exactly the facts each case lists.
 //
-// The eval does not judge prose. It checks what the child was given (the
-// skill in its system prompt, the SKILL.md text from the skill tool, the
+// Each case in testdata/protocol is a recorded session: the files of its
+// project, the tool calls its agent made and what they printed, and the
+// facts the scripted child is to write. The scripted model replays the
+// calls through the real opencode (so the plugin's real hook buffers
+// them), then plays the extraction child step by step as the skill asks:
+// load the skill, fetch the payload, recall each fact first, write one
+// memory per fact (overwriting what recall found), ack, and end with
+// "Extraction complete.".
+//
+// The test judges no prose. It checks what the child was given (the skill
+// in its system prompt, the SKILL.md text from the skill tool, the
 // recorded interactions in its payload), that the protocol ran in order
 // with every call succeeding, and that the daemon ends up holding exactly
-// the case's facts (label, content, confidence, branch, store).
-var _ = Describe("skill eval", Label("opencode", "eval"), func() {
-	cases, err := loadEvalCases(filepath.Join("testdata", "eval"))
+// the facts the child wrote (label, content, confidence, branch, store).
+var _ = Describe("extraction protocol with a scripted model", Label("opencode", "protocol"), func() {
+	cases, err := loadProtocolCases(filepath.Join("testdata", "protocol"))
 	if err != nil {
-		It("loads the eval cases", func() { Fail(err.Error()) })
+		It("loads the protocol cases", func() { Fail(err.Error()) })
 		return
 	}
 	for _, c := range cases {
-		It(c.Name, func() { runEvalCase(c) })
+		It(c.Name, func() { runProtocolCase(c) })
 	}
 })
 
-// evalCase is one file of testdata/eval.
-type evalCase struct {
+// protocolCase is one file of testdata/protocol.
+type protocolCase struct {
 	Name  string `json:"name"`
 	About string `json:"about"`
 	// Git, when set, makes the project a git repository on Branch with
@@ -58,27 +67,28 @@ type evalCase struct {
 	// Files are written into the project (paths relative to it).
 	Files map[string]string `json:"files"`
 	// Seed are memories that exist before the session, in ProjectStore.
-	Seed         []evalFact        `json:"seed,omitempty"`
-	Prompt       string            `json:"prompt"`
-	Interactions []evalInteraction `json:"interactions"`
-	Answer       string            `json:"answer"`
-	// Facts are what a careful person keeps; empty when nothing is
-	// durable.
-	Facts []evalFact `json:"facts"`
+	Seed         []protocolFact        `json:"seed,omitempty"`
+	Prompt       string                `json:"prompt"`
+	Interactions []protocolInteraction `json:"interactions"`
+	Answer       string                `json:"answer"`
+	// Facts are what the scripted child writes, one memory_remember
+	// each; empty when the case has nothing durable, and the child then
+	// goes from the payload straight to the ack.
+	Facts []protocolFact `json:"facts"`
 }
 
-// evalInteraction is one recorded tool call; "{{project}}" in its string
+// protocolInteraction is one recorded tool call; "{{project}}" in its string
 // arguments stands for the project folder. Output is a part of what the
 // tool printed, which the payload must carry.
-type evalInteraction struct {
+type protocolInteraction struct {
 	Tool   string         `json:"tool"`
 	Args   map[string]any `json:"args"`
 	Output string         `json:"output"`
 }
 
-// evalFact is one memory. Recall is the query the child looks it up with
+// protocolFact is one memory. Recall is the query the child looks it up with
 // before writing it (default: its label).
-type evalFact struct {
+type protocolFact struct {
 	Label      string `json:"label"`
 	Content    string `json:"content"`
 	Confidence int    `json:"confidence"`
@@ -86,24 +96,24 @@ type evalFact struct {
 	Recall     string `json:"recall,omitempty"`
 }
 
-func (f evalFact) query() string {
+func (f protocolFact) query() string {
 	if f.Recall != "" {
 		return f.Recall
 	}
 	return f.Label
 }
 
-// loadEvalCases reads and checks every case of dir, in file name order.
-func loadEvalCases(dir string) ([]evalCase, error) {
+// loadProtocolCases reads and checks every case of dir, in file name order.
+func loadProtocolCases(dir string) ([]protocolCase, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("no eval cases in %s", dir)
+		return nil, fmt.Errorf("no protocol cases in %s", dir)
 	}
 	sort.Strings(paths)
-	var out []evalCase
+	var out []protocolCase
 	names := map[string]bool{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -112,7 +122,7 @@ func loadEvalCases(dir string) ([]evalCase, error) {
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
-		var c evalCase
+		var c protocolCase
 		if err := dec.Decode(&c); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
@@ -128,7 +138,7 @@ func loadEvalCases(dir string) ([]evalCase, error) {
 	return out, nil
 }
 
-func (c evalCase) check() error {
+func (c protocolCase) check() error {
 	switch {
 	case c.Name == "" || c.Prompt == "" || c.Answer == "" || c.ProjectStore == "":
 		return fmt.Errorf("name, prompt, answer and projectStore are required")
@@ -143,7 +153,7 @@ func (c evalCase) check() error {
 		}
 	}
 	labels := map[string]bool{}
-	for _, f := range append(append([]evalFact(nil), c.Seed...), c.Facts...) {
+	for _, f := range append(append([]protocolFact(nil), c.Seed...), c.Facts...) {
 		if f.Label == "" || f.Content == "" || f.Confidence < 1 || f.Confidence > 10 {
 			return fmt.Errorf("fact %q needs a label, content and a confidence from 1 to 10", f.Label)
 		}
@@ -158,10 +168,10 @@ func (c evalCase) check() error {
 }
 
 // marker is the part of the parent's prompt its script matches on.
-func (c evalCase) marker() string { return "EVAL[" + c.Name + "]" }
+func (c protocolCase) marker() string { return "PROTOCOL[" + c.Name + "]" }
 
 // seeded reports whether label is one of the seed memories.
-func (c evalCase) seeded(label string) bool {
+func (c protocolCase) seeded(label string) bool {
 	for _, s := range c.Seed {
 		if s.Label == label {
 			return true
@@ -194,7 +204,7 @@ func withProject(v any, project string) any {
 
 // prepare writes the case's files (and git repository) into the project
 // before opencode or thatch look at it.
-func (c evalCase) prepare(w *World) {
+func (c protocolCase) prepare(w *World) {
 	for rel, content := range c.Files {
 		p := filepath.Join(w.Project, filepath.FromSlash(rel))
 		Expect(os.MkdirAll(filepath.Dir(p), 0o755)).To(Succeed())
@@ -218,12 +228,12 @@ func (c evalCase) prepare(w *World) {
 	}
 }
 
-// startEvalStack is StartStack with the case's project prepared first.
-func startEvalStack(c evalCase) *Stack { return startStackWith(c.prepare) }
+// startProtocolStack is StartStack with the case's project prepared first.
+func startProtocolStack(c protocolCase) *Stack { return startStackWith(c.prepare) }
 
-// evalParent scripts the parent turn: one recorded call per step, then
+// protocolParent scripts the parent turn: one recorded call per step, then
 // the recorded answer.
-func evalParent(c evalCase, project string) fakemodel.Rule {
+func protocolParent(c protocolCase, project string) fakemodel.Rule {
 	var steps []fakemodel.Step
 	for _, in := range c.Interactions {
 		steps = append(steps, fakemodel.Step{ToolCalls: []fakemodel.ToolCall{{Name: in.Tool, Args: withProject(in.Args, project)}}})
@@ -241,10 +251,10 @@ const (
 	toolDone     = "thatch_extraction_done"
 )
 
-// evalExtractor scripts the child after the skill's steps for the case's
+// protocolExtractor scripts the child after the skill's steps for the case's
 // facts, and returns the step of its final text. A case without facts
 // goes from the payload straight to the ack.
-func evalExtractor(c evalCase) (fakemodel.Rule, int) {
+func protocolExtractor(c protocolCase) (fakemodel.Rule, int) {
 	steps := []fakemodel.Step{
 		{ToolCalls: []fakemodel.ToolCall{{Name: toolSkill, Args: map[string]any{"name": install.SkillName}}}},
 		{ToolCalls: []fakemodel.ToolCall{{Name: toolPayload, ArgsFrom: func(r *fakemodel.Request) any {
@@ -267,10 +277,10 @@ func evalExtractor(c evalCase) (fakemodel.Rule, int) {
 	return fakemodel.Rule{Name: ExtractorName, Match: fakemodel.FirstUserContains(extractionMarker), Steps: steps}, len(steps) - 1
 }
 
-// rememberArgs is what a careful child writes for fact f, the i-th it
+// rememberArgs is what the scripted child writes for fact f, the i-th it
 // recalled: into the store the payload named, with a branch only when the
 // fact has one, and overwriting only when its recall found the label.
-func rememberArgs(r *fakemodel.Request, f evalFact, i int) map[string]any {
+func rememberArgs(r *fakemodel.Request, f protocolFact, i int) map[string]any {
 	args := map[string]any{"label": f.Label, "content": f.Content, "confidence": f.Confidence}
 	if f.Branch != "" {
 		args["branch"] = f.Branch
@@ -353,16 +363,16 @@ func skillFile(w *World) (description, body string) {
 	return description, strings.TrimSpace(parts[2])
 }
 
-// storedFact is what the eval compares of a memory.
+// storedFact is what the protocol test compares of a memory.
 type storedFact struct {
 	Store, Label, Content, Branch string
 	Confidence                    int
 }
 
-func (c evalCase) expectedMemories() []storedFact {
+func (c protocolCase) expectedMemories() []storedFact {
 	byLabel := map[string]storedFact{}
 	var order []string
-	for _, f := range append(append([]evalFact(nil), c.Seed...), c.Facts...) {
+	for _, f := range append(append([]protocolFact(nil), c.Seed...), c.Facts...) {
 		if _, ok := byLabel[f.Label]; !ok {
 			order = append(order, f.Label)
 		}
@@ -375,14 +385,14 @@ func (c evalCase) expectedMemories() []storedFact {
 	return out
 }
 
-func runEvalCase(c evalCase) {
-	s := startEvalStack(c)
+func runProtocolCase(c protocolCase) {
+	s := startProtocolStack(c)
 	for _, f := range c.Seed {
 		Expect(s.D.Post("/v1/memory/remember", map[string]any{"label": f.Label, "content": f.Content,
 			"store": c.ProjectStore, "branch": f.Branch, "confidence": f.Confidence}, nil)).To(Succeed(), "seeding %q", f.Label)
 	}
-	extractor, final := evalExtractor(c)
-	s.Model.On(evalParent(c, s.W.Project))
+	extractor, final := protocolExtractor(c)
+	s.Model.On(protocolParent(c, s.W.Project))
 	s.Model.On(extractor)
 
 	By("the parent turn replays the recorded tool calls through the real tools")
