@@ -26,6 +26,13 @@
 // fsync. Each record's baseline is in the record's unit, and ratio is
 // value/baseline: above 1 is better for rates, below 1 for times and sizes.
 //
+// A record named "<metric>.vs_<limit>" compares a metric with a limit
+// instead, measured in the same run on the same disk and named in its
+// notes: journal.durable.c1000.vs_batched_limit has as its baseline what
+// Pebble alone commits in synced 100-event batches, and its notes give raw
+// Pebble Set+Sync from 1000 goroutines, the figure the journal's group
+// commit must beat.
+//
 // # Records
 //
 // Every record has the keys name, value, unit, baseline, ratio, target, pass

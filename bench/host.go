@@ -100,38 +100,76 @@ func benchHost(c *Config) ([]Record, error) {
 		return nil, err
 	}
 	defer cleanup()
-
 	fake := newFakeOpencode()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stopFake, err := serveFake(fake)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: fake, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		srv.Close()
-	}()
-
-	cfg := config.Defaults()
-	cfg.Data.Dir = dir
-	cfg.Control.TokenFile = filepath.Join(dir, "control.token")
-	cfg.Control.StateFile = filepath.Join(dir, "control.json")
-	cfg.OpenCode.Servers = []config.Server{{Name: "bench", URL: "http://" + ln.Addr().String(), API: config.APIV1, Username: "opencode"}}
-	oc := front.New(cfg, front.Options{})
-	rt, err := thatch.New(cfg, thatch.Options{Logger: hclog.NewNullLogger(), FrontEnds: []frontend.FrontEnd{oc}})
+	defer stopFake()
+	oc, rt, err := startRuntime(hostConfig(dir, "http://"+addr))
 	if err != nil {
-		return nil, err
-	}
-	if err := rt.Start(context.Background()); err != nil {
 		return nil, err
 	}
 	defer func() { _ = rt.Stop(context.Background()) }()
 
-	// Families with one pending interaction each, known to the daemon.
 	c.Logf("host: %d parents with a pending interaction", n)
+	parents, err := seedParents(oc, n)
+	if err != nil {
+		return nil, err
+	}
+	c.Logf("host: %d session.idle events, one at a time", n)
+	lat, err := idlesToREST(fake, parents)
+	if err != nil {
+		return nil, err
+	}
+	return hostRecords(lat), nil
+}
+
+// serveFake serves fake on a loopback port and returns its address and a
+// function that shuts it down.
+func serveFake(fake http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: fake, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		srv.Close()
+	}, nil
+}
+
+// hostConfig is the daemon's default configuration with its files in dir
+// and one opencode server, "bench", at url.
+func hostConfig(dir, url string) *config.Config {
+	cfg := config.Defaults()
+	cfg.Data.Dir = dir
+	cfg.Control.TokenFile = filepath.Join(dir, "control.token")
+	cfg.Control.StateFile = filepath.Join(dir, "control.json")
+	cfg.OpenCode.Servers = []config.Server{{Name: "bench", URL: url, API: config.APIV1, Username: "opencode"}}
+	return cfg
+}
+
+// startRuntime builds and starts the runtime with the opencode front end
+// on cfg, logging nowhere.
+func startRuntime(cfg *config.Config) (*front.FrontEnd, *thatch.Runtime, error) {
+	oc := front.New(cfg, front.Options{})
+	rt, err := thatch.New(cfg, thatch.Options{Logger: hclog.NewNullLogger(), FrontEnds: []frontend.FrontEnd{oc}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := rt.Start(context.Background()); err != nil {
+		return nil, nil, err
+	}
+	return oc, rt, nil
+}
+
+// seedParents makes n families with one pending interaction each, known to
+// the daemon, and returns their session ids.
+func seedParents(oc *front.FrontEnd, n int) ([]string, error) {
 	parents := make([]string, n)
 	for i := range parents {
 		id := fmt.Sprintf("ses_bench_%05d", i)
@@ -144,12 +182,15 @@ func benchHost(c *Config) ([]Record, error) {
 			return nil, err
 		}
 	}
+	return parents, nil
+}
 
-	// One idle at a time, so each sample is the path's own latency: the
-	// frame is written, the daemon decodes it, journals the decision
-	// (fsync), and the executor makes its first REST call.
-	c.Logf("host: %d session.idle events, one at a time", n)
-	lat := make([]time.Duration, 0, n)
+// idlesToREST sends one idle at a time, so each sample is the path's own
+// latency: the frame is written, the daemon decodes it, journals the
+// decision (fsync), and the executor makes its first REST call. It returns
+// the latencies, sorted.
+func idlesToREST(fake *fakeOpencode, parents []string) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, len(parents))
 	for _, id := range parents {
 		sent := time.Now()
 		fake.frames <- fmt.Sprintf(`{"type":"session.idle","properties":{"sessionID":%q}}`, id)
@@ -167,10 +208,15 @@ func benchHost(c *Config) ([]Record, error) {
 		lat = append(lat, at.Sub(sent))
 	}
 	slices.Sort(lat)
+	return lat, nil
+}
+
+// hostRecords turns the sorted latencies into the host records.
+func hostRecords(lat []time.Duration) []Record {
 	p50, p99, worst := percentile(lat, 50), percentile(lat, 99), lat[len(lat)-1]
-	notes := fmt.Sprintf("%d idles through SSE -> decode -> family (journaled, fsync) -> executor -> first REST call (GET children); p50 %.3f ms, max %.3f ms", n, ms(p50), ms(worst))
+	notes := fmt.Sprintf("%d idles through SSE -> decode -> family (journaled, fsync) -> executor -> first REST call (GET children); p50 %.3f ms, max %.3f ms", len(lat), ms(p50), ms(worst))
 	return []Record{
 		newRecord("host.sse_to_rest.p99", ms(p99), "ms", notes).addTarget("< 2", ms(p99) < 2),
 		newRecord("host.sse_to_rest.p50", ms(p50), "ms", ""),
-	}, nil
+	}
 }

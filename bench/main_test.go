@@ -106,7 +106,7 @@ func TestQuickRunMeasuresEverythingAndCleansUp(t *testing.T) {
 	recs, table, tmp := runTiny(t)
 	got := names(recs)
 	for _, want := range []string{
-		"journal.durable.c1", "journal.durable.c64", "journal.durable.c1000",
+		"journal.durable.c1", "journal.durable.c64", "journal.durable.c1000", "journal.durable.c1000.vs_batched_limit",
 		"replay.raw", "replay.decoded",
 		"recovery.cold", "recovery.cold.open", "recovery.cold.start", "recovery.cold.rebuild",
 		"memory.passivated", "memory.live",

@@ -79,40 +79,62 @@ func benchMemory(c *Config) ([]Record, error) {
 	if err := fillJournal(fullDir, passive, memoryEvents); err != nil {
 		return nil, err
 	}
-
-	// What a store and a tree cost with no entities at all.
+	var s memorySamples
 	c.Logf("memory: store + tree over an empty journal")
-	e0 := sampleHeap()
-	est, err := persistence.Open(emptyDir, persistence.Options{})
-	if err != nil {
+	if s.e0, s.e1, err = emptyTreeHeap(emptyDir); err != nil {
 		return nil, err
+	}
+	c.Logf("memory: store + tree over %d passivated entities", passive)
+	if err := s.measureFull(c, fullDir, live); err != nil {
+		return nil, err
+	}
+	return s.records(passive, live), nil
+}
+
+// memorySamples are the heap samples of the memory benchmark: e0 and e1
+// before and after a store and tree over an empty journal, f0 and f1 the
+// same over the passivated entities, f2 once live of them are awake.
+type memorySamples struct {
+	e0, e1, f0, f1, f2 heapSample
+}
+
+// emptyTreeHeap samples the heap before and after opening a store and
+// starting a tree over the empty journal in dir: what they cost with no
+// entities at all.
+func emptyTreeHeap(dir string) (before, after heapSample, err error) {
+	before = sampleHeap()
+	est, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		return before, after, err
 	}
 	ea, err := startTree(est)
 	if err != nil {
 		_ = est.Close()
-		return nil, err
+		return before, after, err
 	}
-	e1 := sampleHeap()
+	after = sampleHeap()
 	ea.stop()
-	if err := est.Close(); err != nil {
-		return nil, err
-	}
+	return before, after, est.Close()
+}
 
-	c.Logf("memory: store + tree over %d passivated entities", passive)
-	f0 := sampleHeap()
-	st, err := persistence.Open(fullDir, persistence.Options{})
+// measureFull samples f0, f1 and f2 over the filled journal in dir, waking
+// live entities by one message each, and checks that exactly those are live
+// and recovered their state.
+func (s *memorySamples) measureFull(c *Config, dir string, live int) error {
+	s.f0 = sampleHeap()
+	st, err := persistence.Open(dir, persistence.Options{})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer st.Close()
 	a, err := startTree(st)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer a.stop()
-	f1 := sampleHeap()
+	s.f1 = sampleHeap()
 	if ids, err := a.tree.LiveIDs(benchKind, time.Minute); err != nil || len(ids) != 0 {
-		return nil, errors.Join(fmt.Errorf("bench: %d entities live before any message, want 0", len(ids)), err)
+		return errors.Join(fmt.Errorf("bench: %d entities live before any message, want 0", len(ids)), err)
 	}
 
 	c.Logf("memory: waking %d entities", live)
@@ -120,16 +142,18 @@ func benchMemory(c *Config) ([]Record, error) {
 		a.tree.Send(ident(entityID(i)), &touch{})
 	}
 	if err := a.tree.WaitIdle(waitTimeout); err != nil {
-		return nil, err
+		return err
 	}
-	f2 := sampleHeap()
+	s.f2 = sampleHeap()
 	if ids, err := a.tree.LiveIDs(benchKind, time.Minute); err != nil || len(ids) != live {
-		return nil, errors.Join(fmt.Errorf("bench: %d entities live after waking %d", len(ids), live), err)
+		return errors.Join(fmt.Errorf("bench: %d entities live after waking %d", len(ids), live), err)
 	}
-	if err := checkState(a.tree, entityID(live-1), memoryEvents, false); err != nil {
-		return nil, err
-	}
+	return checkState(a.tree, entityID(live-1), memoryEvents, false)
+}
 
+// records turns the samples into the memory records.
+func (s *memorySamples) records(passive, live int) []Record {
+	e0, e1, f0, f1, f2 := s.e0, s.e1, s.f0, s.f1, s.f2
 	perPassive := (diff(f0.alloc, f1.alloc) - diff(e0.alloc, e1.alloc)) / float64(passive)
 	perLive := diff(f1.alloc, f2.alloc) / float64(live)
 	return []Record{
@@ -142,5 +166,5 @@ func benchMemory(c *Config) ([]Record, error) {
 		newRecord("memory.live", perLive, "B/entity",
 			fmt.Sprintf("%d of them woken by one message each (no events), idle, passivation timer (%v) armed; HeapAlloc growth per entity; HeapInuse: %.0f B/entity; RSS: %.0f B/entity",
 				live, passivateAfter, diff(f1.inuse, f2.inuse)/float64(live), float64(f2.rss-f1.rss)/float64(live))),
-	}, nil
+	}
 }

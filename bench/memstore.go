@@ -211,118 +211,173 @@ func benchMemstore(c *Config) ([]Record, error) {
 		return nil, err
 	}
 	defer remove()
-	mode := fmt.Sprintf("%d memories", n)
+	r := &memstoreRun{n: n, mode: fmt.Sprintf("%d memories", n), g: newTextGen(42)}
 	if c.Quick {
-		mode += " (QUICK MODE: the targets are set for 100,000)"
+		r.mode += " (QUICK MODE: the targets are set for 100,000)"
 	}
-
-	g := newTextGen(42)
-	entries := memFixture(g, n)
+	r.entries = memFixture(r.g, n)
 	c.Logf("memstore: writing %d memories through Remember (no fsync, bulk load)", n)
-	t0 := time.Now()
-	if err := buildMemories(dir, entries, 2); err != nil {
+	closeStore, err := r.buildAndOpen(dir)
+	if err != nil {
 		return nil, err
 	}
-	build := time.Since(t0)
+	defer closeStore()
+	c.Logf("memstore: built in %v, reopened in %v", r.build.Round(time.Millisecond), r.open.Round(time.Millisecond))
+	if err := checkMemories(r.mem, r.entries, r.g); err != nil {
+		return nil, err
+	}
+	// What one fsync'd write costs on this disk right now: recall and
+	// Remember each end with one.
+	if r.fsync, err = timed(c.Count(200, 100), func(i int) error {
+		return r.st.Journal().Append(persistence.Identity{Kind: "bench.probe", ID: "memstore"}, uint64(i+1), [][]byte{[]byte("probe")}, persistence.MarkUnchanged)
+	}); err != nil {
+		return nil, err
+	}
+	for _, step := range []func(*Config) error{r.measureRecall, r.measureRemember, r.measureHeartbeat} {
+		if err := step(c); err != nil {
+			return nil, err
+		}
+	}
+	return r.records(), nil
+}
+
+// memstoreRun is the memory store benchmark's store and what it measured.
+type memstoreRun struct {
+	n       int
+	mode    string // the size, as the notes print it
+	g       *textGen
+	entries []memEntry
+	st      *persistence.Store
+	mem     *memory.Store
+
+	build, open time.Duration
+	fsync       latencies
+	recall      latencies
+	nq          int
+	recallCPU   string
+	remember    latencies
+	nr, similar int
+	rememberCPU string
+	heartbeat   latencies
+	nh          int
+	signals     memory.Signals
+}
+
+// buildAndOpen writes the entries into a store in dir, reopens it from
+// disk and times both; the returned function closes the store.
+func (r *memstoreRun) buildAndOpen(dir string) (func(), error) {
+	t0 := time.Now()
+	if err := buildMemories(dir, r.entries, 2); err != nil {
+		return nil, err
+	}
+	r.build = time.Since(t0)
 
 	t0 = time.Now()
 	st, err := persistence.Open(dir, persistence.Options{})
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
 	mem, err := memory.Open(st, memory.Options{Now: func() time.Time { return memNow }})
 	if err != nil {
+		_ = st.Close()
 		return nil, err
 	}
-	defer mem.Close()
-	open := time.Since(t0)
-	c.Logf("memstore: built in %v, reopened in %v", build.Round(time.Millisecond), open.Round(time.Millisecond))
-	if err := checkMemories(mem, entries, g); err != nil {
-		return nil, err
-	}
+	r.open = time.Since(t0)
+	r.st, r.mem = st, mem
+	return func() {
+		mem.Close()
+		st.Close()
+	}, nil
+}
+
+// measureRecall times recalls over SessionStores, one in four on a branch.
+func (r *memstoreRun) measureRecall(c *Config) error {
 	ctx := context.Background()
 	stores := memory.SessionStores(memStore)
-
-	// What one fsync'd write costs on this disk right now: recall and
-	// Remember each end with one.
-	fsync, err := timed(c.Count(200, 100), func(i int) error {
-		return st.Journal().Append(persistence.Identity{Kind: "bench.probe", ID: "memstore"}, uint64(i+1), [][]byte{[]byte("probe")}, persistence.MarkUnchanged)
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	nq := c.Count(1000, 300)
-	qs := memQueries(g, entries, nq)
-	c.Logf("memstore: %d recalls", nq)
+	r.nq = c.Count(1000, 300)
+	qs := memQueries(r.g, r.entries, r.nq)
+	c.Logf("memstore: %d recalls", r.nq)
 	m := startCPU()
-	recall, err := timed(nq, func(i int) error {
+	var err error
+	r.recall, err = timed(r.nq, func(i int) error {
 		in := memory.RecallInput{Query: qs[i], Stores: stores, Limit: 5}
 		if i%4 == 0 {
 			in.Branch = "b3"
 		}
-		_, err := mem.Recall(ctx, in)
+		_, err := r.mem.Recall(ctx, in)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	recallCPU := m.String()
+	r.recallCPU = m.String()
+	return err
+}
 
-	nr := c.Count(500, 200)
-	c.Logf("memstore: %d Remember calls", nr)
-	m = startCPU()
-	similar := 0
-	remember, err := timed(nr, func(i int) error {
+// measureRemember times Remember of new memories, one in five a near
+// duplicate of an existing one.
+func (r *memstoreRun) measureRemember(c *Config) error {
+	ctx := context.Background()
+	g := r.g
+	r.nr = c.Count(500, 200)
+	c.Logf("memstore: %d Remember calls", r.nr)
+	m := startCPU()
+	var err error
+	r.remember, err = timed(r.nr, func(i int) error {
 		in := memory.RememberInput{Store: memStore, Label: fmt.Sprintf("bench remember %d %s", i, g.words(1, 3)), Content: g.words(10, 60)}
 		if i%5 == 0 { // a near-duplicate of an existing memory
-			in.Content = g.rewrite(entries[g.rng.IntN(len(entries))].content, 0.1)
+			in.Content = g.rewrite(r.entries[g.rng.IntN(len(r.entries))].content, 0.1)
 		}
-		res, err := mem.Remember(ctx, in)
-		similar += len(res.Similar)
+		res, err := r.mem.Remember(ctx, in)
+		r.similar += len(res.Similar)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	rememberCPU := m.String()
+	r.rememberCPU = m.String()
+	return err
+}
 
+// measureHeartbeat times Hygiene with memLiveBranches of memBranches live
+// and checks that it raised stale and orphan signals.
+func (r *memstoreRun) measureHeartbeat(c *Config) error {
+	stores := memory.SessionStores(memStore)
 	var live []string
 	for i := range memLiveBranches {
 		live = append(live, fmt.Sprintf("b%d", i))
 	}
 	branches := func(store string) ([]string, bool) { return live, store == memStore }
 	var sig map[string]memory.Signals
-	nh := c.Count(100, 30)
-	c.Logf("memstore: %d heartbeats", nh)
-	heartbeat, err := timed(nh, func(int) error {
+	r.nh = c.Count(100, 30)
+	c.Logf("memstore: %d heartbeats", r.nh)
+	var err error
+	r.heartbeat, err = timed(r.nh, func(int) error {
 		var err error
-		sig, err = mem.Hygiene(stores, branches)
+		sig, err = r.mem.Hygiene(stores, branches)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	got := sig[memStore]
-	if got.Stale == 0 || got.Orphaned == 0 {
-		return nil, fmt.Errorf("bench: heartbeat over %d memories raised no stale or orphan signal: %+v", n, got)
+	r.signals = sig[memStore]
+	if r.signals.Stale == 0 || r.signals.Orphaned == 0 {
+		return fmt.Errorf("bench: heartbeat over %d memories raised no stale or orphan signal: %+v", r.n, r.signals)
 	}
+	return nil
+}
 
-	fs := fmt.Sprintf("a bare fsync'd write on the same store just before: %v", fsync)
+// records turns the measurements into the memstore records.
+func (r *memstoreRun) records() []Record {
+	mode := r.mode
+	fs := fmt.Sprintf("a bare fsync'd write on the same store just before: %v", r.fsync)
 	return []Record{
-		newRecord("memstore.recall.p99", ms(recall.p(99)), "ms",
+		newRecord("memstore.recall.p99", ms(r.recall.p(99)), "ms",
 			fmt.Sprintf("%s in %q (1 in 10 on one of %d branches, 1 in 50 archived, dated over a year), reopened from disk; %d recalls over SessionStores (project + global), limit 5, 1 in 4 on a branch; queries: fresh text, the start of a memory, a memory half rewritten; each ends with the fsync'd write of recall stats; %v; %s; %s",
-				mode, memStore, memBranches, nq, recall, fs, recallCPU)).atMost(memRecallTarget),
-		newRecord("memstore.remember.p99", ms(remember.p(99)), "ms",
+				mode, memStore, memBranches, r.nq, r.recall, fs, r.recallCPU)).atMost(memRecallTarget),
+		newRecord("memstore.remember.p99", ms(r.remember.p(99)), "ms",
 			fmt.Sprintf("%s; %d Remember calls of new memories (1 in 5 a 10%% rewrite of an existing one; %d similar entries reported), each embedding, the duplicate check over the store and the fsync'd commit; %v; %s; %s",
-				mode, nr, similar, remember, fs, rememberCPU)).atMost(memRememberTarget),
-		newRecord("memstore.heartbeat", ms(heartbeat.p(99)), "ms",
-			fmt.Sprintf("%s; p99 of %d Hygiene calls over SessionStores with %d of %d branches live (no git: the branch list is given); signals %+v; %v", mode, nh, memLiveBranches, memBranches, got, heartbeat)).
+				mode, r.nr, r.similar, r.remember, fs, r.rememberCPU)).atMost(memRememberTarget),
+		newRecord("memstore.heartbeat", ms(r.heartbeat.p(99)), "ms",
+			fmt.Sprintf("%s; p99 of %d Hygiene calls over SessionStores with %d of %d branches live (no git: the branch list is given); signals %+v; %v", mode, r.nh, memLiveBranches, memBranches, r.signals, r.heartbeat)).
 			atMost(memHeartbeatTarget),
-		newRecord("memstore.open", ms(open), "ms",
-			fmt.Sprintf("%s: persistence.Open + memory.Open (loads the in-memory index) of the built store; the bulk build through Remember without fsync took %v", mode, build.Round(time.Millisecond))),
-	}, nil
+		newRecord("memstore.open", ms(r.open), "ms",
+			fmt.Sprintf("%s: persistence.Open + memory.Open (loads the in-memory index) of the built store; the bulk build through Remember without fsync took %v", mode, r.build.Round(time.Millisecond))),
+	}
 }
 
 // checkMemories verifies the reopened store holds what was written: the

@@ -175,29 +175,88 @@ func benchOpenCode(c *Config) ([]Record, error) {
 	if c.Quick {
 		warm = 1
 	}
-
-	// One fake model per side, each scripted with that side's paths.
-	baseModel, thatchModel := fakemodel.New(), fakemodel.New()
-	defer baseModel.Close()
-	defer thatchModel.Close()
-	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
-	defer hc.CloseIdleConnections()
-
-	base, err := newOCWorld(filepath.Join(dir, "baseline"), setup, baseModel)
+	p, err := startOCPair(c, dir, setup)
+	defer p.close()
 	if err != nil {
 		return nil, err
 	}
-	with, err := newOCWorld(filepath.Join(dir, "thatch"), setup, thatchModel)
+	c.Logf("opencode: %d warm-up + %d measured turns on each side, alternating", warm, n)
+	s, err := p.runTurns(warm, n)
 	if err != nil {
 		return nil, err
+	}
+	if err := p.check(warm + n); err != nil {
+		return nil, err
+	}
+	return s.records(n, warm, setup.version), nil
+}
+
+// ocPair is the benchmark's two sides: a baseline opencode server and one
+// with thatch installed and its daemon running, each with its own fake
+// model and one parent session.
+type ocPair struct {
+	baseModel, thatchModel *fakemodel.Server
+	base, with             *ocWorld
+	rt                     *thatch.Runtime
+	bs, ts                 *ocServer
+	bp, tp                 string // the parent session on each side
+	closers                []func()
+}
+
+// close undoes startOCPair, last step first.
+func (p *ocPair) close() {
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		p.closers[i]()
+	}
+}
+
+// startOCPair scripts the two fake models, makes both worlds, starts the
+// daemon and both servers, and creates a parent session on each side. The
+// caller must call close even when it fails.
+func startOCPair(c *Config, dir string, setup ocSetup) (*ocPair, error) {
+	p := &ocPair{baseModel: fakemodel.New(), thatchModel: fakemodel.New()}
+	p.closers = append(p.closers, p.baseModel.Close, p.thatchModel.Close)
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	p.closers = append(p.closers, hc.CloseIdleConnections)
+	var err error
+	if p.base, err = newOCWorld(filepath.Join(dir, "baseline"), setup, p.baseModel); err != nil {
+		return p, err
+	}
+	if p.with, err = newOCWorld(filepath.Join(dir, "thatch"), setup, p.thatchModel); err != nil {
+		return p, err
 	}
 	var labels atomic.Int64
-	baseModel.On(ocParentScript(base.project))
-	thatchModel.On(ocParentScript(with.project))
-	thatchModel.On(ocExtractorScript(&labels))
+	p.baseModel.On(ocParentScript(p.base.project))
+	p.thatchModel.On(ocParentScript(p.with.project))
+	p.thatchModel.On(ocExtractorScript(&labels))
 
-	// The thatch side: install as a user would (the package is seeded, so
-	// no npm), then the daemon, then opencode.
+	logs := &ocLog{}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Debug, Output: logs})
+	if p.rt, err = startOCDaemon(p.with, logger); err != nil {
+		return p, err
+	}
+	p.closers = append(p.closers, func() { _ = p.rt.Stop(context.Background()) })
+
+	c.Logf("opencode: starting two servers (%s)", setup.version)
+	if p.bs, err = startOCServer(p.base, setup, hc); err != nil {
+		return p, err
+	}
+	p.closers = append(p.closers, p.bs.stop)
+	if p.ts, err = startOCServer(p.with, setup, hc); err != nil {
+		return p, err
+	}
+	p.closers = append(p.closers, p.ts.stop)
+	if err := logs.wait(`reconciled: host=`+regexp.QuoteMeta("opencode@"+p.ts.hostPort), ocWait); err != nil {
+		return p, fmt.Errorf("opencode: the daemon never watched the thatch server: %w", err)
+	}
+	// Measure at the level a user runs the daemon with.
+	logger.SetLevel(hclog.Info)
+	return p, p.createParents()
+}
+
+// startOCDaemon installs thatch into the world as a user would (the
+// package is seeded, so no npm) and starts the daemon on it.
+func startOCDaemon(with *ocWorld, logger hclog.Logger) (*thatch.Runtime, error) {
 	cfg := config.Defaults()
 	cfg.Data.Dir = filepath.Join(with.root, "thatch")
 	cfg.Control.StateFile = filepath.Join(cfg.Data.Dir, "control.json")
@@ -207,8 +266,6 @@ func benchOpenCode(c *Config) ([]Record, error) {
 		SkipNPM: true}); err != nil {
 		return nil, fmt.Errorf("opencode: thatch install: %w", err)
 	}
-	logs := &ocLog{}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Debug, Output: logs})
 	rt, err := thatch.New(cfg, thatch.Options{Logger: logger, FrontEnds: []frontend.FrontEnd{front.New(cfg, front.Options{})}})
 	if err != nil {
 		return nil, err
@@ -216,40 +273,35 @@ func benchOpenCode(c *Config) ([]Record, error) {
 	if err := rt.Start(context.Background()); err != nil {
 		return nil, err
 	}
-	defer func() { _ = rt.Stop(context.Background()) }()
+	return rt, nil
+}
 
-	c.Logf("opencode: starting two servers (%s)", setup.version)
-	bs, err := startOCServer(base, setup, hc)
-	if err != nil {
-		return nil, err
+// createParents creates the parent session on each side and waits for
+// thatch's session-start reminder on its own.
+func (p *ocPair) createParents() error {
+	var err error
+	if p.bp, err = p.bs.createSession(); err != nil {
+		return err
 	}
-	defer bs.stop()
-	ts, err := startOCServer(with, setup, hc)
-	if err != nil {
-		return nil, err
+	if p.tp, err = p.ts.createSession(); err != nil {
+		return err
 	}
-	defer ts.stop()
-	if err := logs.wait(`reconciled: host=`+regexp.QuoteMeta("opencode@"+ts.hostPort), ocWait); err != nil {
-		return nil, fmt.Errorf("opencode: the daemon never watched the thatch server: %w", err)
+	if err := p.ts.waitUserText(p.tp, ocReminder, ocWait); err != nil {
+		return fmt.Errorf("opencode: no session-start reminder: %w", err)
 	}
-	// Measure at the level a user runs the daemon with.
-	logger.SetLevel(hclog.Info)
+	return nil
+}
 
-	bp, err := bs.createSession()
-	if err != nil {
-		return nil, err
-	}
-	tp, err := ts.createSession()
-	if err != nil {
-		return nil, err
-	}
-	if err := ts.waitUserText(tp, ocReminder, ocWait); err != nil {
-		return nil, fmt.Errorf("opencode: no session-start reminder: %w", err)
-	}
+// ocSamples are the measured turns of both sides.
+type ocSamples struct {
+	baseTurns, thatchTurns, roundTrips, extractions []time.Duration
+	diffs                                           []float64 // thatch minus baseline of each pair, ms
+}
 
-	c.Logf("opencode: %d warm-up + %d measured turns on each side, alternating", warm, n)
-	var baseTurns, thatchTurns, roundTrips, extractions []time.Duration
-	var diffs []float64 // thatch minus baseline of each pair, ms
+// runTurns runs warm + n turns on each side, alternating which side goes
+// first, and keeps the last n.
+func (p *ocPair) runTurns(warm, n int) (*ocSamples, error) {
+	s := &ocSamples{}
 	for i := range warm + n {
 		text := fmt.Sprintf("%s %d: how do I build this project?", ocTurnMarker, i)
 		var b, t ocTurn
@@ -260,11 +312,11 @@ func benchOpenCode(c *Config) ([]Record, error) {
 			}
 		}
 		if i%2 == 0 {
-			run(bs, bp, false, &b)
-			run(ts, tp, true, &t)
+			run(p.bs, p.bp, false, &b)
+			run(p.ts, p.tp, true, &t)
 		} else {
-			run(ts, tp, true, &t)
-			run(bs, bp, false, &b)
+			run(p.ts, p.tp, true, &t)
+			run(p.bs, p.bp, false, &b)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("opencode: turn %d: %w", i, err)
@@ -272,36 +324,43 @@ func benchOpenCode(c *Config) ([]Record, error) {
 		if i < warm {
 			continue
 		}
-		diffs = append(diffs, ms(t.idle)-ms(b.idle))
-		baseTurns = append(baseTurns, b.idle)
-		thatchTurns = append(thatchTurns, t.idle)
-		roundTrips = append(roundTrips, t.deleted)
-		extractions = append(extractions, t.deleted-t.idle)
+		s.diffs = append(s.diffs, ms(t.idle)-ms(b.idle))
+		s.baseTurns = append(s.baseTurns, b.idle)
+		s.thatchTurns = append(s.thatchTurns, t.idle)
+		s.roundTrips = append(s.roundTrips, t.deleted)
+		s.extractions = append(s.extractions, t.deleted-t.idle)
 	}
+	return s, nil
+}
 
-	// Check that what was timed is what was meant: every turn ran its two
-	// tool calls, every thatch turn was extracted into one memory by a
-	// child that was then deleted, and the baseline never extracted.
-	turns := warm + n
-	for _, m := range []*fakemodel.Server{baseModel, thatchModel} {
+// check verifies that what was timed is what was meant: every turn ran its
+// two tool calls, every thatch turn was extracted into one memory by a
+// child that was then deleted, and the baseline never extracted.
+func (p *ocPair) check(turns int) error {
+	for _, m := range []*fakemodel.Server{p.baseModel, p.thatchModel} {
 		if got := m.Served(ocParentRule, 2); got != turns {
-			return nil, fmt.Errorf("opencode: %d parent turns answered their final step, want %d", got, turns)
+			return fmt.Errorf("opencode: %d parent turns answered their final step, want %d", got, turns)
 		}
 	}
-	if got := thatchModel.Served(ocExtractorRule, 4); got != turns {
-		return nil, fmt.Errorf("opencode: %d extraction children finished, want %d", got, turns)
+	if got := p.thatchModel.Served(ocExtractorRule, 4); got != turns {
+		return fmt.Errorf("opencode: %d extraction children finished, want %d", got, turns)
 	}
-	if got := len(bs.children(bp)); got != 0 {
-		return nil, fmt.Errorf("opencode: the baseline server made %d children", got)
+	if got := len(p.bs.children(p.bp)); got != 0 {
+		return fmt.Errorf("opencode: the baseline server made %d children", got)
 	}
-	mems, err := rt.Memory().List(memory.GlobalStore, "")
+	mems, err := p.rt.Memory().List(memory.GlobalStore, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(mems) != turns {
-		return nil, fmt.Errorf("opencode: %d memories saved, want one per turn (%d)", len(mems), turns)
+		return fmt.Errorf("opencode: %d memories saved, want one per turn (%d)", len(mems), turns)
 	}
+	return nil
+}
 
+// records turns the samples into the opencode records.
+func (s *ocSamples) records(n, warm int, version string) []Record {
+	baseTurns, thatchTurns, roundTrips, extractions, diffs := s.baseTurns, s.thatchTurns, s.roundTrips, s.extractions, s.diffs
 	slices.Sort(baseTurns)
 	slices.Sort(thatchTurns)
 	slices.Sort(roundTrips)
@@ -312,7 +371,7 @@ func benchOpenCode(c *Config) ([]Record, error) {
 	mean, half := meanCI(diffs)
 	added90 := (ms(t90)/ms(b90) - 1) * 100
 	params := fmt.Sprintf("%d turns per side after %d warm-up, each prompt -> read + glob -> answer -> session.idle, opencode %s, fake model",
-		n, warm, setup.version)
+		n, warm, version)
 	return []Record{
 		newRecord("opencode.turn.p50", ms(t50), "ms", "with thatch; baseline: the same turns on a server without thatch. "+params).
 			withBaseline(ms(b50)),
@@ -323,7 +382,7 @@ func benchOpenCode(c *Config) ([]Record, error) {
 		newRecord("opencode.roundtrip.p50", ms(percentile(roundTrips, 50)), "ms",
 			fmt.Sprintf("informational: prompt -> parent idle -> extraction child (skill, payload, remember, ack) -> child deleted; p90 %.1f ms; after idle alone p50 %.1f ms, p90 %.1f ms",
 				ms(percentile(roundTrips, 90)), ms(percentile(extractions, 50)), ms(percentile(extractions, 90)))),
-	}, nil
+	}
 }
 
 // meanCI is the mean of xs and the half-width of its 95% confidence

@@ -63,80 +63,105 @@ const recoveryTarget = 10_000
 const bigCache = 256 << 20
 
 func benchRecovery(c *Config) ([]Record, error) {
-	n := c.Count(recoveryTarget, 2_000)
-	reps := c.Count(3, 1)
+	rc := &recoveryRun{c: c, n: c.Count(recoveryTarget, 2_000), reps: c.Count(3, 1)}
 	template, remove, err := c.TempDir("recovery-template")
 	if err != nil {
 		return nil, err
 	}
 	defer remove()
-	c.Logf("recovery: writing %d active entities (snapshot + %d events)", n, recoveryTail)
-	if err := fillRecovery(template, n); err != nil {
+	rc.template = template
+	c.Logf("recovery: writing %d active entities (snapshot + %d events)", rc.n, recoveryTail)
+	if err := fillRecovery(template, rc.n); err != nil {
 		return nil, err
 	}
 
-	// Each WAL run starts from a copy of the template: the first Open
-	// replays and flushes the WAL, which changes what the next one finds.
-	fromWAL := func(o persistence.Options) (coldPhases, error) {
-		var runs []coldPhases
-		for range reps {
-			dir, removeCopy, err := c.TempDir("recovery")
-			if err != nil {
-				return coldPhases{}, err
-			}
-			if err := copyDir(template, dir); err != nil {
-				removeCopy()
-				return coldPhases{}, err
-			}
-			p, err := coldStart(dir, n, o)
-			removeCopy()
-			if err != nil {
-				return coldPhases{}, err
-			}
-			runs = append(runs, p)
-		}
-		return medianRun(runs), nil
-	}
-	c.Logf("recovery: %d cold starts with the journal still in the WAL", reps)
-	wal, err := fromWAL(persistence.Options{})
-	if err != nil {
+	var m recoveryResults
+	c.Logf("recovery: %d cold starts with the journal still in the WAL", rc.reps)
+	if m.wal, err = rc.fromWAL(persistence.Options{}); err != nil {
 		return nil, err
 	}
-	c.Logf("recovery: %d cold starts from the WAL with a %d MiB block cache", reps, bigCache>>20)
-	big, err := fromWAL(persistence.Options{CacheSize: bigCache})
-	if err != nil {
+	c.Logf("recovery: %d cold starts from the WAL with a %d MiB block cache", rc.reps, bigCache>>20)
+	if m.big, err = rc.fromWAL(persistence.Options{CacheSize: bigCache}); err != nil {
 		return nil, err
 	}
-
-	c.Logf("recovery: %d cold starts with the journal flushed to sstables", reps)
-	if err := flushStore(template); err != nil {
+	c.Logf("recovery: %d cold starts with the journal flushed to sstables", rc.reps)
+	if m.flushed, err = rc.flushed(); err != nil {
 		return nil, err
 	}
-	// Let the compactions that the flushed files trigger finish first.
-	if err := settleStore(template); err != nil {
-		return nil, err
-	}
-	var runs []coldPhases
-	for range reps {
-		p, err := coldStart(template, n, persistence.Options{})
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, p)
-	}
-	flushed := medianRun(runs)
-
 	c.Logf("recovery: storage only (no actors)")
-	storage1, storageN, err := storageRecovery(template, n)
-	if err != nil {
+	if m.storage1, m.storageN, err = storageRecovery(template, rc.n); err != nil {
 		return nil, err
 	}
 	c.Logf("recovery: sqlite baseline")
-	sq, err := sqliteRecovery(c, n)
-	if err != nil {
+	if m.sqlite, err = sqliteRecovery(c, rc.n); err != nil {
 		return nil, err
 	}
+	return m.records(rc.n, rc.reps), nil
+}
 
+// recoveryRun is the recovery benchmark's data set: n active entities in
+// the store in template, each cold start measured reps times.
+type recoveryRun struct {
+	c        *Config
+	template string
+	n, reps  int
+}
+
+// fromWAL is the median of reps cold starts, each from a fresh copy of the
+// template: the first Open replays and flushes the WAL, which changes what
+// the next one finds.
+func (rc *recoveryRun) fromWAL(o persistence.Options) (coldPhases, error) {
+	var runs []coldPhases
+	for range rc.reps {
+		dir, removeCopy, err := rc.c.TempDir("recovery")
+		if err != nil {
+			return coldPhases{}, err
+		}
+		if err := copyDir(rc.template, dir); err != nil {
+			removeCopy()
+			return coldPhases{}, err
+		}
+		p, err := coldStart(dir, rc.n, o)
+		removeCopy()
+		if err != nil {
+			return coldPhases{}, err
+		}
+		runs = append(runs, p)
+	}
+	return medianRun(runs), nil
+}
+
+// flushed flushes the template to sstables, lets the compactions that the
+// flushed files trigger finish, and returns the median of reps cold starts
+// of it.
+func (rc *recoveryRun) flushed() (coldPhases, error) {
+	if err := flushStore(rc.template); err != nil {
+		return coldPhases{}, err
+	}
+	if err := settleStore(rc.template); err != nil {
+		return coldPhases{}, err
+	}
+	var runs []coldPhases
+	for range rc.reps {
+		p, err := coldStart(rc.template, rc.n, persistence.Options{})
+		if err != nil {
+			return coldPhases{}, err
+		}
+		runs = append(runs, p)
+	}
+	return medianRun(runs), nil
+}
+
+// recoveryResults are the recovery benchmark's measurements.
+type recoveryResults struct {
+	wal, big, flushed  coldPhases
+	storage1, storageN time.Duration // storage only, 1 and GOMAXPROCS goroutines
+	sqlite             time.Duration // the baseline
+}
+
+// records turns the measurements into the recovery records.
+func (m recoveryResults) records(n, reps int) []Record {
+	wal, big, flushed, sq := m.wal, m.big, m.flushed, m.sqlite
 	workers := runtime.GOMAXPROCS(0)
 	setup := fmt.Sprintf("%d entities marked active, each a snapshot (%d B) at seq %d + %d events (%d B); median of %d cold starts",
 		n, stateBytes(), recoverySnap, recoveryTail, eventBytes, reps)
@@ -160,10 +185,10 @@ func benchRecovery(c *Config) ([]Record, error) {
 				bigCache>>20, big)).withBaseline(ms(sq)),
 		newRecord("recovery.cold_flushed", ms(flushed.total()), "ms",
 			fmt.Sprintf("same data flushed to sstables and compacted before the store was closed; %s", flushed)).withBaseline(ms(sq)),
-		newRecord("recovery.storage_only", ms(storageN), "ms",
+		newRecord("recovery.storage_only", ms(m.storageN), "ms",
 			fmt.Sprintf("no actors: LoadSnapshot + Decode + Replay + Decode + Apply + HighestSeq for %d entities on %d goroutines, store already open (flushed); 1 goroutine: %.0f ms",
-				n, workers, ms(storage1))),
-	}, nil
+				n, workers, ms(m.storage1))),
+	}
 }
 
 // medianRun is the run with the median total time.

@@ -141,7 +141,8 @@ type Record struct {
 	// Unit is e.g. "events/s", "ms", "B/entity".
 	Unit string `json:"unit"`
 	// Baseline is the same metric measured on the SQLite baseline in the
-	// same run, in the same unit.
+	// same run, in the same unit; for a "<metric>.vs_<limit>" record it is
+	// that limit, measured in the same run (the notes say how).
 	Baseline *float64 `json:"baseline"`
 	// Ratio is Value / Baseline: above 1 is better for rates, below 1 is
 	// better for times and sizes.

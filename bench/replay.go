@@ -29,7 +29,6 @@ func benchReplay(c *Config) ([]Record, error) {
 	entities := c.Count(10_000, 2_000)
 	perEntity := c.Count(100, 50)
 	workers := runtime.GOMAXPROCS(0)
-	total := int64(entities) * int64(perEntity)
 
 	dir, remove, err := c.TempDir("replay")
 	if err != nil {
@@ -45,89 +44,110 @@ func benchReplay(c *Config) ([]Record, error) {
 		return nil, err
 	}
 	defer st.Close()
-	j := st.Journal()
+	rp := newReplayer(st.Journal(), entities, perEntity)
+
+	c.Logf("replay: thatch raw and decoded, %d workers", workers)
+	var r replayRates
+	for _, m := range []struct {
+		into    *float64
+		workers int
+		decode  bool
+	}{{&r.raw, workers, false}, {&r.dec, workers, true}, {&r.raw1, 1, false}, {&r.dec1, 1, true}} {
+		if *m.into, err = rp.median(m.workers, m.decode); err != nil {
+			return nil, err
+		}
+	}
+
+	c.Logf("replay: sqlite baseline, %d rows", entities)
+	if r.sqRaw, r.sqDec, err = sqliteReadRate(c, entities, uint64(perEntity), workers); err != nil {
+		return nil, err
+	}
+	return r.records(entities, perEntity, workers), nil
+}
+
+// replayer replays every entity of a filled journal.
+type replayer struct {
+	j     *persistence.Journal
+	ids   []persistence.Identity
+	total int64 // events the journal holds
+}
+
+func newReplayer(j *persistence.Journal, entities, perEntity int) *replayer {
 	ids := make([]persistence.Identity, entities)
 	for i := range ids {
 		ids[i] = ident(entityID(i))
 	}
+	return &replayer{j: j, ids: ids, total: int64(entities) * int64(perEntity)}
+}
 
-	replayAll := func(workers int, decode bool) (float64, error) {
-		var n atomic.Int64
-		start := time.Now()
-		err := forEachParallel(workers, entities, func(i int) error {
-			var mine int64
-			err := j.Replay(ids[i], 1, persistence.NoLimit, persistence.NoLimit, func(_ uint64, ev []byte) error {
-				if decode {
-					if _, err := messages.Decode(ev); err != nil {
-						return err
-					}
-				} else if len(ev) == 0 {
-					return errors.New("empty event")
+// all replays every entity once on workers goroutines, through
+// messages.Decode if decode is set, checks that every event was read, and
+// returns the events/s.
+func (r *replayer) all(workers int, decode bool) (float64, error) {
+	var n atomic.Int64
+	start := time.Now()
+	err := forEachParallel(workers, len(r.ids), func(i int) error {
+		var mine int64
+		err := r.j.Replay(r.ids[i], 1, persistence.NoLimit, persistence.NoLimit, func(_ uint64, ev []byte) error {
+			if decode {
+				if _, err := messages.Decode(ev); err != nil {
+					return err
 				}
-				mine++
-				return nil
-			})
-			n.Add(mine)
-			return err
+			} else if len(ev) == 0 {
+				return errors.New("empty event")
+			}
+			mine++
+			return nil
 		})
-		d := time.Since(start)
+		n.Add(mine)
+		return err
+	})
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if n.Load() != r.total {
+		return 0, fmt.Errorf("bench: replayed %d events, want %d", n.Load(), r.total)
+	}
+	return rate(r.total, d), nil
+}
+
+// median is the median rate of replayReps runs of all.
+func (r *replayer) median(workers int, decode bool) (float64, error) {
+	var xs []float64
+	for range replayReps {
+		x, err := r.all(workers, decode)
 		if err != nil {
 			return 0, err
 		}
-		if n.Load() != total {
-			return 0, fmt.Errorf("bench: replayed %d events, want %d", n.Load(), total)
-		}
-		return rate(total, d), nil
+		xs = append(xs, x)
 	}
-	measure := func(workers int, decode bool) (float64, error) {
-		var xs []float64
-		for range replayReps {
-			r, err := replayAll(workers, decode)
-			if err != nil {
-				return 0, err
-			}
-			xs = append(xs, r)
-		}
-		return median(xs), nil
-	}
+	return median(xs), nil
+}
 
-	c.Logf("replay: thatch raw and decoded, %d workers", workers)
-	raw, err := measure(workers, false)
-	if err != nil {
-		return nil, err
-	}
-	dec, err := measure(workers, true)
-	if err != nil {
-		return nil, err
-	}
-	raw1, err := measure(1, false)
-	if err != nil {
-		return nil, err
-	}
-	dec1, err := measure(1, true)
-	if err != nil {
-		return nil, err
-	}
+// replayRates are the replay benchmark's measurements, events/s (rows/s
+// for the SQLite baseline).
+type replayRates struct {
+	raw, dec     float64 // on every worker
+	raw1, dec1   float64 // on one
+	sqRaw, sqDec float64 // the baseline
+}
 
-	c.Logf("replay: sqlite baseline, %d rows", entities)
-	sqRaw, sqDec, err := sqliteReadRate(c, entities, uint64(perEntity), workers)
-	if err != nil {
-		return nil, err
-	}
-
+// records turns the rates into the replay records.
+func (r replayRates) records(entities, perEntity, workers int) []Record {
 	common := fmt.Sprintf("%d entities x %d events (%d B), %d workers, median of %d; store flushed and reopened (Pebble cache cold, OS cache warm)",
 		entities, perEntity, eventBytes, workers, replayReps)
 	base := fmt.Sprintf("baseline: SELECT of %d JSON state rows (%d B), %d connections by rowid range, rows/s; a row is a whole entity, so the ratio compares records read, not entities rebuilt",
 		entities, stateBytes(), workers)
 	return []Record{
-		newRecord("replay.raw", raw, "events/s",
-			fmt.Sprintf("%s; 1 worker: %s events/s; %s", common, formatNumber(raw1), base)).
-			withBaseline(sqRaw).atLeast(1_000_000),
-		newRecord("replay.decoded", dec, "events/s",
+		newRecord("replay.raw", r.raw, "events/s",
+			fmt.Sprintf("%s; 1 worker: %s events/s; %s", common, formatNumber(r.raw1), base)).
+			withBaseline(r.sqRaw).atLeast(1_000_000),
+		newRecord("replay.decoded", r.dec, "events/s",
 			fmt.Sprintf("%s; each event through messages.Decode; 1 worker: %s events/s; entities rebuilt/s: %s vs SQLite rows decoded/s: %s; %s",
-				common, formatNumber(dec1), formatNumber(dec/float64(perEntity)), formatNumber(sqDec), base)).
-			withBaseline(sqDec).atLeast(1_000_000),
-	}, nil
+				common, formatNumber(r.dec1), formatNumber(r.dec/float64(perEntity)), formatNumber(r.sqDec), base)).
+			withBaseline(r.sqDec).atLeast(1_000_000),
+	}
 }
 
 // fillJournal writes perEntity events for each of n entities into a new store

@@ -343,84 +343,21 @@ func (r *sessionRig) idleLatency(n, producers int, gap, dur time.Duration) (idle
 			}
 		}
 	}
-	base := time.Now()
-	var (
-		sentAt = make([]atomic.Int64, sessionParents) // since base +1; 0: none outstanding
-		mu     sync.Mutex
-		lats   = make([]time.Duration, 0, n)
-		extra  atomic.Int64 // creates nobody waited for
-	)
-	onCreate := func(parentID string) {
-		now := time.Since(base)
-		p, ok := r.index[parentID]
-		if !ok {
-			extra.Add(1)
-			return
-		}
-		t := sentAt[p].Load()
-		if t == 0 {
-			extra.Add(1)
-			return
-		}
-		mu.Lock()
-		lats = append(lats, now-time.Duration(t-1))
-		mu.Unlock()
-		r.a.tree.Send(r.parents[p], &messages.ChildSessionCreated{ParentID: parentID, Err: "bench: no child"})
-		sentAt[p].Store(0)
-	}
+	t := newIdleTimer(r, n)
+	onCreate := t.created
 	r.exec.onCreate.Store(&onCreate)
 	defer r.exec.onCreate.Store(nil)
 
 	// The background load runs for the idles' whole window and the probe
 	// after them, with room to spare.
-	type bgOut struct {
-		res   loadResult
-		err   error
-		ended time.Time
-	}
-	bg := make(chan bgOut, 1)
 	warm, probeFor := dur/4, max(time.Second, dur/2)
+	bg := r.background(producers, warm+2*time.Duration(n)*gap+probeFor+time.Second)
 	if producers > 0 {
-		window := warm + 2*time.Duration(n)*gap + probeFor + time.Second
-		go func() {
-			res, err := r.ackLoad(producers, window)
-			bg <- bgOut{res, err, time.Now()}
-		}()
 		time.Sleep(warm) // measure under steady load
-	} else {
-		bg <- bgOut{}
 	}
-
-	rng := rand.New(rand.NewPCG(1, 2))
-	order := rng.Perm(sessionParents)
-	start := time.Now()
-	var err error
-	for i := 0; i < n && err == nil; i++ {
-		if i > 0 && i%sessionParents == 0 {
-			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-		}
-		p := order[i%sessionParents]
-		// The parent's previous idle, a pass ago, must have been answered.
-		err = waitFor(func() bool { return sentAt[p].Load() == 0 }, time.Minute)
-		if err != nil {
-			err = fmt.Errorf("bench: %s: no create-child effect for its previous idle: %w", r.parents[p], err)
-			break
-		}
-		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
-			time.Sleep(d)
-		}
-		sentAt[p].Store(int64(time.Since(base)) + 1)
-		r.a.tree.Send(r.parents[p], &messages.SessionIdle{Host: "h", SessionID: r.parents[p].ID})
-	}
+	err := t.sendIdles(gap)
 	if err == nil {
-		err = waitFor(func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(lats) == n
-		}, time.Minute)
-		if err != nil {
-			err = fmt.Errorf("bench: %d of %d idles produced no create-child effect: %w", n-len(lats), n, err)
-		}
+		err = t.waitAll()
 	}
 	var probe []time.Duration
 	if err == nil {
@@ -437,13 +374,118 @@ func (r *sessionRig) idleLatency(n, producers int, gap, dur time.Duration) (idle
 		// The records say the idles and the probe ran under this load.
 		err = fmt.Errorf("bench: the background load ended %v before the journal probe did; its window is too short", probed.Sub(out.ended).Round(time.Millisecond))
 	}
-	if err == nil && extra.Load() > 0 {
-		err = fmt.Errorf("bench: %d create-child effects without an idle", extra.Load())
+	if err == nil && t.extra.Load() > 0 {
+		err = fmt.Errorf("bench: %d create-child effects without an idle", t.extra.Load())
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	slices.Sort(lats)
-	return idleResult{lats: lats, background: out.res, probe: probe}, err
+	return idleResult{lats: t.sorted(), background: out.res, probe: probe}, err
+}
+
+// bgOut is what a background load measured and when it ended.
+type bgOut struct {
+	res   loadResult
+	err   error
+	ended time.Time
+}
+
+// background runs producers per-message-ack producers for window and sends
+// what they measured on the channel it returns; with no producers it sends
+// an empty result at once.
+func (r *sessionRig) background(producers int, window time.Duration) <-chan bgOut {
+	bg := make(chan bgOut, 1)
+	if producers == 0 {
+		bg <- bgOut{}
+		return bg
+	}
+	go func() {
+		res, err := r.ackLoad(producers, window)
+		bg <- bgOut{res, err, time.Now()}
+	}()
+	return bg
+}
+
+// idleTimer sends n idles and times each until its create-child effect.
+type idleTimer struct {
+	r      *sessionRig
+	n      int
+	base   time.Time
+	sentAt []atomic.Int64 // since base +1; 0: none outstanding
+	mu     sync.Mutex
+	lats   []time.Duration
+	extra  atomic.Int64 // creates nobody waited for
+}
+
+func newIdleTimer(r *sessionRig, n int) *idleTimer {
+	return &idleTimer{r: r, n: n, base: time.Now(), sentAt: make([]atomic.Int64, sessionParents), lats: make([]time.Duration, 0, n)}
+}
+
+// created is the executor's onCreate hook: it takes the latency of the
+// parent's outstanding idle and ends the extraction with a failed
+// ChildSessionCreated.
+func (t *idleTimer) created(parentID string) {
+	now := time.Since(t.base)
+	p, ok := t.r.index[parentID]
+	if !ok {
+		t.extra.Add(1)
+		return
+	}
+	sent := t.sentAt[p].Load()
+	if sent == 0 {
+		t.extra.Add(1)
+		return
+	}
+	t.mu.Lock()
+	t.lats = append(t.lats, now-time.Duration(sent-1))
+	t.mu.Unlock()
+	t.r.a.tree.Send(t.r.parents[p], &messages.ChildSessionCreated{ParentID: parentID, Err: "bench: no child"})
+	t.sentAt[p].Store(0)
+}
+
+// sendIdles sends the n idles every gap, to the parents in a shuffled
+// order, each only once its previous idle was answered.
+func (t *idleTimer) sendIdles(gap time.Duration) error {
+	r := t.r
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := rng.Perm(sessionParents)
+	start := time.Now()
+	for i := 0; i < t.n; i++ {
+		if i > 0 && i%sessionParents == 0 {
+			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		}
+		p := order[i%sessionParents]
+		// The parent's previous idle, a pass ago, must have been answered.
+		if err := waitFor(func() bool { return t.sentAt[p].Load() == 0 }, time.Minute); err != nil {
+			return fmt.Errorf("bench: %s: no create-child effect for its previous idle: %w", r.parents[p], err)
+		}
+		if d := time.Until(start.Add(time.Duration(i) * gap)); d > 0 {
+			time.Sleep(d)
+		}
+		t.sentAt[p].Store(int64(time.Since(t.base)) + 1)
+		r.a.tree.Send(r.parents[p], &messages.SessionIdle{Host: "h", SessionID: r.parents[p].ID})
+	}
+	return nil
+}
+
+// waitAll waits until every idle produced its create-child effect.
+func (t *idleTimer) waitAll() error {
+	err := waitFor(func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return len(t.lats) == t.n
+	}, time.Minute)
+	if err != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return fmt.Errorf("bench: %d of %d idles produced no create-child effect: %w", t.n-len(t.lats), t.n, err)
+	}
+	return nil
+}
+
+// sorted is the latencies so far, sorted.
+func (t *idleTimer) sorted() []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	slices.Sort(t.lats)
+	return t.lats
 }
 
 // waitFor polls cond until it holds or timeout passes.
