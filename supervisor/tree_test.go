@@ -354,13 +354,15 @@ func TestForgetPassiveSparesALiveEntity(t *testing.T) {
 		t.Fatal("the live entity's journal is gone")
 	}
 	f.clock.Advance(2 * time.Minute)
-	eventually(t, "passivation", func() bool {
-		ids, _ := f.tree.LiveIDs("counter", time.Second)
-		return len(ids) == 0
+	// An entity no longer listed live may still be stopping, and a
+	// stopping one is spared too: the forget succeeds once it stopped.
+	eventually(t, "the passivated entity's forget", func() bool {
+		forgotten, err := f.tree.ForgetPassive(e, time.Second)
+		if err != nil {
+			t.Fatalf("a passivated entity: %v", err)
+		}
+		return forgotten
 	})
-	if forgotten, err := f.tree.ForgetPassive(e, time.Second); err != nil || !forgotten {
-		t.Fatalf("a passivated entity: forgotten %v, %v", forgotten, err)
-	}
 	if high, _ := f.store.Journal().HighestSeq(e); high != 0 {
 		t.Fatalf("journal still ends at %d", high)
 	}
