@@ -1,9 +1,11 @@
 // Command bench is thatch's benchmark harness (`make bench`). In one run it
 // measures, side by side with a SQLite baseline measured in the same run on
 // the same disk, the numbers thatch's design rests on: durable journal
-// throughput, replay rate, cold recovery time and memory per entity. It
-// prints a table and writes the records as JSON so that runs can be
-// compared over time.
+// throughput, replay rate, cold recovery time and memory per entity; and,
+// against limits measured in the same run, the journal's share of what
+// Pebble alone can commit and a soak's growth of memory and goroutines from
+// its own steady start. It prints a table and writes the records as JSON
+// so that runs can be compared over time.
 //
 //	go run ./bench                      # full run, a few minutes on 2 cores
 //	go run ./bench -quick               # CI smoke run, < 30 s

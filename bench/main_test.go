@@ -111,6 +111,7 @@ func TestQuickRunMeasuresEverythingAndCleansUp(t *testing.T) {
 		"recovery.cold", "recovery.cold.open", "recovery.cold.start", "recovery.cold.rebuild",
 		"memory.passivated", "memory.live",
 		"entity.durable.c1", "entity.durable.c1000",
+		"soak.heap", "soak.rss", "soak.goroutines",
 		"run.wall",
 	} {
 		if !slices.Contains(got, want) {
