@@ -113,10 +113,12 @@ type resolveBody struct {
 
 func memoryError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, memory.ErrExists), errors.Is(err, memory.ErrInvalid), errors.Is(err, memory.ErrNotFound):
-		control.WriteError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, memory.ErrExists), errors.Is(err, memory.ErrInvalid):
+		badRequest(w, err.Error())
+	case errors.Is(err, memory.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error(), false)
 	default:
-		control.WriteError(w, http.StatusInternalServerError, err.Error())
+		writeError(w, http.StatusInternalServerError, err.Error(), false)
 	}
 }
 

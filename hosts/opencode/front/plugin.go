@@ -52,7 +52,7 @@ type registerBody struct {
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
 	if err := dec.Decode(v); err != nil {
-		control.WriteError(w, http.StatusBadRequest, "bad JSON body: "+err.Error())
+		badRequest(w, "bad JSON body: "+err.Error())
 		return false
 	}
 	return true
@@ -65,13 +65,13 @@ func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 			return
 		}
 		if b.SessionID == "" || b.Tool == "" {
-			control.WriteError(w, http.StatusBadRequest, "sessionID and tool are required")
+			badRequest(w, "sessionID and tool are required")
 			return
 		}
 		msg := &messages.ToolExecuted{Host: b.Host, Interaction: messages.Interaction{
 			ID: b.CallID, SessionID: b.SessionID, Tool: b.Tool, Args: b.Args, Title: b.Title, Output: b.Output}}
 		if err := o.deliver(r.Context(), msg); err != nil {
-			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			writeCallError(w, err)
 			return
 		}
 		control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
@@ -82,29 +82,29 @@ func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 			return
 		}
 		if b.SessionID == "" || b.Command == "" {
-			control.WriteError(w, http.StatusBadRequest, "sessionID and command are required")
+			badRequest(w, "sessionID and command are required")
 			return
 		}
 		cmd := strings.TrimPrefix(b.Command, "/")
 		if err := o.deliver(r.Context(), &messages.CommandExecuting{Host: b.Host, SessionID: b.SessionID, Command: cmd, Arguments: b.Arguments}); err != nil {
-			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			writeCallError(w, err)
 			return
 		}
 		control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
 	s.MountFunc("POST /v1/opencode/payload", func(w http.ResponseWriter, r *http.Request) {
 		var b callerBody
-		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) {
+		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) || !o.requireKnown(w, b.SessionID, b.Target) {
 			return
 		}
 		res, err := o.request(r.Context(), &messages.FetchPayload{CallerID: b.SessionID, TargetID: b.Target})
 		if err != nil {
-			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			writeCallError(w, err)
 			return
 		}
 		p, ok := res.(*messages.PayloadFetched)
 		if !ok {
-			control.WriteError(w, http.StatusInternalServerError, fmt.Sprintf("unexpected answer %T", res))
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("front: unexpected answer %T", res), false)
 			return
 		}
 		if len(p.Interactions) == 0 {
@@ -117,12 +117,15 @@ func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 	})
 	s.MountFunc("POST /v1/opencode/done", func(w http.ResponseWriter, r *http.Request) {
 		var b callerBody
+		// A stranger's ack is not refused: a completion without a claim
+		// completes nothing, and the extractor of a deleted parent (whose
+		// links are forgotten) must hear that, not an error.
 		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) {
 			return
 		}
 		res, err := o.request(r.Context(), &messages.ExtractionDone{CallerID: b.SessionID})
 		if err != nil {
-			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+			writeCallError(w, err)
 			return
 		}
 		control.WriteJSON(w, http.StatusOK, res)
@@ -134,11 +137,11 @@ func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 		}
 		u, err := url.Parse(b.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			control.WriteError(w, http.StatusBadRequest, "url must be the opencode server's http URL")
+			badRequest(w, "url must be the opencode server's http URL")
 			return
 		}
 		if !isLoopbackHost(u.Hostname()) {
-			control.WriteError(w, http.StatusBadRequest, "only opencode servers on loopback can register")
+			badRequest(w, "only opencode servers on loopback can register")
 			return
 		}
 		srv := config.Server{Name: "opencode@" + u.Host, URL: b.URL, API: config.APIAuto,
@@ -149,7 +152,7 @@ func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 		o.reapGone()
 		h, err := o.connect(context.WithoutCancel(r.Context()), srv, b.PID, b.Directory)
 		if err != nil {
-			control.WriteError(w, http.StatusBadGateway, err.Error())
+			writeError(w, http.StatusBadGateway, err.Error(), true)
 			return
 		}
 		control.WriteJSON(w, http.StatusOK, map[string]string{"host": h.name, "api": h.info.API})
@@ -162,9 +165,36 @@ func (o *FrontEnd) directoryOf(family string) string {
 	return o.dir.directory(family)
 }
 
+// requireKnown answers 404 and returns false when thatch holds nothing
+// for any of sessions (the empty ones are skipped): the family each
+// belongs to (itself, or the parent it is linked to as a child) has never
+// journaled an event. Such a caller has no queue to fetch, and asking
+// its family would only make an empty one; a plugin that talks to the
+// wrong daemon hears it instead of "nothing queued". A family deleted and
+// swept is unknown again.
+func (o *FrontEnd) requireKnown(w http.ResponseWriter, sessions ...string) bool {
+	var asked []string
+	for _, session := range sessions {
+		if session == "" {
+			continue
+		}
+		asked = append(asked, session)
+		seq, err := o.jr.HighestSeq(familyID(o.dir.family(session)))
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "front: cannot look up the family of "+session+": "+err.Error(), false)
+			return false
+		}
+		if seq > 0 {
+			return true
+		}
+	}
+	writeError(w, http.StatusNotFound, "thatch knows no session "+strings.Join(asked, " or ")+": no family holds anything for it", false)
+	return false
+}
+
 func requireSession(w http.ResponseWriter, id string) bool {
 	if id == "" {
-		control.WriteError(w, http.StatusBadRequest, "sessionID is required")
+		badRequest(w, "sessionID is required")
 		return false
 	}
 	return true
@@ -180,6 +210,3 @@ func isLoopbackHost(h string) bool {
 	ip, err := netip.ParseAddr(h)
 	return err == nil && ip.Unmap().IsLoopback()
 }
-
-// sessionViews lists every family's status view, live ones first asked
-// directly; passivated families are woken to answer, which is fine for a
