@@ -137,7 +137,7 @@ func (m *memoryService) written(ctx context.Context, session string, op messages
 func (m *memoryService) mount(s frontend.Mux) {
 	s.MountFunc("POST /v1/memory/remember", func(w http.ResponseWriter, r *http.Request) {
 		var b rememberBody
-		if !decodeBody(w, r, &b) {
+		if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 			return
 		}
 		store := m.storeOr(b.Store, b.SessionID)
@@ -166,7 +166,7 @@ func (m *memoryService) mount(s frontend.Mux) {
 	})
 	s.MountFunc("POST /v1/memory/recall", func(w http.ResponseWriter, r *http.Request) {
 		var b recallBody
-		if !decodeBody(w, r, &b) {
+		if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 			return
 		}
 		stores := []string(nil)
@@ -188,7 +188,7 @@ func (m *memoryService) mount(s frontend.Mux) {
 	})
 	s.MountFunc("POST /v1/memory/forget", func(w http.ResponseWriter, r *http.Request) {
 		var b forgetBody
-		if !decodeBody(w, r, &b) {
+		if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 			return
 		}
 		key := b.Slug
@@ -209,7 +209,7 @@ func (m *memoryService) mount(s frontend.Mux) {
 	})
 	s.MountFunc("POST /v1/memory/list", func(w http.ResponseWriter, r *http.Request) {
 		var b listBody
-		if !decodeBody(w, r, &b) {
+		if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 			return
 		}
 		var stores []string

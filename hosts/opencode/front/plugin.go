@@ -49,27 +49,17 @@ type registerBody struct {
 	Password  string `json:"password"`
 }
 
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
-	if err := dec.Decode(v); err != nil {
-		badRequest(w, "bad JSON body: "+err.Error())
-		return false
-	}
-	return true
-}
-
 func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 	s.MountFunc("POST /v1/opencode/tool", func(w http.ResponseWriter, r *http.Request) {
-		var b toolBody
-		if !decodeBody(w, r, &b) {
+		data, ok := readBody(w, r)
+		if !ok {
 			return
 		}
-		if b.SessionID == "" || b.Tool == "" {
-			badRequest(w, "sessionID and tool are required")
+		msg, err := toolMessage(data)
+		if err != nil {
+			badRequest(w, err.Error())
 			return
 		}
-		msg := &messages.ToolExecuted{Host: b.Host, Interaction: messages.Interaction{
-			ID: b.CallID, SessionID: b.SessionID, Tool: b.Tool, Args: b.Args, Title: b.Title, Output: b.Output}}
 		if err := o.deliver(r.Context(), msg); err != nil {
 			writeCallError(w, err)
 			return
@@ -81,12 +71,12 @@ func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 		if !decodeBody(w, r, &b) {
 			return
 		}
-		if b.SessionID == "" || b.Command == "" {
-			badRequest(w, "sessionID and command are required")
+		msg, err := commandMessage(b)
+		if err != nil {
+			badRequest(w, err.Error())
 			return
 		}
-		cmd := strings.TrimPrefix(b.Command, "/")
-		if err := o.deliver(r.Context(), &messages.CommandExecuting{Host: b.Host, SessionID: b.SessionID, Command: cmd, Arguments: b.Arguments}); err != nil {
+		if err := o.deliver(r.Context(), msg); err != nil {
 			writeCallError(w, err)
 			return
 		}
@@ -94,7 +84,8 @@ func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 	})
 	s.MountFunc("POST /v1/opencode/payload", func(w http.ResponseWriter, r *http.Request) {
 		var b callerBody
-		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) || !o.requireKnown(w, b.SessionID, b.Target) {
+		if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, true}, idField{"target", b.Target, false}) ||
+			!o.requireKnown(w, b.SessionID, b.Target) {
 			return
 		}
 		res, err := o.request(r.Context(), &messages.FetchPayload{CallerID: b.SessionID, TargetID: b.Target})
@@ -120,7 +111,7 @@ func (o *FrontEnd) mountPlugin(s frontend.Mux) {
 		// A stranger's ack is not refused: a completion without a claim
 		// completes nothing, and the extractor of a deleted parent (whose
 		// links are forgotten) must hear that, not an error.
-		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) {
+		if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, true}) {
 			return
 		}
 		res, err := o.request(r.Context(), &messages.ExtractionDone{CallerID: b.SessionID})
@@ -192,9 +183,11 @@ func (o *FrontEnd) requireKnown(w http.ResponseWriter, sessions ...string) bool 
 	return false
 }
 
-func requireSession(w http.ResponseWriter, id string) bool {
-	if id == "" {
-		badRequest(w, "sessionID is required")
+// requireIDs answers 400 and returns false when one of ids is invalid
+// (see checkID).
+func requireIDs(w http.ResponseWriter, ids ...idField) bool {
+	if err := checkIDs(ids...); err != nil {
+		badRequest(w, err.Error())
 		return false
 	}
 	return true
