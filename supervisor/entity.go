@@ -64,9 +64,15 @@ type PassivateRequest struct {
 // entity could not be started.
 type Rejected struct {
 	Reason string
+	// Err, when set, is the sentinel behind the rejection (ErrStopped for
+	// a call to a stopped tree), for errors.Is.
+	Err error
 }
 
 func (r *Rejected) Error() string { return "actors: message rejected: " + r.Reason }
+
+// Unwrap returns Err.
+func (r *Rejected) Unwrap() error { return r.Err }
 
 // Spec is a kind as the supervisor sees it: a name and a way to make the
 // props of one entity.

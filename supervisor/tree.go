@@ -324,7 +324,7 @@ func (t *Tree) startCall(to actors.Identity, msg any, ack bool) (<-chan any, err
 	stopped := t.stopped
 	t.mu.Unlock()
 	if stopped {
-		return nil, fmt.Errorf("supervisor: request %s: %w", to, &Rejected{Reason: "the supervision tree is stopped"})
+		return nil, fmt.Errorf("supervisor: request %s: %w", to, &Rejected{Reason: "the supervision tree is stopped", Err: ErrStopped})
 	}
 	pid, ok := t.kinds[to.Kind]
 	if !ok {

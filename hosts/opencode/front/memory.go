@@ -113,10 +113,12 @@ type resolveBody struct {
 
 func memoryError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, memory.ErrExists), errors.Is(err, memory.ErrInvalid), errors.Is(err, memory.ErrNotFound):
-		control.WriteError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, memory.ErrExists), errors.Is(err, memory.ErrInvalid):
+		badRequest(w, err.Error())
+	case errors.Is(err, memory.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error(), false)
 	default:
-		control.WriteError(w, http.StatusInternalServerError, err.Error())
+		writeError(w, http.StatusInternalServerError, err.Error(), false)
 	}
 }
 
@@ -145,7 +147,7 @@ func (m *memoryService) mount(s frontend.Mux) {
 // remember serves POST /v1/memory/remember.
 func (m *memoryService) remember(w http.ResponseWriter, r *http.Request) {
 	var b rememberBody
-	if !decodeBody(w, r, &b) {
+	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 		return
 	}
 	store := m.storeOr(b.Store, b.SessionID)
@@ -176,7 +178,7 @@ func (m *memoryService) remember(w http.ResponseWriter, r *http.Request) {
 // recall serves POST /v1/memory/recall.
 func (m *memoryService) recall(w http.ResponseWriter, r *http.Request) {
 	var b recallBody
-	if !decodeBody(w, r, &b) {
+	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 		return
 	}
 	stores := []string(nil)
@@ -200,7 +202,7 @@ func (m *memoryService) recall(w http.ResponseWriter, r *http.Request) {
 // forget serves POST /v1/memory/forget.
 func (m *memoryService) forget(w http.ResponseWriter, r *http.Request) {
 	var b forgetBody
-	if !decodeBody(w, r, &b) {
+	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 		return
 	}
 	key := b.Slug
@@ -223,7 +225,7 @@ func (m *memoryService) forget(w http.ResponseWriter, r *http.Request) {
 // list serves POST /v1/memory/list.
 func (m *memoryService) list(w http.ResponseWriter, r *http.Request) {
 	var b listBody
-	if !decodeBody(w, r, &b) {
+	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 		return
 	}
 	var stores []string

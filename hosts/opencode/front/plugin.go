@@ -49,111 +49,120 @@ type registerBody struct {
 	Password  string `json:"password"`
 }
 
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20))
-	if err := dec.Decode(v); err != nil {
-		control.WriteError(w, http.StatusBadRequest, "bad JSON body: "+err.Error())
-		return false
-	}
-	return true
+func (o *FrontEnd) mountPlugin(s frontend.Mux) {
+	s.MountFunc("POST /v1/opencode/tool", o.serveTool)
+	s.MountFunc("POST /v1/opencode/command", o.serveCommand)
+	s.MountFunc("POST /v1/opencode/payload", o.servePayload)
+	s.MountFunc("POST /v1/opencode/done", o.serveDone)
+	s.MountFunc("POST /v1/opencode/register", o.serveRegister)
 }
 
-func (o *FrontEnd) mountPlugin(s frontend.Mux) {
-	s.MountFunc("POST /v1/opencode/tool", func(w http.ResponseWriter, r *http.Request) {
-		var b toolBody
-		if !decodeBody(w, r, &b) {
-			return
-		}
-		if b.SessionID == "" || b.Tool == "" {
-			control.WriteError(w, http.StatusBadRequest, "sessionID and tool are required")
-			return
-		}
-		msg := &messages.ToolExecuted{Host: b.Host, Interaction: messages.Interaction{
-			ID: b.CallID, SessionID: b.SessionID, Tool: b.Tool, Args: b.Args, Title: b.Title, Output: b.Output}}
-		if err := o.deliver(r.Context(), msg); err != nil {
-			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
-			return
-		}
-		control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
-	})
-	s.MountFunc("POST /v1/opencode/command", func(w http.ResponseWriter, r *http.Request) {
-		var b commandBody
-		if !decodeBody(w, r, &b) {
-			return
-		}
-		if b.SessionID == "" || b.Command == "" {
-			control.WriteError(w, http.StatusBadRequest, "sessionID and command are required")
-			return
-		}
-		cmd := strings.TrimPrefix(b.Command, "/")
-		if err := o.deliver(r.Context(), &messages.CommandExecuting{Host: b.Host, SessionID: b.SessionID, Command: cmd, Arguments: b.Arguments}); err != nil {
-			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
-			return
-		}
-		control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
-	})
-	s.MountFunc("POST /v1/opencode/payload", func(w http.ResponseWriter, r *http.Request) {
-		var b callerBody
-		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) {
-			return
-		}
-		res, err := o.request(r.Context(), &messages.FetchPayload{CallerID: b.SessionID, TargetID: b.Target})
-		if err != nil {
-			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
-			return
-		}
-		p, ok := res.(*messages.PayloadFetched)
-		if !ok {
-			control.WriteError(w, http.StatusInternalServerError, fmt.Sprintf("unexpected answer %T", res))
-			return
-		}
-		if len(p.Interactions) == 0 {
-			control.WriteJSON(w, http.StatusOK, nil)
-			return
-		}
-		project, global := o.memSvc.projectStore(o.directoryOf(p.ParentID)), memory.GlobalStore
-		control.WriteJSON(w, http.StatusOK, map[string]any{
-			"interactions": p.Interactions, "projectStore": project, "globalStore": global})
-	})
-	s.MountFunc("POST /v1/opencode/done", func(w http.ResponseWriter, r *http.Request) {
-		var b callerBody
-		if !decodeBody(w, r, &b) || !requireSession(w, b.SessionID) {
-			return
-		}
-		res, err := o.request(r.Context(), &messages.ExtractionDone{CallerID: b.SessionID})
-		if err != nil {
-			control.WriteError(w, http.StatusServiceUnavailable, err.Error())
-			return
-		}
-		control.WriteJSON(w, http.StatusOK, res)
-	})
-	s.MountFunc("POST /v1/opencode/register", func(w http.ResponseWriter, r *http.Request) {
-		var b registerBody
-		if !decodeBody(w, r, &b) {
-			return
-		}
-		u, err := url.Parse(b.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			control.WriteError(w, http.StatusBadRequest, "url must be the opencode server's http URL")
-			return
-		}
-		if !isLoopbackHost(u.Hostname()) {
-			control.WriteError(w, http.StatusBadRequest, "only opencode servers on loopback can register")
-			return
-		}
-		srv := config.Server{Name: "opencode@" + u.Host, URL: b.URL, API: config.APIAuto,
-			Username: b.Username, Password: config.Secret(b.Password)}
-		if srv.Username == "" {
-			srv.Username = config.DefaultServerUsername
-		}
-		o.reapGone()
-		h, err := o.connect(context.WithoutCancel(r.Context()), srv, b.PID, b.Directory)
-		if err != nil {
-			control.WriteError(w, http.StatusBadGateway, err.Error())
-			return
-		}
-		control.WriteJSON(w, http.StatusOK, map[string]string{"host": h.name, "api": h.info.API})
-	})
+// serveTool serves POST /v1/opencode/tool.
+func (o *FrontEnd) serveTool(w http.ResponseWriter, r *http.Request) {
+	data, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	msg, err := toolMessage(data)
+	if err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	if err := o.deliver(r.Context(), msg); err != nil {
+		writeCallError(w, err)
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// serveCommand serves POST /v1/opencode/command.
+func (o *FrontEnd) serveCommand(w http.ResponseWriter, r *http.Request) {
+	var b commandBody
+	if !decodeBody(w, r, &b) {
+		return
+	}
+	msg, err := commandMessage(b)
+	if err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	if err := o.deliver(r.Context(), msg); err != nil {
+		writeCallError(w, err)
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// servePayload serves POST /v1/opencode/payload.
+func (o *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
+	var b callerBody
+	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, true}, idField{"target", b.Target, false}) ||
+		!o.requireKnown(w, b.SessionID, b.Target) {
+		return
+	}
+	res, err := o.request(r.Context(), &messages.FetchPayload{CallerID: b.SessionID, TargetID: b.Target})
+	if err != nil {
+		writeCallError(w, err)
+		return
+	}
+	p, ok := res.(*messages.PayloadFetched)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("front: unexpected answer %T", res), false)
+		return
+	}
+	if len(p.Interactions) == 0 {
+		control.WriteJSON(w, http.StatusOK, nil)
+		return
+	}
+	project, global := o.memSvc.projectStore(o.directoryOf(p.ParentID)), memory.GlobalStore
+	control.WriteJSON(w, http.StatusOK, map[string]any{
+		"interactions": p.Interactions, "projectStore": project, "globalStore": global})
+}
+
+// serveDone serves POST /v1/opencode/done.
+func (o *FrontEnd) serveDone(w http.ResponseWriter, r *http.Request) {
+	var b callerBody
+	// A stranger's ack is not refused: a completion without a claim
+	// completes nothing, and the extractor of a deleted parent (whose
+	// links are forgotten) must hear that, not an error.
+	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, true}) {
+		return
+	}
+	res, err := o.request(r.Context(), &messages.ExtractionDone{CallerID: b.SessionID})
+	if err != nil {
+		writeCallError(w, err)
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, res)
+}
+
+// serveRegister serves POST /v1/opencode/register.
+func (o *FrontEnd) serveRegister(w http.ResponseWriter, r *http.Request) {
+	var b registerBody
+	if !decodeBody(w, r, &b) {
+		return
+	}
+	u, err := url.Parse(b.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		badRequest(w, "url must be the opencode server's http URL")
+		return
+	}
+	if !isLoopbackHost(u.Hostname()) {
+		badRequest(w, "only opencode servers on loopback can register")
+		return
+	}
+	srv := config.Server{Name: "opencode@" + u.Host, URL: b.URL, API: config.APIAuto,
+		Username: b.Username, Password: config.Secret(b.Password)}
+	if srv.Username == "" {
+		srv.Username = config.DefaultServerUsername
+	}
+	o.reapGone()
+	h, err := o.connect(context.WithoutCancel(r.Context()), srv, b.PID, b.Directory)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), true)
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, map[string]string{"host": h.name, "api": h.info.API})
 }
 
 // directoryOf returns the directory a family's parent session runs in, as
@@ -162,9 +171,38 @@ func (o *FrontEnd) directoryOf(family string) string {
 	return o.dir.directory(family)
 }
 
-func requireSession(w http.ResponseWriter, id string) bool {
-	if id == "" {
-		control.WriteError(w, http.StatusBadRequest, "sessionID is required")
+// requireKnown answers 404 and returns false when thatch holds nothing
+// for any of sessions (the empty ones are skipped): the family each
+// belongs to (itself, or the parent it is linked to as a child) has never
+// journaled an event. Such a caller has no queue to fetch, and asking
+// its family would only make an empty one; a plugin that talks to the
+// wrong daemon hears it instead of "nothing queued". A family deleted and
+// swept is unknown again.
+func (o *FrontEnd) requireKnown(w http.ResponseWriter, sessions ...string) bool {
+	var asked []string
+	for _, session := range sessions {
+		if session == "" {
+			continue
+		}
+		asked = append(asked, session)
+		seq, err := o.jr.HighestSeq(familyID(o.dir.family(session)))
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "front: cannot look up the family of "+session+": "+err.Error(), false)
+			return false
+		}
+		if seq > 0 {
+			return true
+		}
+	}
+	writeError(w, http.StatusNotFound, "thatch knows no session "+strings.Join(asked, " or ")+": no family holds anything for it", false)
+	return false
+}
+
+// requireIDs answers 400 and returns false when one of ids is invalid
+// (see checkID).
+func requireIDs(w http.ResponseWriter, ids ...idField) bool {
+	if err := checkIDs(ids...); err != nil {
+		badRequest(w, err.Error())
 		return false
 	}
 	return true
@@ -180,6 +218,3 @@ func isLoopbackHost(h string) bool {
 	ip, err := netip.ParseAddr(h)
 	return err == nil && ip.Unmap().IsLoopback()
 }
-
-// sessionViews lists every family's status view, live ones first asked
-// directly; passivated families are woken to answer, which is fine for a

@@ -152,15 +152,18 @@ export function tool(input) { return input; }
 tool.schema = chain;
 `
 
-func TestPluginAgainstFakeDaemon(t *testing.T) {
+// runDriver installs the plugin against daemon, runs driver under node
+// next to it and returns the JSON object the driver prints. It skips the
+// test without node.
+func runDriver(t *testing.T, daemon http.Handler, driver string, env ...string) map[string]any {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")
 	}
 	dir := t.TempDir()
-	fd := &fakeDaemon{}
-	srv := httptest.NewServer(fd)
-	defer srv.Close()
+	srv := httptest.NewServer(daemon)
+	t.Cleanup(srv.Close)
 	state := filepath.Join(dir, "control.json")
 	token := filepath.Join(dir, "control.token")
 	st, _ := json.Marshal(map[string]any{"addr": strings.TrimPrefix(srv.URL, "http://"), "pid": 42, "startedAt": time.Now()})
@@ -181,6 +184,7 @@ func TestPluginAgainstFakeDaemon(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "DAEMON="+srv.URL, "MISSING="+filepath.Join(dir, "nope.json"), "OPENCODE_THATCH_POLL_MS=50",
 		"THATCH_CONTROL_STATE_FILE=", "THATCH_CONTROL_TOKEN_FILE=", "THATCH_DATA_DIR=")
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
@@ -193,6 +197,12 @@ func TestPluginAgainstFakeDaemon(t *testing.T) {
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("driver output %q: %v", out, err)
 	}
+	return res
+}
+
+func TestPluginAgainstFakeDaemon(t *testing.T) {
+	fd := &fakeDaemon{}
+	res := runDriver(t, fd, driver)
 
 	fd.mu.Lock()
 	calls := append([]call(nil), fd.calls...)

@@ -8,6 +8,14 @@
 // is reached on loopback with the bearer token from its 0600 token file.
 // Nothing here may break opencode: every call has a timeout, every hook
 // catches its errors, and a tool whose daemon is down says so to the model.
+//
+// The daemon answers a call it did not carry out with {error, retryable}.
+// A retryable failure (the daemon is starting, or its journal did not
+// answer in time; or the daemon could not be reached) is sent again a few
+// times with backoff, within the call's time budget, which is what one
+// call was allowed before; a final one (a bad body, an unknown session, a
+// message the daemon refused) is never sent again. Both are logged, and a
+// tool tells the model what the daemon said.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tool } from "@opencode-ai/plugin";
@@ -17,8 +25,12 @@ import { tool } from "@opencode-ai/plugin";
 const DEFAULT_STATE_FILE = {{THATCH_STATE_FILE}};
 const DEFAULT_TOKEN_FILE = {{THATCH_TOKEN_FILE}};
 
+// Time budgets, for all the attempts of one call together.
 const CALL_TIMEOUT_MS = 5000; // hooks: opencode waits for them
 const TOOL_TIMEOUT_MS = 30000; // tools: the daemon journals before it answers
+const MAX_ATTEMPTS = 4; // of a call whose failures are retryable
+const RETRY_MS = Number(process.env.OPENCODE_THATCH_RETRY_MS) || 250; // first backoff; it doubles
+const MIN_ATTEMPT_MS = 200; // a retry needs at least this much budget left
 const TEXT_LIMIT = 2000; // tool output and top-level string args
 const POLL_MS = Number(process.env.OPENCODE_THATCH_POLL_MS) || 2000;
 const RETRY_FAILED_MS = 30000; // a daemon that did not answer is tried this often
@@ -50,11 +62,46 @@ function daemonState() {
   }
 }
 
-class DaemonError extends Error {}
+// DaemonError is a call that failed, with a message meant for a person (or
+// a model). retryable says whether sending it again may succeed; attempts
+// is how many times it was sent.
+class DaemonError extends Error {
+  constructor(message, retryable = false) {
+    super(message);
+    this.retryable = retryable;
+    this.attempts = 1;
+  }
 
-// call posts body to the daemon's control API and returns the JSON answer.
-// It throws DaemonError with a message meant for a person (or a model).
-async function call(path, body, timeoutMs) {
+  // detail is the message with what was done about it.
+  get detail() {
+    return this.retryable
+      ? `${this.message} (gave up after ${this.attempts} attempt${this.attempts === 1 ? "" : "s"})`
+      : `${this.message} (final: not retried)`;
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// call posts body to the daemon's control API and returns the JSON answer,
+// sending it again after a retryable failure while attempts and the time
+// budget last. It throws DaemonError.
+async function call(path, body, budgetMs, attempts = MAX_ATTEMPTS) {
+  const deadline = Date.now() + budgetMs;
+  for (let n = 1; ; n++) {
+    try {
+      return await callOnce(path, body, Math.max(deadline - Date.now(), 1));
+    } catch (err) {
+      if (!(err instanceof DaemonError)) throw err;
+      err.attempts = n;
+      const wait = RETRY_MS * 2 ** (n - 1);
+      if (!err.retryable || n >= attempts || deadline - Date.now() < wait + MIN_ATTEMPT_MS) throw err;
+      await sleep(wait);
+    }
+  }
+}
+
+// callOnce is one attempt of call.
+async function callOnce(path, body, timeoutMs) {
   const st = daemonState();
   if (!st) {
     throw new DaemonError(`the thatch daemon is not running (no ${controlFiles().state}); start it with \`thatch serve\``);
@@ -74,7 +121,9 @@ async function call(path, body, timeoutMs) {
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    throw new DaemonError(`the thatch daemon at ${st.addr} is not reachable (${err?.name === "TimeoutError" ? "timed out" : err?.message ?? err})`);
+    // Nothing reached the daemon, or its answer did not come in time: a
+    // daemon restarting may take the call a moment later.
+    throw new DaemonError(`the thatch daemon at ${st.addr} is not reachable (${err?.name === "TimeoutError" ? "timed out" : err?.message ?? err})`, true);
   }
   const text = await res.text().catch(() => "");
   let data = null;
@@ -84,8 +133,11 @@ async function call(path, body, timeoutMs) {
     data = null;
   }
   if (!res.ok) {
-    const why = data && typeof data.error === "string" ? data.error : `HTTP ${res.status}`;
-    throw new DaemonError(res.status === 404 ? `this thatch daemon does not offer ${path} (${why}); upgrade thatch` : why);
+    const said = data && typeof data.error === "string";
+    if (res.status === 404 && !said) {
+      throw new DaemonError(`this thatch daemon does not offer ${path} (HTTP 404); upgrade thatch`);
+    }
+    throw new DaemonError(said ? data.error : `HTTP ${res.status}`, data?.retryable === true);
   }
   return data;
 }
@@ -111,15 +163,9 @@ function outputText(output) {
   }
 }
 
-// toolReply turns a daemon answer, or its failure, into the text the model
-// reads. A tool never throws: a daemon that is down is news, not a crash.
-async function toolReply(what, f) {
-  try {
-    return await f();
-  } catch (err) {
-    const why = err instanceof DaemonError ? err.message : `unexpected error: ${err?.message ?? err}`;
-    return `thatch: ${what} failed: ${why}. Nothing was changed by this call.`;
-  }
+// failureText says why a call failed, and whether it was retried.
+function failureText(err) {
+  return err instanceof DaemonError ? err.detail : `unexpected error: ${err?.message ?? err}`;
 }
 
 function defined(obj) {
@@ -143,6 +189,18 @@ export const ThatchPlugin = async (input) => {
       p?.catch?.(() => {});
     } catch {
       // logging is best effort
+    }
+  };
+
+  // toolReply turns a daemon answer, or its failure, into the text the
+  // model reads; a failure is logged too. A tool never throws: a daemon
+  // that is down is news, not a crash.
+  const toolReply = async (what, f) => {
+    try {
+      return await f();
+    } catch (err) {
+      log("warn", `thatch: ${what} failed: ${failureText(err)}`);
+      return `thatch: ${what} failed: ${failureText(err)}. Nothing was changed by this call.`;
     }
   };
 
@@ -198,7 +256,7 @@ export const ThatchPlugin = async (input) => {
         pid: process.pid,
         username: process.env.OPENCODE_SERVER_PASSWORD ? process.env.OPENCODE_SERVER_USERNAME || "opencode" : undefined,
         password: process.env.OPENCODE_SERVER_PASSWORD || undefined,
-      }), CALL_TIMEOUT_MS);
+      }), CALL_TIMEOUT_MS, 1); // the poll tries again
       if (ans && typeof ans.host === "string") hostName = ans.host;
       registeredWith = daemonID;
       log("info", `thatch: registered with the thatch daemon as ${hostName}`);
@@ -239,7 +297,7 @@ export const ThatchPlugin = async (input) => {
           output: cut(outputText(output)),
         }, CALL_TIMEOUT_MS);
       } catch (err) {
-        log("warn", `thatch: tool call not recorded: ${err?.message ?? err}`);
+        log("warn", `thatch: tool call ${hook?.tool} of ${hook?.sessionID} not recorded: ${failureText(err)}`);
       }
     },
 
@@ -254,7 +312,7 @@ export const ThatchPlugin = async (input) => {
           arguments: hook.arguments ?? "",
         }, CALL_TIMEOUT_MS);
       } catch (err) {
-        log("warn", `thatch: /${hook?.command} not armed: ${err?.message ?? err}`);
+        log("warn", `thatch: /${hook?.command} of ${hook?.sessionID} not armed: ${failureText(err)}`);
       }
     },
 
