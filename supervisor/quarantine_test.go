@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,7 +30,10 @@ func startOn(t *testing.T, st *persistence.Store) (*Tree, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tree, func() { _ = tree.Stop(time.Second); sys.Shutdown() }
+	var once sync.Once
+	stop := func() { once.Do(func() { _ = tree.Stop(time.Second); sys.Shutdown() }) }
+	t.Cleanup(stop)
+	return tree, stop
 }
 
 // TestAnEntityThatCannotRecoverIsQuarantined is issue 11's third defect: an

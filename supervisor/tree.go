@@ -764,12 +764,14 @@ func (k *kindSupervisor) route(ctx actor.Context, env *envelope, sender *actor.P
 		k.forgetting[env.id] = append(held, stashed{env: env, sender: sender})
 		return
 	}
+	// A quarantined entity that is still live is being stopped by its
+	// supervisor: nothing routed to it now would be answered.
+	if q, bad := k.tree.quarantinedAs(actors.Identity{Kind: k.spec.KindName(), ID: env.id}); bad {
+		rejectQuarantined(ctx, env, sender, q)
+		return
+	}
 	pid, ok := k.live[env.id]
 	if !ok {
-		if q, bad := k.tree.quarantinedAs(actors.Identity{Kind: k.spec.KindName(), ID: env.id}); bad {
-			rejectQuarantined(ctx, env, sender, q)
-			return
-		}
 		var err error
 		pid, err = ctx.SpawnNamed(k.spec.Props(env.id, k.tree.env), env.id)
 		if err != nil {
