@@ -4,7 +4,7 @@ PKGS      := $(shell $(GO) list ./... | grep -v -e /e2e)
 STATICCHECK_VERSION := v0.8.2
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: help build run test check vet lint unit e2e chaos bench bench-quick crash clean
+.PHONY: help build run test check vet lint unit fuzz fuzz-short e2e chaos bench bench-quick crash clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-12s %s\n", $$1, $$2}'
@@ -15,7 +15,7 @@ build: ## build bin/thatch
 run: build ## build and run the daemon on its embedded defaults
 	./bin/thatch serve
 
-test: vet lint unit e2e ## everything CI runs: vet, staticcheck, unit tests with -race, the Ginkgo e2e suite
+test: vet lint unit fuzz-short e2e ## everything CI runs: vet, staticcheck, unit tests with -race, a short run of every fuzz target, the Ginkgo e2e suite
 
 check: vet lint unit ## vet, staticcheck and unit tests with -race (no e2e)
 
@@ -25,6 +25,20 @@ vet: ## go vet
 lint: ## staticcheck (installed on first use)
 	@test -x $(GOBIN)/staticcheck || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(GOBIN)/staticcheck ./...
+
+# Every fuzz target, as package:Target; each has its seed corpus in the
+# package's testdata/fuzz (plain `go test` runs the seeds).
+FUZZ_TARGETS := ./config:FuzzLoadTOML ./config:FuzzLoadYAML ./messages:FuzzDecode ./messages:FuzzEncode \
+	./hosts/opencode:FuzzDecoder ./hosts/opencode:FuzzSSEReader ./hosts/opencode/front:FuzzToolBody
+FUZZTIME ?= 2m
+
+fuzz: ## run every fuzz target for FUZZTIME each (default 2m)
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "--- fuzz $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; done
+
+fuzz-short: ## run every fuzz target for 10s (part of make test)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 unit: ## unit, property and crash tests with -race
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)

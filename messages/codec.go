@@ -35,6 +35,73 @@ type entry struct {
 	version  uint16
 	typ      reflect.Type
 	upgrades map[uint16]Upgrade // from version -> to version+1
+	// raw is whether the type holds json.RawMessage anywhere: Encode
+	// embeds such bytes as they are, so it checks them first.
+	raw bool
+}
+
+var rawType = reflect.TypeFor[json.RawMessage]()
+
+// holdsRaw reports whether values of t can hold a json.RawMessage.
+func holdsRaw(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == rawType {
+		return true
+	}
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return holdsRaw(t.Elem(), seen)
+	case reflect.Map:
+		return holdsRaw(t.Key(), seen) || holdsRaw(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() && holdsRaw(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// badRaw returns the first json.RawMessage inside v that is not JSON (an
+// empty one is written as null and is fine).
+func badRaw(v reflect.Value) (json.RawMessage, bool) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return badRaw(v.Elem())
+		}
+	case reflect.Slice:
+		if v.Type() == rawType {
+			b := v.Bytes()
+			return b, len(b) > 0 && !json.Valid(b)
+		}
+		fallthrough
+	case reflect.Array:
+		for i := range v.Len() {
+			if b, bad := badRaw(v.Index(i)); bad {
+				return b, true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if b, bad := badRaw(it.Value()); bad {
+				return b, true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				if b, bad := badRaw(v.Field(i)); bad {
+					return b, true
+				}
+			}
+		}
+	}
+	return nil, false
 }
 
 var registry = struct {
@@ -56,7 +123,7 @@ func Register[T any](name string, version uint16) {
 	if _, ok := registry.byType[typ]; ok {
 		panic(fmt.Sprintf("messages: Go type %v registered twice", typ))
 	}
-	e := &entry{name: name, version: version, typ: typ, upgrades: map[uint16]Upgrade{}}
+	e := &entry{name: name, version: version, typ: typ, upgrades: map[uint16]Upgrade{}, raw: holdsRaw(typ, map[reflect.Type]bool{})}
 	registry.byName[name] = e
 	registry.byType[typ] = e
 }
@@ -99,6 +166,13 @@ func Encode(v any) ([]byte, error) {
 	registry.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: Go type %v", ErrUnknownType, t)
+	}
+	// Raw JSON is written as it is: what is not JSON could not be read
+	// back, so it is refused here rather than journaled.
+	if e.raw {
+		if b, bad := badRaw(reflect.ValueOf(v)); bad {
+			return nil, fmt.Errorf("messages: encode %s: raw JSON %.40q is not JSON", e.name, b)
+		}
 	}
 	// goccy/go-json reads and writes the same JSON as encoding/json (the
 	// tests round-trip through both) at several times the speed, which

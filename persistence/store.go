@@ -212,25 +212,7 @@ func OpenContext(ctx context.Context, dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
 	}
 	onDisk := o.FS == nil
-	if onDisk {
-		o.FS = privateFS{vfs.Default}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.CacheSize == 0 {
-		o.CacheSize = 32 << 20
-	}
-	if o.MemTableSize == 0 {
-		o.MemTableSize = 64 << 20
-	}
-	if o.MinFreeBytes == 0 {
-		o.MinFreeBytes = 1 << 20
-	}
-	var logger pebble.Logger = quietLogger{}
-	if o.Logger != nil {
-		logger = o.Logger
-	}
+	o = o.withDefaults()
 	if err := o.FS.MkdirAll(dir, 0o700); err != nil {
 		return nil, diskFullOr(dir, fmt.Errorf("persistence: create %s: %w", dir, err))
 	}
@@ -248,23 +230,70 @@ func OpenContext(ctx context.Context, dir string, o Options) (*Store, error) {
 		_ = releaseDir(o.FS, dir, lock)
 		return nil, err
 	}
-
 	s := &Store{dir: dir, fs: o.FS, now: o.Now, lock: lock, onFailure: o.OnFailure,
 		failedCh: make(chan struct{}), openFull: make(chan error, 1)}
-	// Pebble reserves each memtable's size out of the block cache. The
-	// cache gets room for two full memtables (the one being written and
-	// the one being flushed) on top of CacheSize, so that CacheSize stays
-	// the memory for cached blocks in the steady state; while flushes fall
-	// behind, up to MemTableStopWritesThreshold memtables exist and the
-	// cached blocks give way to them. The store's memory is thus about
-	// CacheSize plus two to four memtables under a heavy write load, and
-	// CacheSize plus a few small memtables when thatch is quiet.
 	cache := pebble.NewCache(o.CacheSize + 2*int64(o.MemTableSize))
 	defer cache.Unref()
+	db, err := s.openPebble(ctx, o, s.pebbleOptions(o, cache))
+	if err != nil {
+		return nil, err
+	}
+	s.db, s.wo = db, pebble.Sync
+	if o.NoSync {
+		s.wo = pebble.NoSync
+	}
+	s.opened.Store(true)
+	// A full disk that Pebble reported while opening, but after the open
+	// had already finished, is still a full disk.
+	select {
+	case full := <-s.openFull:
+		s.fail(fmt.Errorf("%w: %w", ErrFailed, full))
+	default:
+	}
+	s.commit = newCommitter(s)
+	return s, nil
+}
+
+// withDefaults fills the options' defaults; on the OS filesystem files
+// are created private.
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = privateFS{vfs.Default}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = 32 << 20
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = 64 << 20
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = 1 << 20
+	}
+	return o
+}
+
+// pebbleOptions are the options the store opens Pebble with.
+//
+// Pebble reserves each memtable's size out of the block cache. The cache
+// gets room for two full memtables (the one being written and the one being
+// flushed) on top of CacheSize, so that CacheSize stays the memory for
+// cached blocks in the steady state; while flushes fall behind, up to
+// MemTableStopWritesThreshold memtables exist and the cached blocks give
+// way to them. The store's memory is thus about CacheSize plus two to four
+// memtables under a heavy write load, and CacheSize plus a few small
+// memtables when thatch is quiet.
+func (s *Store) pebbleOptions(o Options, cache *pebble.Cache) *pebble.Options {
+	var logger pebble.Logger = quietLogger{}
+	if o.Logger != nil {
+		logger = o.Logger
+	}
 	popts := &pebble.Options{
 		FS:                          o.FS,
 		Cache:                       cache,
-		Lock:                        lock,
+		Lock:                        s.lock,
 		Logger:                      fatalLogger{Logger: logger, s: s},
 		EventListener:               &pebble.EventListener{BackgroundError: func(err error) { s.backgroundError(logger, err) }},
 		MemTableSize:                o.MemTableSize,
@@ -274,11 +303,17 @@ func OpenContext(ctx context.Context, dir string, o Options) (*Store, error) {
 		FormatMajorVersion:          pebble.FormatNewest,
 	}
 	popts.EnsureDefaults()
+	return popts
+}
 
+// openPebble runs pebble.Open in its own goroutine and waits for it, for
+// ctx, or for a full disk reported while it opens, whichever comes first.
+func (s *Store) openPebble(ctx context.Context, o Options, popts *pebble.Options) (*pebble.DB, error) {
 	type opened struct {
 		db  *pebble.DB
 		err error
 	}
+	dir, lock := s.dir, s.lock
 	// done is unbuffered: Pebble's result is handed over only while this
 	// function still waits for it; once it gave up (quit), the goroutine
 	// cleans up after itself.
@@ -310,20 +345,7 @@ func OpenContext(ctx context.Context, dir string, o Options) (*Store, error) {
 		_ = releaseDir(o.FS, dir, lock)
 		return nil, diskFullOr(dir, fmt.Errorf("persistence: open %s: %w", dir, r.err))
 	}
-	s.db, s.wo = r.db, pebble.Sync
-	if o.NoSync {
-		s.wo = pebble.NoSync
-	}
-	s.opened.Store(true)
-	// A full disk that Pebble reported while opening, but after the open
-	// had already finished, is still a full disk.
-	select {
-	case full := <-s.openFull:
-		s.fail(fmt.Errorf("%w: %w", ErrFailed, full))
-	default:
-	}
-	s.commit = newCommitter(s)
-	return s, nil
+	return r.db, nil
 }
 
 // Close releases the database; later calls return ErrClosed. Every
