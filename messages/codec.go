@@ -35,9 +35,61 @@ type entry struct {
 	version  uint16
 	typ      reflect.Type
 	upgrades map[uint16]Upgrade // from version -> to version+1
-	// raw is whether the type holds json.RawMessage anywhere: Encode
-	// embeds such bytes as they are, so it checks them first.
-	raw bool
+	// raw is whether the type holds json.RawMessage anywhere: the codec
+	// embeds such bytes as they are, so it checks them. rawPaths are their
+	// field paths when every one is reached through struct fields alone
+	// (a cheap check); otherwise the whole value is walked.
+	raw      bool
+	rawPaths [][]int
+}
+
+// rawFieldPaths returns the field paths of every json.RawMessage in t, and
+// false when one sits behind a pointer, slice or map.
+func rawFieldPaths(t reflect.Type, prefix []int) ([][]int, bool) {
+	var out [][]int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		path := append(append([]int(nil), prefix...), i)
+		switch {
+		case f.Type == rawType:
+			out = append(out, path)
+		case f.Type.Kind() == reflect.Struct:
+			sub, ok := rawFieldPaths(f.Type, path)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, sub...)
+		case holdsRaw(f.Type, map[reflect.Type]bool{}):
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// checkRaw reports the first raw JSON inside v (a value of e's type, or a
+// pointer to one) that is not JSON.
+func (e *entry) checkRaw(v reflect.Value) (json.RawMessage, bool) {
+	if !e.raw {
+		return nil, false
+	}
+	if e.rawPaths == nil {
+		return badRaw(v)
+	}
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil, false
+		}
+		v = v.Elem()
+	}
+	for _, p := range e.rawPaths {
+		if b := v.FieldByIndex(p).Bytes(); len(b) > 0 && !json.Valid(b) {
+			return b, true
+		}
+	}
+	return nil, false
 }
 
 var rawType = reflect.TypeFor[json.RawMessage]()
@@ -124,6 +176,11 @@ func Register[T any](name string, version uint16) {
 		panic(fmt.Sprintf("messages: Go type %v registered twice", typ))
 	}
 	e := &entry{name: name, version: version, typ: typ, upgrades: map[uint16]Upgrade{}, raw: holdsRaw(typ, map[reflect.Type]bool{})}
+	if e.raw && typ.Kind() == reflect.Struct {
+		if paths, ok := rawFieldPaths(typ, nil); ok {
+			e.rawPaths = paths
+		}
+	}
 	registry.byName[name] = e
 	registry.byType[typ] = e
 }
@@ -169,10 +226,8 @@ func Encode(v any) ([]byte, error) {
 	}
 	// Raw JSON is written as it is: what is not JSON could not be read
 	// back, so it is refused here rather than journaled.
-	if e.raw {
-		if b, bad := badRaw(reflect.ValueOf(v)); bad {
-			return nil, fmt.Errorf("messages: encode %s: raw JSON %.40q is not JSON", e.name, b)
-		}
+	if b, bad := e.checkRaw(reflect.ValueOf(v)); bad {
+		return nil, fmt.Errorf("messages: encode %s: raw JSON %.40q is not JSON", e.name, b)
 	}
 	// goccy/go-json reads and writes the same JSON as encoding/json (the
 	// tests round-trip through both) at several times the speed, which
@@ -216,15 +271,26 @@ func Decode(b []byte) (any, error) {
 	if version != e.version {
 		return nil, fmt.Errorf("%w: %q version %d is newer than this build (%d)", ErrUnknownVersion, name, version, e.version)
 	}
-	// goccy/go-json can index past the end of a truncated body, and it
-	// accepts raw JSON that it then refuses to encode: a body must be JSON
-	// before it sees it, so that a corrupt record fails as ErrCorrupt.
-	if !json.Valid(body) {
-		return nil, fmt.Errorf("%w: the body of %q is not JSON", ErrCorrupt, name)
-	}
+	return e.decodeBody(name, version, body)
+}
+
+// decodeBody decodes the JSON body of a value of e's type. goccy/go-json
+// can index past the end of a truncated body, and it accepts raw JSON that
+// it would then refuse to encode: both are a corrupt record, not a panic
+// and not a value that cannot be journaled again. (A json.Valid pass over
+// every body would catch both too, at twice the cost of a replay.)
+func (e *entry) decodeBody(name string, version uint16, body []byte) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("%w: the body of %q does not decode: %v", ErrCorrupt, name, r)
+		}
+	}()
 	ptr := reflect.New(e.typ)
 	if err := gojson.Unmarshal(body, ptr.Interface()); err != nil {
 		return nil, fmt.Errorf("messages: decode %q version %d: %w", name, version, err)
+	}
+	if b, bad := e.checkRaw(ptr); bad {
+		return nil, fmt.Errorf("%w: the body of %q holds raw JSON %.40q that is not JSON", ErrCorrupt, name, b)
 	}
 	return ptr.Interface(), nil
 }
