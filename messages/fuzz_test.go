@@ -3,6 +3,7 @@ package messages
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -81,6 +82,12 @@ func FuzzDecode(f *testing.F) {
 			t.Skip("value holds invalid UTF-8 (known codec defect)")
 		}
 		b1, err := Encode(v)
+		if errors.Is(err, ErrRawJSON) {
+			// Decode does not check raw JSON again (replay would pay for
+			// it); Encode refuses it, so no journal written by the codec
+			// holds such a record.
+			return
+		}
 		if err != nil {
 			t.Fatalf("Decode gave a %T that Encode refuses: %v", v, err)
 		}
@@ -207,15 +214,26 @@ func TestDecodeOfBadJSONNeverPanics(t *testing.T) {
 	}
 }
 
-// TestDecodeRefusesBadRawJSON is a defect FuzzDecode found: Decode accepts
-// a body whose raw JSON argument is not JSON, and the value it returns
-// cannot be encoded again (a snapshot of it fails).
-func TestDecodeRefusesBadRawJSON(t *testing.T) {
-	in := []byte("\x01\x1csession.interaction_buffered\x01{\"interaction\":{\"args\":{0}}}")
-	v, err := Decode(in)
-	if err == nil {
-		_, eerr := Encode(v)
-		t.Fatalf("Decode(%q) accepted it; Encode of the result: %v", in, eerr)
+// TestEncodeRefusesRawJSONThatIsNotJSON is the defect the fuzzers found:
+// raw JSON is embedded as it is, so args that are not JSON were journaled
+// in a record the codec could not read back.
+func TestEncodeRefusesRawJSONThatIsNotJSON(t *testing.T) {
+	for _, raw := range []string{"00", "{0}", "[1,", `{"a":}`} {
+		v := &FamilyInteractionBuffered{Interaction: Interaction{Args: json.RawMessage(raw)}}
+		if b, err := Encode(v); !errors.Is(err, ErrRawJSON) {
+			t.Errorf("Encode with args %q: %q, %v; want ErrRawJSON", raw, b, err)
+		}
+	}
+	for _, raw := range []string{"", "null", "{}", `{"command":"make test"}`, "[1,2]"} {
+		v := &FamilyInteractionBuffered{Interaction: Interaction{Args: json.RawMessage(raw)}}
+		b, err := Encode(v)
+		if err != nil {
+			t.Errorf("Encode with args %q: %v", raw, err)
+			continue
+		}
+		if _, err := Decode(b); err != nil {
+			t.Errorf("Decode of args %q: %v", raw, err)
+		}
 	}
 }
 
