@@ -157,7 +157,7 @@ type chaos struct {
 	acked, recovered, lost, extra          int
 	memAcked, memRecovered, memLost, memEx int
 	failedTotal, answeredErrors            int
-	recoveryKills                          int
+	recoveryKills, killed                  int
 	restartTime                            time.Duration
 }
 
@@ -268,6 +268,7 @@ func (c *chaos) start() {
 }
 
 func (c *chaos) kill() {
+	c.killed++
 	c.sess.Signal(syscall.SIGKILL)
 	Eventually(c.sess, 30*time.Second, 2*time.Millisecond).Should(gexec.Exit())
 }
@@ -512,7 +513,9 @@ func (c *chaos) check(k int) {
 			Expect(in.SessionID).To(Equal(s), "call %s", in.ID)
 			Expect(in.Tool).To(Equal(sc.tool), "call %s", in.ID)
 			Expect(hash(in.Output)).To(Equal(sc.output), "call %s: the output differs from what was sent: %q", in.ID, in.Output)
-			Expect(c.fetched[s]).NotTo(HaveKey(in.ID), "call %s was handed over twice", in.ID)
+			if c.fetched[s][in.ID] {
+				Fail(fmt.Sprintf("call %s of %s was handed over twice", in.ID, s))
+			}
 			c.fetched[s][in.ID] = true
 		}
 	}
@@ -539,15 +542,17 @@ func (c *chaos) check(k int) {
 	Expect(c.post("/v1/memory/list", map[string]any{}, &list)).To(Succeed())
 	stored := map[string]memory.Entry{}
 	for _, e := range list.Entries {
-		Expect(stored).NotTo(HaveKey(e.Label), "memory %q is listed twice", e.Label)
+		if _, dup := stored[e.Label]; dup {
+			Fail(fmt.Sprintf("memory %q is listed twice", e.Label))
+		}
 		stored[e.Label] = e
 	}
 	memLost := 0
 	var lostLabels []string
 	for label, m := range memories {
 		e, ok := stored[label]
-		if ok {
-			Expect(hash(e.Content)).To(Equal(m.content), "memory %q: content %q differs from what was sent", label, e.Content)
+		if ok && hash(e.Content) != m.content {
+			Fail(fmt.Sprintf("memory %q: content %q differs from what was sent", label, e.Content))
 		}
 		if m.acked && !ok {
 			memLost++
@@ -567,7 +572,9 @@ func (c *chaos) check(k int) {
 		}
 	}
 	for label := range stored {
-		Expect(memories).To(HaveKey(label), "memory %q was never sent", label)
+		if memories[label] == nil {
+			Fail(fmt.Sprintf("memory %q was never sent", label))
+		}
 	}
 	c.memLost += memLost
 	fmt.Fprintf(GinkgoWriter, "chaos restart %d/%d: calls %d sent, %d acknowledged, %d recovered, %d lost, %d unacknowledged but kept; memories %d sent, %d acknowledged, %d recovered, %d lost, %d unacknowledged but kept; %d requests failed\n",
@@ -581,11 +588,11 @@ func (c *chaos) check(k int) {
 // report prints the totals of the run, passed or not.
 func (c *chaos) report(d time.Duration) {
 	line := fmt.Sprintf("chaos totals: %d kills (%d during recovery) in %s (restarts took %s): tool calls %d acknowledged, %d recovered, %d lost (%d more kept unacknowledged); memories %d acknowledged, %d recovered, %d lost (%d more kept unacknowledged); %d requests failed while the daemon was down, %d were answered with an error",
-		c.kills, c.recoveryKills, d.Round(time.Millisecond), c.restartTime.Round(time.Millisecond), c.acked, c.recovered, c.lost, c.extra,
+		c.killed, c.recoveryKills, d.Round(time.Millisecond), c.restartTime.Round(time.Millisecond), c.acked, c.recovered, c.lost, c.extra,
 		c.memAcked, c.memRecovered, c.memLost, c.memEx, c.failedTotal-c.answeredErrors, c.answeredErrors)
 	AddReportEntry("chaos totals", line, ReportEntryVisibilityAlways)
 	fmt.Fprintln(os.Stdout, line)
-	b, _ := json.Marshal(map[string]any{"kills": c.kills, "recoveryKills": c.recoveryKills, "seconds": d.Seconds(),
+	b, _ := json.Marshal(map[string]any{"kills": c.killed, "recoveryKills": c.recoveryKills, "seconds": d.Seconds(),
 		"calls":    map[string]int{"acknowledged": c.acked, "recovered": c.recovered, "lost": c.lost, "extra": c.extra},
 		"memories": map[string]int{"acknowledged": c.memAcked, "recovered": c.memRecovered, "lost": c.memLost, "extra": c.memEx}})
 	fmt.Fprintf(GinkgoWriter, "%s\n", b)
