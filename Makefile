@@ -32,9 +32,16 @@ FUZZ_TARGETS := ./config:FuzzLoadTOML ./config:FuzzLoadYAML ./messages:FuzzDecod
 	./hosts/opencode:FuzzDecoder ./hosts/opencode:FuzzSSEReader ./hosts/opencode/front:FuzzToolBody
 FUZZTIME ?= 2m
 
+# A target that fails is run once more only when it wrote no failing input
+# (the fuzzing engine itself stumbled on a loaded machine); a failing input
+# it wrote fails the run.
 fuzz: ## run every fuzz target for FUZZTIME each (default 2m)
-	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; dir=$$pkg/testdata/fuzz/$$fn; \
 		echo "--- fuzz $$fn ($$pkg, $(FUZZTIME))"; \
+		before=$$(ls $$dir 2>/dev/null | wc -l); \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg && continue; \
+		[ "$$(ls $$dir 2>/dev/null | wc -l)" = "$$before" ] || { echo "fuzz $$fn found a failing input in $$dir"; exit 1; }; \
+		echo "--- fuzz $$fn stopped without a failing input; once more"; \
 		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; done
 
 fuzz-short: ## run every fuzz target for 10s (part of make test)
