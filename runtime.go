@@ -119,8 +119,9 @@ const memoryOpenTimeout = 10 * time.Minute
 // Start brings the runtime up in this order, so that no input is accepted
 // before recovery: open the store and the memory store; open each front
 // end (its kinds and effect handlers); start the supervision tree, which
-// rehydrates every entity with unfinished work; mount the status route and
-// each front end's routes and start the control API; start each front end.
+// rehydrates every entity with unfinished work (their effects wait); mount
+// the status route and each front end's routes and start the control API;
+// let the effects run; start each front end.
 func (r *Runtime) Start(ctx context.Context) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -155,6 +156,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	if err := r.startControl(ctx); err != nil {
 		return err
 	}
+	r.tree.ReleaseEffects()
 	for _, fe := range r.o.FrontEnds {
 		if err := fe.Start(ctx); err != nil {
 			return fmt.Errorf("thatch: start the %s front end: %w", fe.Name(), err)
@@ -225,6 +227,8 @@ func (r *Runtime) startTree(kinds []supervisor.Spec, effects []supervisor.Handle
 		},
 		Kinds:   kinds,
 		Effects: effects,
+		// Rehydrated entities' effects wait until every front end mounted.
+		HoldEffects: true,
 		Policy: supervisor.Policy{
 			MaxRestarts: r.cfg.Supervisor.MaxRestarts,
 			Window:      r.cfg.Supervisor.RestartWindow,

@@ -47,6 +47,9 @@ type effects struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// gate is closed once effects may run (Tree.ReleaseEffects); until
+	// then they queue.
+	gate chan struct{}
 
 	mu      sync.Mutex
 	queues  map[actors.Identity][]any
@@ -59,7 +62,7 @@ type effects struct {
 }
 
 func newEffects(log hclog.Logger, hs []Handler) (*effects, error) {
-	x := &effects{log: log, handlers: map[reflect.Type]Handler{}, queues: map[actors.Identity][]any{}}
+	x := &effects{log: log, handlers: map[reflect.Type]Handler{}, queues: map[actors.Identity][]any{}, gate: make(chan struct{})}
 	for _, h := range hs {
 		if h.typ == nil {
 			return nil, fmt.Errorf("supervisor: a handler without an effect type")
@@ -96,6 +99,10 @@ func (x *effects) Execute(from actors.Identity, eff any) {
 // drain runs from's queue until it is empty; it is the queue's only runner.
 func (x *effects) drain(from actors.Identity) {
 	defer x.wg.Done()
+	select {
+	case <-x.gate:
+	case <-x.ctx.Done():
+	}
 	for {
 		x.mu.Lock()
 		q := x.queues[from]
@@ -169,6 +176,23 @@ func (x *effects) stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("supervisor: effect runners did not end: %w", ctx.Err())
+	}
+}
+
+// ReleaseEffects lets the effects released so far, and every later one,
+// run. Until it is called they queue: the runtime calls it once every front
+// end has mounted (its handlers may need what Mount sets up). Calling it
+// again does nothing.
+func (t *Tree) ReleaseEffects() {
+	if t.effects == nil {
+		return
+	}
+	t.effects.mu.Lock()
+	defer t.effects.mu.Unlock()
+	select {
+	case <-t.effects.gate:
+	default:
+		close(t.effects.gate)
 	}
 }
 

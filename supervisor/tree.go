@@ -56,6 +56,10 @@ type Options struct {
 	// one per type. The tree runs them on a FIFO per entity and sends each
 	// result back to its entity. Ignored when Env.Executor is set.
 	Effects []Handler
+	// HoldEffects queues effects until ReleaseEffects is called, so that
+	// entities rehydrated by Start cannot run a handler before the front
+	// end it belongs to is ready. Default: effects run at once.
+	HoldEffects bool
 }
 
 // Tree is a running supervision tree. It implements actors.Sender.
@@ -153,6 +157,9 @@ func Start(o Options) (t *Tree, err error) {
 	after := o.RestartAfter
 	if after == nil {
 		after = t.restartAfter
+	}
+	if !o.HoldEffects {
+		t.ReleaseEffects()
 	}
 	if err := t.spawnKinds(o.Kinds, newStrategy(o.Policy, after, t.onFailure)); err != nil {
 		return nil, err
