@@ -14,7 +14,8 @@ import (
 // status saying what happened:
 //
 //	400  the body, or one of its fields, is invalid (final)
-//	404  the calling session is unknown: no family holds anything for it (final)
+//	404  a memory the call names does not exist (final); a payload fetch by
+//	     a session no family knows is not refused: it gets nothing (null)
 //	422  the session's family refused the message: it was dropped as poison
 //	     (it made the family fail repeatedly), the family does not handle
 //	     it, or the family could not be started (final)

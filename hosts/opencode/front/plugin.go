@@ -96,8 +96,19 @@ func (o *FrontEnd) serveCommand(w http.ResponseWriter, r *http.Request) {
 // servePayload serves POST /v1/opencode/payload.
 func (o *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
 	var b callerBody
-	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, true}, idField{"target", b.Target, false}) ||
-		!o.requireKnown(w, b.SessionID, b.Target) {
+	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, true}, idField{"target", b.Target, false}) {
+		return
+	}
+	known, err := o.known(b.SessionID, b.Target)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error(), false)
+		return
+	}
+	if !known {
+		// Nothing to fetch, and asking would make an empty family. The
+		// extractor of a deleted parent (whose links are forgotten) is
+		// such a caller: it must hear "nothing", not an error.
+		control.WriteJSON(w, http.StatusOK, nil)
 		return
 	}
 	res, err := o.request(r.Context(), &messages.FetchPayload{CallerID: b.SessionID, TargetID: b.Target})
@@ -171,31 +182,25 @@ func (o *FrontEnd) directoryOf(family string) string {
 	return o.dir.directory(family)
 }
 
-// requireKnown answers 404 and returns false when thatch holds nothing
-// for any of sessions (the empty ones are skipped): the family each
-// belongs to (itself, or the parent it is linked to as a child) has never
-// journaled an event. Such a caller has no queue to fetch, and asking
-// its family would only make an empty one; a plugin that talks to the
-// wrong daemon hears it instead of "nothing queued". A family deleted and
-// swept is unknown again.
-func (o *FrontEnd) requireKnown(w http.ResponseWriter, sessions ...string) bool {
-	var asked []string
+// known reports whether thatch holds anything for one of sessions (the
+// empty ones are skipped): whether the family it belongs to (itself, or the
+// parent it is linked to as a child) has journaled an event. Asking an
+// unknown caller's family would only make an empty one. A family deleted
+// and swept is unknown again.
+func (o *FrontEnd) known(sessions ...string) (bool, error) {
 	for _, session := range sessions {
 		if session == "" {
 			continue
 		}
-		asked = append(asked, session)
 		seq, err := o.jr.HighestSeq(familyID(o.dir.family(session)))
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, "front: cannot look up the family of "+session+": "+err.Error(), false)
-			return false
+			return false, fmt.Errorf("front: cannot look up the family of %s: %w", session, err)
 		}
 		if seq > 0 {
-			return true
+			return true, nil
 		}
 	}
-	writeError(w, http.StatusNotFound, "thatch knows no session "+strings.Join(asked, " or ")+": no family holds anything for it", false)
-	return false
+	return false, nil
 }
 
 // requireIDs answers 400 and returns false when one of ids is invalid

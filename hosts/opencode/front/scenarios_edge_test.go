@@ -84,13 +84,11 @@ var _ = Describe("Plugin calls thatch does not accept", func() {
 		Entry("remember: no label", "/v1/memory/remember", map[string]any{"sessionID": "ses_p", "store": "global", "content": "c"}),
 	)
 
-	It("a payload fetch by a caller no family knows is a 404 that says not to retry, and leaves nothing behind", func() {
-		f := w.refused("/v1/opencode/payload", map[string]string{"sessionID": "ses_stranger"})
-		Expect(f).To(final(http.StatusNotFound))
-		Expect(f.Error).To(ContainSubstring("ses_stranger"))
+	It("a payload fetch by a caller no family knows gets nothing, and leaves nothing behind", func() {
+		Expect(w.fetch("ses_stranger", "")).To(BeNil(), "the extractor of a deleted parent is such a caller")
 		Expect(w.oc.JournalForTest().HighestSeq(familyIdentity("ses_stranger"))).To(BeZero(), "no family was made for it")
-		Expect(w.refused("/v1/opencode/payload", map[string]string{"sessionID": "ses_stranger", "target": "ses_other"})).
-			To(final(http.StatusNotFound), "nor does a target no family knows")
+		Expect(w.fetch("ses_stranger", "ses_other")).To(BeNil(), "nor for a target no family knows")
+		Expect(w.oc.JournalForTest().HighestSeq(familyIdentity("ses_other"))).To(BeZero())
 	})
 
 	It("a known family's session, a child linked to it, and a stranger naming a known family still fetch", func() {
