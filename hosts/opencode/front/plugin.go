@@ -64,15 +64,7 @@ func (o *FrontEnd) serveTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg, err := toolMessage(data)
-	if err != nil {
-		badRequest(w, err.Error())
-		return
-	}
-	if err := o.deliver(r.Context(), msg); err != nil {
-		writeCallError(w, err)
-		return
-	}
-	control.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	o.deliverChecked(w, r, msg, err)
 }
 
 // serveCommand serves POST /v1/opencode/command.
@@ -82,6 +74,13 @@ func (o *FrontEnd) serveCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg, err := commandMessage(b)
+	o.deliverChecked(w, r, msg, err)
+}
+
+// deliverChecked answers a plugin call whose body became msg (or failed
+// its checks with err): a 400 for a bad body, else {"ok": true} once msg
+// is journaled.
+func (o *FrontEnd) deliverChecked(w http.ResponseWriter, r *http.Request, msg any, err error) {
 	if err != nil {
 		badRequest(w, err.Error())
 		return
