@@ -22,6 +22,7 @@ type Config struct {
 	OpenCode   OpenCode   `koanf:"opencode"`
 	Memory     Memory     `koanf:"memory"`
 	Sweep      Sweep      `koanf:"sweep"`
+	IM         IM         `koanf:"im"`
 
 	// source is the file Load read, "" if none.
 	source string
@@ -189,6 +190,79 @@ type Sweep struct {
 	RuntimeStateTTL time.Duration `koanf:"runtime_state_ttl" usage:"lifetime of runtime-state rows that are not refreshed, and of a deleted session's journal"`
 }
 
+// IM configures the IM front end: chat threads bound to agent sessions in
+// tmux windows. The front end runs when a chat platform's token is set.
+type IM struct {
+	// AllowedUsers are the chat user ids (decimal) whose messages and
+	// button presses are handled; everyone else is ignored without a
+	// reply. Required when a token is set, unless Open. Default: none.
+	AllowedUsers []string `koanf:"allowed_users" usage:"chat user ids allowed to talk to the agents (required unless im.open)"`
+	// Open lets every user in, for a bot in a private group. Default: false.
+	Open bool `koanf:"open" usage:"let every chat user in (no allow-list)"`
+	// Roots bound the setup flow's directory browser: it never shows a
+	// directory outside them, whatever a button press says. "~/" is the
+	// home directory. Default: ["~"].
+	Roots []string `koanf:"roots" usage:"directories the setup flow's browser stays inside"`
+	// RenameTimeout is how long a rename prompt waits for an answer before
+	// the rename is accepted. Must be > 0. Default: 60s.
+	RenameTimeout time.Duration `koanf:"rename_timeout" usage:"how long a rename prompt waits before the rename is accepted"`
+	// Telegram is the Telegram Bot API connection.
+	Telegram Telegram `koanf:"telegram"`
+	// Tmux is where the agents' windows live.
+	Tmux Tmux `koanf:"tmux"`
+	// Agents are the agent CLIs a binding can run.
+	Agents Agents `koanf:"agents"`
+}
+
+// Telegram configures the Telegram bot.
+type Telegram struct {
+	// Token is the bot token; the Telegram front end runs when it is set.
+	// Default: "".
+	Token Secret `koanf:"token" usage:"Telegram bot token; prefer THATCH_IM_TELEGRAM_TOKEN (the IM front end runs when it is set)"`
+	// APIURL is the Bot API server. Default: https://api.telegram.org.
+	APIURL string `koanf:"api_url" usage:"Telegram Bot API server URL"`
+}
+
+// Tmux configures the tmux server that holds the agents' windows.
+type Tmux struct {
+	// Socket is the tmux socket name (tmux -L), kept apart from the user's
+	// own tmux server. Default: "thatch".
+	Socket string `koanf:"socket" usage:"tmux socket name (tmux -L)"`
+	// Session is the tmux session that holds the windows. Default: "thatch".
+	Session string `koanf:"session" usage:"tmux session that holds the agents' windows"`
+}
+
+// Agents configures each agent CLI.
+type Agents struct {
+	Claude  Agent `koanf:"claude"`
+	Codex   Agent `koanf:"codex"`
+	Copilot Agent `koanf:"copilot"`
+	Mimo    Agent `koanf:"mimo"`
+}
+
+// Agent is how one agent CLI is started and recognized.
+type Agent struct {
+	// Launch is the command line typed into a new window's shell.
+	Launch string `koanf:"launch" usage:"command line that starts the agent"`
+	// Resume resumes a session; {session_id} is replaced by its id. Empty:
+	// the agent's sessions cannot be resumed (the picker is skipped).
+	Resume string `koanf:"resume" usage:"command line that resumes a session ({session_id} is replaced)"`
+	// Detect is a regexp matched against the pane's processes (name and
+	// command line) to tell which agent runs in a window.
+	Detect string `koanf:"detect" usage:"regexp over process names and command lines that recognizes the agent"`
+}
+
+// ByName returns the configured agents by name, in a stable order.
+func (a Agents) ByName() []NamedAgent {
+	return []NamedAgent{{"claude", a.Claude}, {"codex", a.Codex}, {"copilot", a.Copilot}, {"mimo", a.Mimo}}
+}
+
+// NamedAgent is an agent's config with its name.
+type NamedAgent struct {
+	Name string
+	Agent
+}
+
 // Values accepted by the enumerated keys.
 const (
 	// APIAuto makes the opencode client detect the server's API version.
@@ -259,6 +333,18 @@ func Defaults() *Config {
 			StaleAfter:     2160 * time.Hour,
 		},
 		Sweep: Sweep{Interval: time.Minute, RuntimeStateTTL: 24 * time.Hour},
+		IM: IM{
+			Roots:         []string{"~"},
+			RenameTimeout: time.Minute,
+			Telegram:      Telegram{APIURL: "https://api.telegram.org"},
+			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
+			Agents: Agents{
+				Claude:  Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`},
+				Codex:   Agent{Launch: "codex", Resume: "codex resume {session_id}", Detect: `(^|/)codex(\s|$)`},
+				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`},
+				Mimo:    Agent{Launch: "mimo", Detect: `(^|/)mimo(code)?(\s|$)`},
+			},
+		},
 	}
 }
 
@@ -279,6 +365,8 @@ const (
 	kindInt
 	kindFloat
 	kindDuration
+	kindBool
+	kindStrings
 	kindServers
 )
 
@@ -318,6 +406,7 @@ var (
 	secretType   = reflect.TypeFor[Secret]()
 	durationType = reflect.TypeFor[time.Duration]()
 	serversType  = reflect.TypeFor[[]Server]()
+	stringsType  = reflect.TypeFor[[]string]()
 )
 
 // walk lists the leaves of struct type t under prefix. Sections (nested
@@ -343,6 +432,10 @@ func walk(t reflect.Type, prefix string, index []int) []leaf {
 			l.kind = kindDuration
 		case f.Type == serversType:
 			l.kind = kindServers
+		case f.Type == stringsType:
+			l.kind = kindStrings
+		case f.Type.Kind() == reflect.Bool:
+			l.kind = kindBool
 		case f.Type.Kind() == reflect.String:
 			l.kind = kindString
 		case f.Type.Kind() == reflect.Int:

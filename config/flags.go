@@ -31,6 +31,10 @@ func RegisterFlags(fs *pflag.FlagSet) {
 			fs.Float64(name, v.Float(), usage)
 		case kindDuration:
 			fs.Duration(name, time.Duration(v.Int()), usage)
+		case kindBool:
+			fs.Bool(name, v.Bool(), usage)
+		case kindStrings:
+			fs.StringSlice(name, v.Interface().([]string), usage)
 		}
 	}
 }

@@ -398,8 +398,74 @@ func decodeScalar(l leaf, dst reflect.Value, v any) *FieldError {
 			return bad(`a duration string such as "15m" or "10s"`)
 		}
 		dst.SetInt(int64(d))
+	case kindBool:
+		b, ok := toBool(v)
+		if !ok {
+			return bad("true or false")
+		}
+		dst.SetBool(b)
+	case kindStrings:
+		list, ok := toStrings(v)
+		if !ok {
+			return bad(`a list of strings such as ["a", "b"] (in the environment: a,b)`)
+		}
+		dst.Set(reflect.ValueOf(list))
 	}
 	return nil
+}
+
+// toBool reads a boolean from a file (typed) or the environment ("true",
+// "off", "1", ...).
+func toBool(v any) (bool, bool) {
+	switch t := v.(type) {
+	case bool:
+		return t, true
+	case string:
+		switch strings.ToLower(strings.TrimSpace(t)) {
+		case "true", "on", "yes", "1":
+			return true, true
+		case "false", "off", "no", "0":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// toStrings reads a list of strings: a file's list (whose items must all
+// be strings or integers, as user ids are often written), the environment's
+// comma-separated text, or a flag's slice. Empty items are dropped.
+func toStrings(v any) ([]string, bool) {
+	var out []string
+	switch t := v.(type) {
+	case []string:
+		out = append(out, t...)
+	case string:
+		out = strings.Split(t, ",")
+	case []any:
+		for _, item := range t {
+			switch x := item.(type) {
+			case string:
+				out = append(out, x)
+			case int64, int, float64:
+				n, ok := toInt(x)
+				if !ok {
+					return nil, false
+				}
+				out = append(out, strconv.FormatInt(n, 10))
+			default:
+				return nil, false
+			}
+		}
+	default:
+		return nil, false
+	}
+	kept := out[:0]
+	for _, s := range out {
+		if s = strings.TrimSpace(s); s != "" {
+			kept = append(kept, s)
+		}
+	}
+	return slices.Clip(kept), true
 }
 
 func toInt(v any) (int64, bool) {

@@ -56,6 +56,10 @@ func shown(l leaf, v reflect.Value) any {
 		return v.Float()
 	case kindDuration:
 		return formatDuration(time.Duration(v.Int()))
+	case kindBool:
+		return v.Bool()
+	case kindStrings:
+		return append([]string{}, v.Interface().([]string)...)
 	}
 	last := l.key[strings.LastIndex(l.key, ".")+1:]
 	if last == "url" || strings.HasSuffix(last, "_url") {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,6 +125,8 @@ func (c *Config) Validate() error {
 	v.positive("sweep.interval", c.Sweep.Interval)
 	v.positive("sweep.runtime_state_ttl", c.Sweep.RuntimeStateTTL)
 
+	v.im(&c.IM)
+
 	if len(v.problems) == 0 {
 		return nil
 	}
@@ -194,6 +197,48 @@ func (v *validator) httpURL(key, got string) {
 		v.add(key, "must be an http(s) URL such as http://127.0.0.1:4096, got %q", RedactURL(got))
 	case u.Host == "":
 		v.add(key, "must name a host, got %q", RedactURL(got))
+	}
+}
+
+// im checks the IM section. The allow-list and the Bot API URL matter only
+// when the front end runs (a token is set); the rest always holds.
+func (v *validator) im(c *IM) {
+	if c.Telegram.Token != "" {
+		if len(c.AllowedUsers) == 0 && !c.Open {
+			v.add("im.allowed_users", "is empty: list the chat user ids allowed in (or set im.open = true to let everyone in)")
+		}
+		v.httpURL("im.telegram.api_url", c.Telegram.APIURL)
+	}
+	for i, u := range c.AllowedUsers {
+		if _, err := strconv.ParseInt(u, 10, 64); err != nil {
+			v.add(fmt.Sprintf("im.allowed_users[%d]", i), "must be a decimal user id, got %q", u)
+		}
+	}
+	if len(c.Roots) == 0 {
+		v.add("im.roots", "is empty: the directory browser needs at least one root, such as \"~\"")
+	}
+	for i, r := range c.Roots {
+		if r != "~" && !strings.HasPrefix(r, "~/") && !filepath.IsAbs(r) {
+			v.add(fmt.Sprintf("im.roots[%d]", i), "must be an absolute path, \"~\" or start with ~/, got %q", r)
+		}
+	}
+	v.positive("im.rename_timeout", c.RenameTimeout)
+	for key, val := range map[string]string{"im.tmux.socket": c.Tmux.Socket, "im.tmux.session": c.Tmux.Session} {
+		if val == "" || strings.ContainsAny(val, "/:.\x00\n") {
+			v.add(key, "must be a non-empty name without '/', ':', '.' or control characters, got %q", val)
+		}
+	}
+	for _, a := range c.Agents.ByName() {
+		key := "im.agents." + a.Name
+		if strings.TrimSpace(a.Launch) == "" {
+			v.add(key+".launch", "is empty: name the command that starts %s", a.Name)
+		}
+		if a.Resume != "" && !strings.Contains(a.Resume, "{session_id}") {
+			v.add(key+".resume", "must contain {session_id} (or be empty), got %q", a.Resume)
+		}
+		if _, err := regexp.Compile(a.Detect); err != nil || a.Detect == "" {
+			v.add(key+".detect", "must be a regexp that recognizes %s, got %q", a.Name, a.Detect)
+		}
 	}
 }
 

@@ -121,6 +121,29 @@ func TestValidateOneValue(t *testing.T) {
 			"sweep.interval", "must be a duration > 0, got 0s"},
 		{"runtime_state_ttl 0", func(c *Config) { c.Sweep.RuntimeStateTTL = 0 },
 			"sweep.runtime_state_ttl", "must be a duration > 0, got 0s"},
+		{"telegram token without allow-list", func(c *Config) { c.IM.Telegram.Token = "1:x" },
+			"im.allowed_users", "is empty: list the chat user ids allowed in (or set im.open = true to let everyone in)"},
+		{"telegram token and open", func(c *Config) { c.IM.Telegram.Token, c.IM.Open = "1:x", true }, "", ""},
+		{"telegram token and users", func(c *Config) { c.IM.Telegram.Token, c.IM.AllowedUsers = "1:x", []string{"42"} }, "", ""},
+		{"user id not a number", func(c *Config) { c.IM.AllowedUsers = []string{"42", "@bob"} },
+			"im.allowed_users[1]", `must be a decimal user id, got "@bob"`},
+		{"telegram api_url not http", func(c *Config) {
+			c.IM.Telegram.Token, c.IM.Open, c.IM.Telegram.APIURL = "1:x", true, "ftp://x"
+		}, "im.telegram.api_url", `must be an http(s) URL such as http://127.0.0.1:4096, got "ftp://x"`},
+		{"no roots", func(c *Config) { c.IM.Roots = nil },
+			"im.roots", `is empty: the directory browser needs at least one root, such as "~"`},
+		{"relative root", func(c *Config) { c.IM.Roots = []string{"~", "src"} },
+			"im.roots[1]", `must be an absolute path, "~" or start with ~/, got "src"`},
+		{"rename_timeout 0", func(c *Config) { c.IM.RenameTimeout = 0 },
+			"im.rename_timeout", "must be a duration > 0, got 0s"},
+		{"tmux socket with a slash", func(c *Config) { c.IM.Tmux.Socket = "a/b" },
+			"im.tmux.socket", `must be a non-empty name without '/', ':', '.' or control characters, got "a/b"`},
+		{"agent without launch", func(c *Config) { c.IM.Agents.Codex.Launch = " " },
+			"im.agents.codex.launch", "is empty: name the command that starts codex"},
+		{"resume without placeholder", func(c *Config) { c.IM.Agents.Claude.Resume = "claude -c" },
+			"im.agents.claude.resume", `must contain {session_id} (or be empty), got "claude -c"`},
+		{"detect not a regexp", func(c *Config) { c.IM.Agents.Mimo.Detect = "(" },
+			"im.agents.mimo.detect", `must be a regexp that recognizes mimo, got "("`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
