@@ -1,0 +1,976 @@
+// Package imbinding is the pure decision core of an IM binding: the entity
+// that owns one chat thread's binding to an agent session running in a
+// tmux window. It decides the four routes of a message (forward, name
+// mismatch, agent mismatch, window dead), runs the setup and recovery
+// flows as explicit steps, keeps every message that arrives while a prompt
+// or a setup is open, and keeps an outbox of chat messages so that no
+// reply is lost across a crash.
+//
+// # Imports
+//
+// imbinding may import actors and messages only (and the standard
+// library's pure packages). It does no I/O: the IM front end carries out
+// its effects (messages.IMCheckWindow, IMSendToWindow, IMSendChat, ...)
+// and sends their results back as messages.
+//
+// # Phases
+//
+//	unbound --message--> setup --Session ready!--> bound
+//	bound --check: name/agent/dead--> prompting --choice--> bound | setup | recovering
+//	recovering --Session ready!--> bound
+//
+// A message that arrives in any phase but bound-and-idle is queued and
+// typed into the window, in order, once the flow has finished.
+package imbinding
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// KindName is the kind of the binding entities; an entity's id is its
+// thread's key (see Key).
+const KindName = "im.binding"
+
+// Phases of a binding.
+const (
+	PhaseUnbound    = "unbound"
+	PhaseSetup      = "setup"
+	PhaseBound      = "bound"
+	PhasePrompting  = "prompting"
+	PhaseRecovering = "recovering"
+)
+
+// Steps of the setup and recovery flows.
+const (
+	StepAgent    = "agent"    // waiting for the agent choice
+	StepDir      = "dir"      // browsing directories
+	StepWindow   = "window"   // creating the window
+	StepSessions = "sessions" // listing the agent's sessions
+	StepPick     = "pick"     // waiting for the session choice
+	StepLaunch   = "launch"   // launching the agent
+	StepFind     = "find"     // finding the agent's session id
+)
+
+// Prompt kinds.
+const (
+	PromptAgent    = "agent"
+	PromptDir      = "dir"
+	PromptPick     = "pick"
+	PromptRename   = "rename"
+	PromptMismatch = "mismatch"
+	PromptDead     = "dead"
+)
+
+// Timer names.
+const (
+	timerRename = "rename"
+	timerOutbox = "outbox"
+)
+
+// Limits that keep a binding's state small.
+const (
+	// MaxQueued is how many messages wait for the agent at most; a message
+	// beyond it is refused with a reply, never dropped silently.
+	MaxQueued = 200
+	// maxDirButtons bounds the directory browser's buttons.
+	maxDirButtons = 40
+	// outboxRetry is how long a chat message that could not be sent waits
+	// before it is tried again.
+	outboxRetry = 10 * time.Second
+)
+
+// Key is the entity id of a chat thread: the chat and the thread id (a
+// forum topic's message_thread_id; the chat id itself in a private chat).
+func Key(chatID, threadID int64) string {
+	return "tg:" + strconv.FormatInt(chatID, 10) + ":" + strconv.FormatInt(threadID, 10)
+}
+
+// Config is what the front end's configuration tells the kind.
+type Config struct {
+	// Agents are the agents offered by the setup flow, in order.
+	Agents []string
+	// Resumable are the agents whose sessions can be resumed (a resume
+	// command is configured); only they get the session picker.
+	Resumable map[string]bool
+	// RenameTimeout is how long a rename prompt waits before the rename
+	// is accepted.
+	RenameTimeout time.Duration
+}
+
+// ChatBinding is the chat side of a binding.
+type ChatBinding struct {
+	UserID      int64  `json:"userID"`
+	ThreadID    int64  `json:"threadID"`
+	ChatID      int64  `json:"chatID"`
+	SessionID   string `json:"sessionID,omitempty"`
+	DisplayName string `json:"displayName"`
+}
+
+// WindowBinding ties the agent session to its tmux window.
+type WindowBinding struct {
+	SessionID string `json:"sessionID,omitempty"`
+	WindowID  string `json:"windowID"`
+}
+
+// SessionInfo is what is known of the agent session.
+type SessionInfo struct {
+	SessionID  string `json:"sessionID,omitempty"`
+	Cwd        string `json:"cwd"`
+	WindowName string `json:"windowName"`
+	AgentType  string `json:"agentType"`
+}
+
+// Setup is the progress of a setup or recovery flow.
+type Setup struct {
+	Step   string `json:"step"`
+	Agent  string `json:"agent,omitempty"`
+	Dir    string `json:"dir,omitempty"`
+	Tag    string `json:"tag,omitempty"`
+	Window string `json:"window,omitempty"`
+	Resume string `json:"resume,omitempty"`
+}
+
+// Prompt is a question with buttons waiting for the user.
+type Prompt struct {
+	Kind      string   `json:"kind"`
+	Nonce     uint64   `json:"nonce"`
+	UserID    int64    `json:"userID"`
+	MessageID int      `json:"messageID,omitempty"`
+	Choices   []string `json:"choices,omitempty"`
+	Detected  string   `json:"detected,omitempty"`
+}
+
+// Queued is a message waiting to be typed into the window. Sent marks one
+// being typed now.
+type Queued struct {
+	UpdateID int64  `json:"updateID"`
+	Text     string `json:"text"`
+	Sent     bool   `json:"sent,omitempty"`
+}
+
+// Out is a chat message in the outbox.
+type Out struct {
+	Seq uint64 `json:"seq"`
+	messages.IMOutEntry
+}
+
+// State is a binding's state. Apply never changes a State in place.
+type State struct {
+	Key    string        `json:"key"`
+	Phase  string        `json:"phase"`
+	Chat   ChatBinding   `json:"chat"`
+	Window WindowBinding `json:"window"`
+	Info   SessionInfo   `json:"info"`
+	Topic  bool          `json:"topic,omitempty"`
+	// TopicName is the thread's name as the chat side knows it.
+	TopicName string `json:"topicName,omitempty"`
+	// Transcript is the file followed for replies, read up to Offset.
+	Transcript string   `json:"transcript,omitempty"`
+	Offset     int64    `json:"offset,omitempty"`
+	LastUpdate int64    `json:"lastUpdate,omitempty"`
+	LastAt     int64    `json:"lastAt,omitempty"`
+	Setup      *Setup   `json:"setup,omitempty"`
+	Prompt     *Prompt  `json:"prompt,omitempty"`
+	Nonce      uint64   `json:"nonce,omitempty"`
+	Gen        uint64   `json:"gen,omitempty"`
+	Checking   bool     `json:"checking,omitempty"`
+	Queue      []Queued `json:"queue,omitempty"`
+	Outbox     []Out    `json:"outbox,omitempty"`
+	NextSeq    uint64   `json:"nextSeq,omitempty"`
+}
+
+func init() { messages.Register[State]("im.binding.state", 1) }
+
+// Bound reports whether the thread has a binding to a window.
+func (s *State) Bound() bool { return s.Window.WindowID != "" && s.Phase != PhaseSetup }
+
+// Name is the thread's name as the chat side knows it, or
+// "topic-<thread_id>" when no name is known.
+func (s *State) Name() string {
+	if s.TopicName != "" {
+		return s.TopicName
+	}
+	return "topic-" + strconv.FormatInt(s.Chat.ThreadID, 10)
+}
+
+// Kind is the binding kind.
+type Kind struct{ cfg Config }
+
+var _ actors.Kind[State] = (*Kind)(nil)
+
+// New makes the kind.
+func New(cfg Config) *Kind {
+	if cfg.RenameTimeout <= 0 {
+		cfg.RenameTimeout = time.Minute
+	}
+	return &Kind{cfg: cfg}
+}
+
+// Name returns KindName.
+func (*Kind) Name() string { return KindName }
+
+// Initial is a thread with no binding.
+func (*Kind) Initial(id string) *State {
+	s := &State{Key: id, Phase: PhaseUnbound}
+	if rest, ok := strings.CutPrefix(id, "tg:"); ok {
+		chat, thread, _ := strings.Cut(rest, ":")
+		s.Chat.ChatID, _ = strconv.ParseInt(chat, 10, 64)
+		s.Chat.ThreadID, _ = strconv.ParseInt(thread, 10, 64)
+	}
+	return s
+}
+
+// Active reports unfinished work: a flow or prompt, queued messages,
+// unsent chat messages, or a transcript to follow (so that the follower
+// is set up again at start).
+func (*Kind) Active(s *State) bool {
+	return s.Phase == PhaseSetup || s.Phase == PhaseRecovering || s.Phase == PhasePrompting ||
+		len(s.Queue) > 0 || len(s.Outbox) > 0 || s.Transcript != ""
+}
+
+// plan accumulates one decision: each event is applied at once, so that
+// the steps after it decide on the state it made.
+type plan struct {
+	k       *Kind
+	s       *State
+	events  []any
+	effects []any
+	now     time.Time
+}
+
+func (p *plan) event(ev any) {
+	p.events = append(p.events, ev)
+	p.s = p.k.Apply(p.s, ev)
+}
+
+func (p *plan) effect(e ...any) { p.effects = append(p.effects, e...) }
+
+// say queues chat messages and releases them.
+func (p *plan) say(entries ...messages.IMOutEntry) {
+	seq := p.s.NextSeq
+	p.event(&messages.IMOutboxAdded{Seq: seq, Entries: entries})
+	for i, e := range entries {
+		p.effect(p.s.send(seq+uint64(i), e))
+	}
+}
+
+func (s *State) send(seq uint64, e messages.IMOutEntry) *messages.IMSendChat {
+	return &messages.IMSendChat{Seq: seq, ChatID: s.Chat.ChatID, ThreadID: s.Chat.ThreadID, Topic: s.Topic,
+		Text: e.Text, Markdown: e.Markdown, Buttons: e.Buttons}
+}
+
+// ask opens a prompt with buttons; each button's data is "<nonce>:<action>".
+func (p *plan) ask(kind, text string, user int64, choices []string, detected string, rows [][]messages.IMButton) {
+	nonce := p.s.Nonce + 1
+	for _, row := range rows {
+		for i := range row {
+			row[i].Data = strconv.FormatUint(nonce, 10) + ":" + row[i].Data
+		}
+	}
+	p.closePrompt()
+	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, UserID: user, Choices: choices, Detected: detected})
+	p.say(messages.IMOutEntry{Text: text, Buttons: rows, Prompt: nonce})
+}
+
+// closePrompt closes the open prompt, if any, and removes its buttons.
+func (p *plan) closePrompt() {
+	pr := p.s.Prompt
+	if pr == nil {
+		return
+	}
+	p.event(&messages.IMPromptClosed{Nonce: pr.Nonce})
+	if pr.MessageID != 0 {
+		p.effect(&messages.IMClearButtons{ChatID: p.s.Chat.ChatID, MessageID: pr.MessageID})
+	}
+	if pr.Kind == PromptRename {
+		p.effect(&actors.CancelTimer{Name: timerRename})
+	}
+}
+
+func (p *plan) decision(reply any) actors.Decision {
+	return actors.Decision{Events: p.events, Effects: p.effects, Reply: reply}
+}
+
+// Decide handles one message.
+func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
+	p := &plan{k: k, s: s, now: now}
+	switch m := msg.(type) {
+	case *messages.IMUpdate:
+		p.update(m)
+	case *messages.IMPress:
+		p.press(m)
+	case *messages.IMWindowChecked:
+		p.checked(m)
+	case *messages.IMSentToWindow:
+		p.sentToWindow(m)
+	case *messages.IMChatSent:
+		p.chatSent(m)
+	case *messages.IMDirectoryListed:
+		p.listed(m)
+	case *messages.IMWindowCreated:
+		p.windowCreated(m)
+	case *messages.IMAgentSessionsListed:
+		p.sessionsListed(m)
+	case *messages.IMAgentLaunched:
+		p.launched(m)
+	case *messages.IMAgentSessionFound:
+		p.found(m)
+	case *messages.IMWindowRenamed:
+		if m.Err != "" {
+			p.say(messages.IMOutEntry{Text: "Could not rename the window: " + m.Err})
+		}
+	case *messages.IMTranscriptRead:
+		p.transcript(m)
+	case *actors.Tick:
+		p.tick(m)
+	case *actors.Recovered:
+		p.recovered()
+	default:
+		return actors.Decision{Unhandled: true}
+	}
+	return p.decision(nil)
+}
+
+// update handles a chat message or service message.
+func (p *plan) update(m *messages.IMUpdate) {
+	s := p.s
+	if m.UpdateID <= s.LastUpdate {
+		return // handled before a crash: the update was redelivered
+	}
+	name := ""
+	switch m.NameSource {
+	case messages.NameCreated, messages.NameEdited:
+		if m.TopicName != s.TopicName {
+			name = m.TopicName
+		}
+	case messages.NameSeed:
+		if s.TopicName == "" {
+			name = m.TopicName
+		}
+	}
+	text := m.Text
+	if len(s.Queue) >= MaxQueued && text != "" {
+		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
+			Topic: m.Topic, TopicName: name, At: p.now.UnixMilli()})
+		p.say(messages.IMOutEntry{Text: fmt.Sprintf("%d messages are already waiting for the agent; this one was not queued. Send it again later.", MaxQueued)})
+		return
+	}
+	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending()
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
+		Topic: m.Topic, TopicName: name, Text: text, At: p.now.UnixMilli(), Check: check})
+	switch {
+	case text == "":
+	case check:
+		p.effect(&messages.IMCheckWindow{WindowID: p.s.Window.WindowID})
+	case p.s.Phase == PhaseUnbound:
+		p.startSetup(m.UserID)
+	}
+}
+
+// sending reports whether queued messages are being typed now.
+func (s *State) sending() bool {
+	return slices.ContainsFunc(s.Queue, func(q Queued) bool { return q.Sent })
+}
+
+// startSetup starts the setup flow with the agent choice.
+func (p *plan) startSetup(user int64) {
+	if p.s.Transcript != "" {
+		p.effect(&messages.IMStopFollowing{Path: p.s.Transcript})
+	}
+	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepAgent})
+	var row []messages.IMButton
+	var rows [][]messages.IMButton
+	for i, a := range p.k.cfg.Agents {
+		row = append(row, messages.IMButton{Text: a, Data: "a:" + strconv.Itoa(i)})
+		if len(row) == 2 {
+			rows, row = append(rows, row), nil
+		}
+	}
+	if len(row) > 0 {
+		rows = append(rows, row)
+	}
+	p.ask(PromptAgent, "Which agent should run for "+p.s.Name()+"?", user, slices.Clone(p.k.cfg.Agents), "", rows)
+}
+
+// press handles a button press: it is answered always, and acted on only
+// when it belongs to the open prompt, its message and its user.
+func (p *plan) press(m *messages.IMPress) {
+	s := p.s
+	if m.UpdateID <= s.LastUpdate {
+		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+		return
+	}
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, At: p.now.UnixMilli()})
+	nonceText, action, _ := strings.Cut(m.Data, ":")
+	nonce, err := strconv.ParseUint(nonceText, 10, 64)
+	pr := s.Prompt
+	if err != nil || pr == nil || nonce != pr.Nonce || m.UserID != pr.UserID ||
+		(pr.MessageID != 0 && m.MessageID != pr.MessageID) {
+		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
+		return
+	}
+	p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+	verb, arg, _ := strings.Cut(action, ":")
+	choice := func() (string, bool) {
+		i, err := strconv.Atoi(arg)
+		if err != nil || i < 0 || i >= len(pr.Choices) {
+			return "", false
+		}
+		return pr.Choices[i], true
+	}
+	switch pr.Kind {
+	case PromptAgent:
+		if a, ok := choice(); ok && verb == "a" {
+			p.closePrompt()
+			p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: a})
+			p.effect(&messages.IMListDirectory{})
+		}
+	case PromptDir:
+		p.browse(verb, choice)
+	case PromptPick:
+		if id, ok := choice(); ok && verb == "s" {
+			p.closePrompt()
+			p.launch(id)
+		}
+	case PromptRename, PromptMismatch, PromptDead:
+		p.answer(pr, verb, m.UserID)
+	}
+}
+
+// browse acts on a directory browser button.
+func (p *plan) browse(verb string, choice func() (string, bool)) {
+	dir := p.s.Setup.Dir
+	switch verb {
+	case "cd":
+		if d, ok := choice(); ok {
+			p.effect(&messages.IMListDirectory{Path: d})
+		}
+	case "up":
+		p.effect(&messages.IMListDirectory{Path: filepath.Dir(dir)})
+	case "use":
+		p.closePrompt()
+		p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepWindow, Agent: p.s.Setup.Agent, Dir: dir,
+			Gen: p.s.Gen + 1, Tag: tag(p.s.Key, p.s.Gen+1)})
+		p.effect(&messages.IMCreateWindow{Tag: p.s.Setup.Tag, Name: p.s.Name(), Dir: dir})
+	}
+}
+
+func tag(key string, gen uint64) string { return "thatch:" + key + ":" + strconv.FormatUint(gen, 10) }
+
+// answer acts on the choice of a route prompt.
+func (p *plan) answer(pr *Prompt, verb string, user int64) {
+	switch {
+	case verb == "new":
+		p.closePrompt()
+		p.startSetup(user)
+	case pr.Kind == PromptRename && verb == "rename":
+		p.rename()
+	case pr.Kind == PromptMismatch && verb == "update":
+		p.closePrompt()
+		p.event(&messages.IMAgentChanged{Agent: pr.Detected})
+		p.effect(&messages.IMFindAgentSession{WindowID: p.s.Window.WindowID, Agent: pr.Detected, Dir: p.s.Info.Cwd})
+		p.recheck()
+	case pr.Kind == PromptDead && verb == "recover":
+		p.closePrompt()
+		s := p.s
+		p.event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
+			Gen: s.Gen + 1, Tag: tag(s.Key, s.Gen+1), Resume: s.Info.SessionID})
+		p.effect(&messages.IMCreateWindow{Tag: p.s.Setup.Tag, Name: s.Chat.DisplayName, Dir: s.Info.Cwd})
+	}
+}
+
+// rename accepts the chat side's name: the binding and the window take it.
+func (p *plan) rename() {
+	p.closePrompt()
+	name := p.s.Name()
+	p.event(&messages.IMRenamed{Name: name})
+	p.effect(&messages.IMRenameWindow{WindowID: p.s.Window.WindowID, Name: name})
+	p.recheck()
+}
+
+// recheck checks the window again for the queued messages.
+func (p *plan) recheck() {
+	if len(p.s.Queue) == 0 {
+		return
+	}
+	p.event(&messages.IMResumed{})
+	p.effect(&messages.IMCheckWindow{WindowID: p.s.Window.WindowID})
+}
+
+// checked routes the queued messages by the window check's outcome.
+func (p *plan) checked(m *messages.IMWindowChecked) {
+	s := p.s
+	if s.Phase != PhaseBound || !s.Checking || m.WindowID != s.Window.WindowID {
+		return // a check that no longer matters
+	}
+	user := s.Chat.UserID
+	switch {
+	case !m.Alive || m.Agent == "":
+		p.event(&messages.IMChecked{})
+		why := "The window of this session is gone."
+		if m.Alive {
+			why = "The agent is no longer running in its window."
+		}
+		p.ask(PromptDead, why+" Your message is kept.", user, nil, "",
+			[][]messages.IMButton{{{Text: "Recover", Data: "recover"}, {Text: "New Session", Data: "new"}}})
+	case m.Agent != s.Info.AgentType:
+		p.event(&messages.IMChecked{})
+		p.ask(PromptMismatch, fmt.Sprintf("This thread is bound to %s, but %s runs in its window. Your message is kept.", s.Info.AgentType, m.Agent),
+			user, nil, m.Agent,
+			[][]messages.IMButton{{{Text: "Update Binding", Data: "update"}, {Text: "New Session", Data: "new"}}})
+	case s.Name() != s.Chat.DisplayName || m.Name != s.Chat.DisplayName:
+		p.event(&messages.IMChecked{})
+		p.ask(PromptRename, fmt.Sprintf("This thread is now called %q; its session is %q. Rename the session? (Renamed in %s without an answer.)",
+			s.Name(), s.Chat.DisplayName, p.k.cfg.RenameTimeout),
+			user, nil, "",
+			[][]messages.IMButton{{{Text: "Rename", Data: "rename"}, {Text: "New Session", Data: "new"}}})
+		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+	default:
+		p.forward()
+	}
+}
+
+// forward types every queued message into the window, in order.
+func (p *plan) forward() {
+	p.event(&messages.IMChecked{Forward: true})
+	for _, q := range p.s.Queue {
+		p.effect(&messages.IMSendToWindow{WindowID: p.s.Window.WindowID, UpdateID: q.UpdateID, Text: q.Text})
+	}
+}
+
+func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
+	s := p.s
+	i := slices.IndexFunc(s.Queue, func(q Queued) bool { return q.UpdateID == m.UpdateID && q.Sent })
+	if i < 0 {
+		return
+	}
+	if m.Err != "" {
+		p.event(&messages.IMResumed{})
+		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID})
+		return
+	}
+	rest := slices.ContainsFunc(s.Queue, func(q Queued) bool { return q.UpdateID != m.UpdateID && q.Sent })
+	check := !rest && len(s.Queue) > 1 && s.Phase == PhaseBound
+	p.event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
+	if check {
+		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID})
+	}
+	if s.Info.SessionID == "" && !rest {
+		// An agent writes its transcript only after its first prompt.
+		p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true})
+	}
+}
+
+func (p *plan) chatSent(m *messages.IMChatSent) {
+	if !slices.ContainsFunc(p.s.Outbox, func(o Out) bool { return o.Seq == m.Seq }) {
+		return
+	}
+	if m.Err != "" {
+		p.effect(&actors.StartTimer{Name: timerOutbox, After: outboxRetry})
+		return
+	}
+	p.event(&messages.IMOutboxSent{Seq: m.Seq, MessageID: m.MessageID})
+}
+
+// listed shows a directory listing in the browser.
+func (p *plan) listed(m *messages.IMDirectoryListed) {
+	s := p.s
+	if s.Phase != PhaseSetup || s.Setup == nil || s.Setup.Step != StepDir {
+		return
+	}
+	if m.Err != "" {
+		p.say(messages.IMOutEntry{Text: "Cannot list " + m.Path + ": " + m.Err})
+		if s.Prompt == nil {
+			p.effect(&messages.IMListDirectory{})
+		}
+		return
+	}
+	user := s.Chat.UserID
+	if s.Prompt != nil {
+		user = s.Prompt.UserID
+	}
+	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: s.Setup.Agent, Dir: m.Path})
+	var choices []string
+	var rows [][]messages.IMButton
+	for _, j := range m.Jumps {
+		if len(choices) >= 4 || j == m.Path {
+			continue
+		}
+		rows = append(rows, []messages.IMButton{{Text: "★ " + j, Data: "cd:" + strconv.Itoa(len(choices))}})
+		choices = append(choices, j)
+	}
+	var row []messages.IMButton
+	for _, d := range m.Dirs {
+		if len(choices) >= maxDirButtons {
+			break
+		}
+		row = append(row, messages.IMButton{Text: "📁 " + d, Data: "cd:" + strconv.Itoa(len(choices))})
+		choices = append(choices, filepath.Join(m.Path, d))
+		if len(row) == 2 {
+			rows, row = append(rows, row), nil
+		}
+	}
+	if len(row) > 0 {
+		rows = append(rows, row)
+	}
+	last := []messages.IMButton{{Text: "Use this directory", Data: "use"}}
+	if !m.AtRoot {
+		last = append([]messages.IMButton{{Text: "..", Data: "up"}}, last...)
+	}
+	rows = append(rows, last)
+	text := "Working directory: " + m.Path
+	if len(m.Dirs) > maxDirButtons {
+		text += fmt.Sprintf(" (%d of %d subdirectories shown)", maxDirButtons, len(m.Dirs))
+	}
+	p.ask(PromptDir, text, user, choices, "", rows)
+}
+
+func (p *plan) windowCreated(m *messages.IMWindowCreated) {
+	s := p.s
+	if s.Setup == nil || s.Setup.Step != StepWindow || m.Tag != s.Setup.Tag {
+		return
+	}
+	if m.Err != "" {
+		p.say(messages.IMOutEntry{Text: "Could not create the tmux window: " + m.Err})
+		p.failFlow()
+		return
+	}
+	st := *s.Setup
+	st.Window = m.WindowID
+	if s.Phase == PhaseSetup && p.k.cfg.Resumable[st.Agent] {
+		st.Step = StepSessions
+		p.event(setupEvent(s.Phase, st))
+		p.effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
+		return
+	}
+	p.event(setupEvent(s.Phase, st))
+	p.launch(st.Resume)
+}
+
+func setupEvent(phase string, st Setup) *messages.IMSetupStep {
+	return &messages.IMSetupStep{Phase: phase, Step: st.Step, Agent: st.Agent, Dir: st.Dir, Tag: st.Tag, Window: st.Window, Resume: st.Resume}
+}
+
+// failFlow ends a setup or recovery that cannot go on: a setup starts
+// over from the directory choice, a recovery asks again.
+func (p *plan) failFlow() {
+	s := p.s
+	if s.Phase == PhaseRecovering {
+		p.event(&messages.IMSetupStep{Phase: PhasePrompting})
+		p.ask(PromptDead, "Recovery failed. Your messages are kept.", s.Chat.UserID, nil, "",
+			[][]messages.IMButton{{{Text: "Recover", Data: "recover"}, {Text: "New Session", Data: "new"}}})
+		return
+	}
+	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: s.Setup.Agent, Dir: s.Setup.Dir})
+	p.effect(&messages.IMListDirectory{Path: s.Setup.Dir})
+}
+
+func (p *plan) sessionsListed(m *messages.IMAgentSessionsListed) {
+	s := p.s
+	if s.Setup == nil || s.Setup.Step != StepSessions {
+		return
+	}
+	if len(m.Sessions) == 0 {
+		p.launch("")
+		return
+	}
+	st := *s.Setup
+	st.Step = StepPick
+	p.event(setupEvent(s.Phase, st))
+	choices := []string{""}
+	rows := [][]messages.IMButton{{{Text: "New", Data: "s:0"}}}
+	for i, ss := range m.Sessions {
+		if i == 10 {
+			break
+		}
+		label := ss.When
+		if ss.FirstPrompt != "" {
+			label += " · " + ss.FirstPrompt
+		}
+		rows = append(rows, []messages.IMButton{{Text: label, Data: "s:" + strconv.Itoa(len(choices))}})
+		choices = append(choices, ss.ID)
+	}
+	p.ask(PromptPick, st.Agent+" has sessions in "+st.Dir+". Resume one?", s.Chat.UserID, choices, "", rows)
+}
+
+// launch starts the agent in the flow's window (resuming id if set).
+func (p *plan) launch(id string) {
+	st := *p.s.Setup
+	st.Step, st.Resume = StepLaunch, id
+	p.event(setupEvent(p.s.Phase, st))
+	p.effect(&messages.IMLaunchAgent{WindowID: st.Window, Agent: st.Agent, SessionID: id})
+}
+
+func (p *plan) launched(m *messages.IMAgentLaunched) {
+	s := p.s
+	if s.Setup == nil || s.Setup.Step != StepLaunch || m.WindowID != s.Setup.Window {
+		return
+	}
+	if m.Err != "" {
+		p.say(messages.IMOutEntry{Text: "Could not start " + s.Setup.Agent + ": " + m.Err})
+		p.failFlow()
+		return
+	}
+	st := *s.Setup
+	st.Step = StepFind
+	p.event(setupEvent(s.Phase, st))
+	p.effect(&messages.IMFindAgentSession{WindowID: st.Window, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""})
+}
+
+// found finishes a flow (Session ready!) or records a session id found
+// later for a bound window.
+func (p *plan) found(m *messages.IMAgentSessionFound) {
+	s := p.s
+	switch {
+	case s.Setup != nil && s.Setup.Step == StepFind && m.WindowID == s.Setup.Window:
+		st := s.Setup
+		p.bind(&messages.IMBound{DisplayName: s.Name(), SessionID: m.SessionID, WindowID: st.Window, Cwd: st.Dir,
+			Agent: st.Agent, Transcript: m.Transcript, Offset: m.Offset})
+		p.say(messages.IMOutEntry{Text: "Session ready!"})
+		if len(p.s.Queue) > 0 {
+			p.forward()
+		}
+	case s.Phase == PhaseBound || s.Phase == PhasePrompting:
+		if m.WindowID != s.Window.WindowID || m.SessionID == "" || (m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript) {
+			return
+		}
+		p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, SessionID: m.SessionID, WindowID: s.Window.WindowID,
+			Cwd: s.Info.Cwd, Agent: s.Info.AgentType, Transcript: m.Transcript, Offset: m.Offset})
+	}
+}
+
+// bind records the binding and follows its transcript.
+func (p *plan) bind(b *messages.IMBound) {
+	if old := p.s.Transcript; old != "" && old != b.Transcript {
+		p.effect(&messages.IMStopFollowing{Path: old})
+	}
+	p.event(b)
+	if b.Transcript != "" {
+		p.effect(&messages.IMFollowTranscript{Path: b.Transcript, Agent: b.Agent, Offset: b.Offset})
+	}
+}
+
+// transcript relays the agent's replies read from its transcript.
+func (p *plan) transcript(m *messages.IMTranscriptRead) {
+	s := p.s
+	if m.Path != s.Transcript || m.To <= s.Offset {
+		return // another file, or read before (a restart reads again)
+	}
+	p.event(&messages.IMRepliesRead{To: m.To})
+	var out []messages.IMOutEntry
+	for _, r := range m.Replies {
+		if strings.TrimSpace(r) != "" {
+			out = append(out, messages.IMOutEntry{Text: r, Markdown: true})
+		}
+	}
+	if len(out) > 0 {
+		p.say(out...)
+	}
+}
+
+func (p *plan) tick(m *actors.Tick) {
+	switch m.Name {
+	case timerRename:
+		if p.s.Prompt != nil && p.s.Prompt.Kind == PromptRename {
+			p.rename()
+		}
+	case timerOutbox:
+		p.resend()
+	}
+}
+
+// resend releases every unsent chat message again.
+func (p *plan) resend() {
+	for _, o := range p.s.Outbox {
+		p.effect(p.s.send(o.Seq, o.IMOutEntry))
+	}
+}
+
+// recovered re-issues what a crash may have cut short: unsent chat
+// messages, the transcript follower, a window check for queued messages,
+// and the effect of the flow's current step.
+func (p *plan) recovered() {
+	s := p.s
+	p.resend()
+	if s.Transcript != "" && s.Bound() {
+		p.effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset})
+	}
+	if s.Prompt != nil && s.Prompt.Kind == PromptRename {
+		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+	}
+	if s.Phase == PhaseBound && len(s.Queue) > 0 {
+		p.event(&messages.IMResumed{})
+		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID})
+	}
+	if s.Setup == nil || (s.Phase != PhaseSetup && s.Phase != PhaseRecovering) {
+		return
+	}
+	st := s.Setup
+	switch st.Step {
+	case StepDir:
+		if s.Prompt == nil {
+			p.effect(&messages.IMListDirectory{Path: st.Dir})
+		}
+	case StepWindow:
+		name := s.Name()
+		if s.Phase == PhaseRecovering {
+			name = s.Chat.DisplayName
+		}
+		p.effect(&messages.IMCreateWindow{Tag: st.Tag, Name: name, Dir: st.Dir})
+	case StepSessions:
+		p.effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
+	case StepLaunch:
+		p.effect(&messages.IMLaunchAgent{WindowID: st.Window, Agent: st.Agent, SessionID: st.Resume})
+	case StepFind:
+		p.effect(&messages.IMFindAgentSession{WindowID: st.Window, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""})
+	}
+}
+
+// Apply returns the state after ev; s is left as it was.
+func (*Kind) Apply(s *State, ev any) *State {
+	n := *s
+	switch e := ev.(type) {
+	case *messages.IMUpdateSeen:
+		n.LastUpdate, n.LastAt = e.UpdateID, e.At
+		if n.Chat.ChatID == 0 {
+			n.Chat.ChatID, n.Chat.ThreadID = e.ChatID, e.ThreadID
+		}
+		n.Topic = s.Topic || e.Topic
+		if n.Chat.UserID == 0 {
+			n.Chat.UserID = e.UserID
+		}
+		if e.TopicName != "" {
+			n.TopicName = e.TopicName
+		}
+		if e.Text != "" {
+			n.Queue = append(slices.Clip(s.Queue), Queued{UpdateID: e.UpdateID, Text: e.Text})
+		}
+		if e.Check {
+			n.Checking = true
+		}
+	case *messages.IMOutboxAdded:
+		n.Outbox = slices.Clip(s.Outbox)
+		for i, entry := range e.Entries {
+			n.Outbox = append(n.Outbox, Out{Seq: e.Seq + uint64(i), IMOutEntry: entry})
+		}
+		n.NextSeq = e.Seq + uint64(len(e.Entries))
+	case *messages.IMOutboxSent:
+		i := slices.IndexFunc(s.Outbox, func(o Out) bool { return o.Seq == e.Seq })
+		if i < 0 {
+			return s
+		}
+		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce {
+			c := *pr
+			c.MessageID = e.MessageID
+			n.Prompt = &c
+		}
+		n.Outbox = slices.Delete(slices.Clone(s.Outbox), i, i+1)
+	case *messages.IMPromptOpened:
+		n.Nonce = e.Nonce
+		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, UserID: e.UserID, Choices: e.Choices, Detected: e.Detected}
+		switch e.Kind {
+		case PromptRename, PromptMismatch, PromptDead:
+			n.Phase = PhasePrompting
+		}
+	case *messages.IMPromptClosed:
+		if s.Prompt != nil && s.Prompt.Nonce == e.Nonce {
+			n.Prompt = nil
+			if s.Phase == PhasePrompting {
+				n.Phase = PhaseBound
+			}
+		}
+	case *messages.IMSetupStep:
+		n.Phase = e.Phase
+		n.Setup = nil
+		if e.Step != "" {
+			n.Setup = &Setup{Step: e.Step, Agent: e.Agent, Dir: e.Dir, Tag: e.Tag, Window: e.Window, Resume: e.Resume}
+		}
+		if e.Gen > n.Gen {
+			n.Gen = e.Gen
+		}
+		n.Checking = false
+		if e.Phase == PhaseSetup && e.Step == StepAgent {
+			n.Transcript, n.Offset = "", 0
+		}
+	case *messages.IMBound:
+		n.Phase, n.Setup, n.Checking = PhaseBound, nil, false
+		n.Chat.DisplayName, n.Chat.SessionID = e.DisplayName, e.SessionID
+		n.Window = WindowBinding{SessionID: e.SessionID, WindowID: e.WindowID}
+		n.Info = SessionInfo{SessionID: e.SessionID, Cwd: e.Cwd, WindowName: e.DisplayName, AgentType: e.Agent}
+		if e.Transcript != s.Transcript {
+			n.Transcript, n.Offset = e.Transcript, e.Offset
+		}
+	case *messages.IMRenamed:
+		n.Chat.DisplayName, n.Info.WindowName = e.Name, e.Name
+	case *messages.IMAgentChanged:
+		n.Info.AgentType = e.Agent
+	case *messages.IMChecked:
+		n.Checking = false
+		if e.Forward {
+			n.Queue = slices.Clone(s.Queue)
+			for i := range n.Queue {
+				n.Queue[i].Sent = true
+			}
+		}
+	case *messages.IMDelivered:
+		i := slices.IndexFunc(s.Queue, func(q Queued) bool { return q.UpdateID == e.UpdateID })
+		if i >= 0 {
+			n.Queue = slices.Delete(slices.Clone(s.Queue), i, i+1)
+		}
+		if e.Check {
+			n.Checking = true
+		}
+	case *messages.IMRepliesRead:
+		n.Offset = e.To
+	case *messages.IMResumed:
+		n.Queue = slices.Clone(s.Queue)
+		for i := range n.Queue {
+			n.Queue[i].Sent = false
+		}
+		n.Checking = len(n.Queue) > 0 && s.Phase == PhaseBound
+	default:
+		return s
+	}
+	return &n
+}
+
+// View is what `thatch status` shows of a binding.
+type View struct {
+	Thread      string `json:"thread"`
+	DisplayName string `json:"displayName"`
+	Agent       string `json:"agent,omitempty"`
+	Window      string `json:"window,omitempty"`
+	Session     string `json:"session,omitempty"`
+	State       string `json:"state"`
+	Step        string `json:"step,omitempty"`
+	Queued      int    `json:"queued,omitempty"`
+	Unsent      int    `json:"unsent,omitempty"`
+	LastMessage string `json:"lastMessage,omitempty"`
+}
+
+// View shows the binding.
+func (*Kind) View(s *State) any {
+	v := View{Thread: s.Key, DisplayName: s.Chat.DisplayName, Agent: s.Info.AgentType, Window: s.Window.WindowID,
+		Session: s.Info.SessionID, State: s.Phase, Queued: len(s.Queue), Unsent: len(s.Outbox)}
+	if v.DisplayName == "" {
+		v.DisplayName = s.Name()
+	}
+	if s.Setup != nil {
+		v.Step = s.Setup.Step
+		if v.Agent == "" {
+			v.Agent = s.Setup.Agent
+		}
+	}
+	if s.LastAt > 0 {
+		v.LastMessage = time.UnixMilli(s.LastAt).UTC().Format(time.RFC3339)
+	}
+	return v
+}

@@ -1,0 +1,522 @@
+package imbinding
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// harness drives the pure core the way the entity runtime does: decide,
+// journal (here: encode and decode every event, as a restart would read
+// it), apply.
+type harness struct {
+	t       *testing.T
+	k       *Kind
+	s       *State
+	now     time.Time
+	nextUpd int64
+	// prompts are the button rows sent, by the nonce their data carries.
+	prompts map[string][][]messages.IMButton
+}
+
+func newHarness(t *testing.T) *harness {
+	k := New(Config{Agents: []string{"claude", "codex"}, Resumable: map[string]bool{"claude": true}, RenameTimeout: time.Minute})
+	return &harness{t: t, k: k, s: k.Initial(Key(-100, 5)), now: time.Unix(1_700_000_000, 0), nextUpd: 1, prompts: map[string][][]messages.IMButton{}}
+}
+
+func (h *harness) send(msg any) []any {
+	h.t.Helper()
+	d := h.k.Decide(h.s, msg, h.now)
+	if d.Unhandled {
+		h.t.Fatalf("%T unhandled", msg)
+	}
+	for _, e := range d.Effects {
+		if sc, ok := e.(*messages.IMSendChat); ok && len(sc.Buttons) > 0 {
+			nonce, _, _ := strings.Cut(sc.Buttons[0][0].Data, ":")
+			h.prompts[nonce] = sc.Buttons
+		}
+	}
+	for _, ev := range d.Events {
+		raw, err := messages.Encode(ev)
+		if err != nil {
+			h.t.Fatalf("event %T does not encode: %v", ev, err)
+		}
+		back, err := messages.Decode(raw)
+		if err != nil {
+			h.t.Fatalf("event %T does not decode: %v", ev, err)
+		}
+		h.s = h.k.Apply(h.s, back)
+	}
+	return d.Effects
+}
+
+// message is a chat message from user 42 in the thread.
+func (h *harness) message(text string) []any {
+	h.nextUpd++
+	return h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, Topic: true, Text: text})
+}
+
+// press presses the button labelled label on the open prompt.
+func (h *harness) press(label string) []any {
+	h.t.Helper()
+	data := h.buttonData(label)
+	h.nextUpd++
+	return h.send(&messages.IMPress{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5,
+		MessageID: h.s.Prompt.MessageID, CallbackID: "cb", Data: data})
+}
+
+func (h *harness) buttonData(label string) string {
+	h.t.Helper()
+	if h.s.Prompt != nil {
+		for _, row := range h.prompts[strconv.FormatUint(h.s.Prompt.Nonce, 10)] {
+			for _, b := range row {
+				if strings.Contains(b.Text, label) {
+					return b.Data
+				}
+			}
+		}
+	}
+	h.t.Fatalf("no button %q on the open prompt (prompt %+v)", label, h.s.Prompt)
+	return ""
+}
+
+// deliverChat answers every IMSendChat in effects as sent, giving
+// messages ids from 100 on.
+func (h *harness) deliverChat(effects []any) []any {
+	var rest []any
+	for _, e := range effects {
+		if sc, ok := e.(*messages.IMSendChat); ok {
+			rest = append(rest, h.send(&messages.IMChatSent{Seq: sc.Seq, MessageID: 100 + int(sc.Seq)})...)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return rest
+}
+
+func only[T any](t *testing.T, effects []any) *T {
+	t.Helper()
+	var found []*T
+	for _, e := range effects {
+		if x, ok := e.(*T); ok {
+			found = append(found, x)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one %T in %s", new(T), describe(effects))
+	}
+	return found[0]
+}
+
+func none[T any](t *testing.T, effects []any) {
+	t.Helper()
+	for _, e := range effects {
+		if _, ok := e.(*T); ok {
+			t.Fatalf("want no %T in %s", new(T), describe(effects))
+		}
+	}
+}
+
+func describe(effects []any) string {
+	var b strings.Builder
+	for _, e := range effects {
+		b.WriteString(reflect.TypeOf(e).String())
+		b.WriteString(" ")
+	}
+	return "[" + b.String() + "]"
+}
+
+// bind runs the whole setup flow: claude, in /home/u/proj, a new session.
+func (h *harness) bind() {
+	h.t.Helper()
+	h.deliverChat(h.message("hello"))
+	h.deliverChat(h.press("claude"))
+	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u/proj", AtRoot: true}))
+	cw := only[messages.IMCreateWindow](h.t, h.deliverChat(h.press("Use this directory")))
+	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
+	h.send(&messages.IMAgentSessionsListed{})
+	h.send(&messages.IMAgentLaunched{WindowID: "@1"})
+	effects := h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: "@1", SessionID: "s-1", Transcript: "/t/s-1.jsonl"}))
+	for _, e := range effects {
+		if st, ok := e.(*messages.IMSendToWindow); ok {
+			h.send(&messages.IMSentToWindow{UpdateID: st.UpdateID})
+		}
+	}
+	if h.s.Phase != PhaseBound || len(h.s.Queue) != 0 {
+		h.t.Fatalf("bind: phase %s queue %v", h.s.Phase, h.s.Queue)
+	}
+}
+
+func TestSetupFlowBindsAndDeliversTheFirstMessage(t *testing.T) {
+	h := newHarness(t)
+	eff := h.message("fix the build")
+	sc := only[messages.IMSendChat](t, eff)
+	if len(sc.Buttons) == 0 || sc.Buttons[0][0].Text != "claude" || !sc.Topic || sc.ThreadID != 5 {
+		t.Fatalf("agent prompt: %+v", sc)
+	}
+	if h.s.Phase != PhaseSetup || len(h.s.Queue) != 1 {
+		t.Fatalf("phase %s queue %v", h.s.Phase, h.s.Queue)
+	}
+	h.deliverChat(eff)
+
+	eff = h.press("claude")
+	only[messages.IMClearButtons](t, eff)
+	if ld := only[messages.IMListDirectory](t, eff); ld.Path != "" {
+		t.Fatalf("first listing of %q, want the first root", ld.Path)
+	}
+	eff = h.send(&messages.IMDirectoryListed{Path: "/home/u", Dirs: []string{"a", "proj"}, Jumps: []string{"/srv/x"}, AtRoot: true})
+	sc = only[messages.IMSendChat](t, eff)
+	labels := ""
+	for _, row := range sc.Buttons {
+		for _, b := range row {
+			labels += b.Text + "|"
+		}
+	}
+	if want := "★ /srv/x|📁 a|📁 proj|Use this directory|"; labels != want {
+		t.Fatalf("browser buttons %q, want %q (no '..' at a root)", labels, want)
+	}
+	h.deliverChat(eff)
+	if ld := only[messages.IMListDirectory](t, h.deliverChat(h.press("proj"))); ld.Path != "/home/u/proj" {
+		t.Fatalf("cd to %q", ld.Path)
+	}
+	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u/proj", Dirs: []string{"src"}}))
+	cw := only[messages.IMCreateWindow](t, h.deliverChat(h.press("Use this directory")))
+	if cw.Dir != "/home/u/proj" || cw.Name != "topic-5" || cw.Tag == "" {
+		t.Fatalf("create window %+v", cw)
+	}
+	ls := only[messages.IMListAgentSessions](t, h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@3"}))
+	if ls.Agent != "claude" || ls.Dir != "/home/u/proj" {
+		t.Fatalf("list sessions %+v", ls)
+	}
+	eff = h.send(&messages.IMAgentSessionsListed{Sessions: []messages.IMAgentSession{{ID: "old-1", When: "2026-11-30 10:00", FirstPrompt: "add tests"}}})
+	h.deliverChat(eff)
+	la := only[messages.IMLaunchAgent](t, h.deliverChat(h.press("add tests")))
+	if la.SessionID != "old-1" || la.WindowID != "@3" {
+		t.Fatalf("launch %+v", la)
+	}
+	fa := only[messages.IMFindAgentSession](t, h.send(&messages.IMAgentLaunched{WindowID: "@3"}))
+	if fa.Known != "old-1" || fa.Fresh {
+		t.Fatalf("find %+v", fa)
+	}
+	eff = h.send(&messages.IMAgentSessionFound{WindowID: "@3", SessionID: "old-1", Transcript: "/t/old-1.jsonl", Offset: 500})
+	if sc := only[messages.IMSendChat](t, eff); sc.Text != "Session ready!" {
+		t.Fatalf("ready message %q", sc.Text)
+	}
+	if ft := only[messages.IMFollowTranscript](t, eff); ft.Offset != 500 || ft.Path != "/t/old-1.jsonl" {
+		t.Fatalf("follow %+v", ft)
+	}
+	if st := only[messages.IMSendToWindow](t, eff); st.Text != "fix the build" || st.WindowID != "@3" {
+		t.Fatalf("the message that started the setup: %+v", st)
+	}
+	want := ChatBinding{UserID: 42, ThreadID: 5, ChatID: -100, SessionID: "old-1", DisplayName: "topic-5"}
+	if h.s.Chat != want || h.s.Window != (WindowBinding{SessionID: "old-1", WindowID: "@3"}) ||
+		h.s.Info != (SessionInfo{SessionID: "old-1", Cwd: "/home/u/proj", WindowName: "topic-5", AgentType: "claude"}) {
+		t.Fatalf("records: %+v %+v %+v", h.s.Chat, h.s.Window, h.s.Info)
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	cases := []struct {
+		name    string
+		check   messages.IMWindowChecked
+		topic   string // a name the thread learnt since it was bound
+		prompt  string // "" = forwarded
+		buttons string
+	}{
+		{"all is well", messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"}, "", "", ""},
+		{"thread renamed", messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"}, "api", PromptRename, "Rename|New Session|"},
+		{"window renamed", messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "zsh", Agent: "claude"}, "", PromptRename, "Rename|New Session|"},
+		{"another agent", messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "codex"}, "", PromptMismatch, "Update Binding|New Session|"},
+		{"agent exited", messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5"}, "", PromptDead, "Recover|New Session|"},
+		{"window dead", messages.IMWindowChecked{WindowID: "@1"}, "", PromptDead, "Recover|New Session|"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.bind()
+			if tc.topic != "" {
+				h.nextUpd++
+				h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, TopicName: tc.topic, NameSource: messages.NameEdited})
+			}
+			if cw := only[messages.IMCheckWindow](t, h.message("next")); cw.WindowID != "@1" {
+				t.Fatalf("check %+v", cw)
+			}
+			eff := h.send(&tc.check)
+			if tc.prompt == "" {
+				if st := only[messages.IMSendToWindow](t, eff); st.Text != "next" {
+					t.Fatalf("forwarded %q", st.Text)
+				}
+				none[messages.IMSendChat](t, eff)
+				return
+			}
+			none[messages.IMSendToWindow](t, eff)
+			sc := only[messages.IMSendChat](t, eff)
+			got := ""
+			for _, b := range sc.Buttons[0] {
+				got += b.Text + "|"
+			}
+			if got != tc.buttons || h.s.Prompt.Kind != tc.prompt || h.s.Phase != PhasePrompting {
+				t.Fatalf("prompt %s %q (phase %s), want %s %q", h.s.Prompt.Kind, got, h.s.Phase, tc.prompt, tc.buttons)
+			}
+			// A message sent while the prompt is open waits, unchecked.
+			if eff := h.message("queued"); len(eff) != 0 {
+				t.Fatalf("a message during a prompt caused %s", describe(eff))
+			}
+			if len(h.s.Queue) != 2 {
+				t.Fatalf("queue %v", h.s.Queue)
+			}
+		})
+	}
+}
+
+func TestRenameTimeoutAcceptsTheRenameAndDeliversInOrder(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.nextUpd++
+	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, TopicName: "api", NameSource: messages.NameEdited})
+	h.message("one")
+	eff := h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"}))
+	if tm := only[actors.StartTimer](t, eff); tm.After != time.Minute {
+		t.Fatalf("timer %+v", tm)
+	}
+	h.message("two")
+	eff = h.send(&actors.Tick{Name: timerRename})
+	if rw := only[messages.IMRenameWindow](t, eff); rw.Name != "api" || rw.WindowID != "@1" {
+		t.Fatalf("rename %+v", rw)
+	}
+	only[messages.IMCheckWindow](t, eff)
+	if h.s.Chat.DisplayName != "api" || h.s.Info.WindowName != "api" {
+		t.Fatalf("binding not renamed: %+v", h.s.Chat)
+	}
+	eff = h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "api", Agent: "claude"})
+	var texts []string
+	for _, e := range eff {
+		if st, ok := e.(*messages.IMSendToWindow); ok {
+			texts = append(texts, st.Text)
+		}
+	}
+	if strings.Join(texts, ",") != "one,two" {
+		t.Fatalf("delivered %v, want one,two in order", texts)
+	}
+}
+
+func TestRecoverRemakesTheWindowAndResumesTheSession(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("are you there")
+	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1"}))
+	cw := only[messages.IMCreateWindow](t, h.deliverChat(h.press("Recover")))
+	if cw.Dir != "/home/u/proj" || cw.Name != "topic-5" || h.s.Phase != PhaseRecovering {
+		t.Fatalf("create %+v phase %s", cw, h.s.Phase)
+	}
+	la := only[messages.IMLaunchAgent](t, h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@9"}))
+	if la.SessionID != "s-1" || la.Agent != "claude" {
+		t.Fatalf("launch %+v: want claude resuming s-1", la)
+	}
+	h.send(&messages.IMAgentLaunched{WindowID: "@9"})
+	eff := h.send(&messages.IMAgentSessionFound{WindowID: "@9", SessionID: "s-1", Transcript: "/t/s-1.jsonl", Offset: 10})
+	if st := only[messages.IMSendToWindow](t, eff); st.WindowID != "@9" || st.Text != "are you there" {
+		t.Fatalf("send %+v", st)
+	}
+	if h.s.Window.WindowID != "@9" || h.s.Phase != PhaseBound {
+		t.Fatalf("binding not re-keyed: %+v %s", h.s.Window, h.s.Phase)
+	}
+}
+
+func TestUpdateBindingTakesTheDetectedAgent(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("hi")
+	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "codex"}))
+	eff := h.press("Update Binding")
+	if h.s.Info.AgentType != "codex" {
+		t.Fatalf("agent %s", h.s.Info.AgentType)
+	}
+	only[messages.IMFindAgentSession](t, eff)
+	only[messages.IMCheckWindow](t, eff)
+}
+
+func TestNewSessionKeepsTheQueueAndStartsSetup(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("hi")
+	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1"}))
+	eff := h.press("New Session")
+	only[messages.IMStopFollowing](t, eff)
+	if h.s.Phase != PhaseSetup || h.s.Prompt.Kind != PromptAgent || len(h.s.Queue) != 1 {
+		t.Fatalf("phase %s prompt %+v queue %v", h.s.Phase, h.s.Prompt, h.s.Queue)
+	}
+}
+
+func TestForeignAndStalePressesOnlyAnswer(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(p *messages.IMPress)
+	}{
+		{"another user", func(p *messages.IMPress) { p.UserID = 7 }},
+		{"another message", func(p *messages.IMPress) { p.MessageID = 1 }},
+		{"a stale nonce", func(p *messages.IMPress) { p.Data = "0:" + strings.SplitN(p.Data, ":", 2)[1] }},
+		{"garbage", func(p *messages.IMPress) { p.Data = "x" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.deliverChat(h.message("hi"))
+			p := &messages.IMPress{UpdateID: 99, UserID: 42, ChatID: -100, ThreadID: 5, MessageID: h.s.Prompt.MessageID, CallbackID: "cb", Data: h.buttonData("claude")}
+			tc.edit(p)
+			eff := h.send(p)
+			if len(eff) != 1 {
+				t.Fatalf("effects %s, want only the answer", describe(eff))
+			}
+			only[messages.IMAnswerPress](t, eff)
+			if h.s.Setup.Step != StepAgent {
+				t.Fatalf("step %s", h.s.Setup.Step)
+			}
+		})
+	}
+}
+
+func TestAnUpdateIsHandledOnce(t *testing.T) {
+	h := newHarness(t)
+	u := &messages.IMUpdate{UpdateID: 10, UserID: 42, ChatID: -100, ThreadID: 5, Text: "hi"}
+	h.send(u)
+	if eff := h.send(u); len(eff) != 0 || len(h.s.Queue) != 1 {
+		t.Fatalf("a redelivered update: effects %s queue %v", describe(eff), h.s.Queue)
+	}
+}
+
+func TestTopicNames(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps []messages.IMUpdate
+		want  string
+	}{
+		{"none known", nil, "topic-5"},
+		{"seed fills an unknown name", []messages.IMUpdate{{TopicName: "orig", NameSource: messages.NameSeed}}, "orig"},
+		{"seed does not undo an edit", []messages.IMUpdate{
+			{TopicName: "orig", NameSource: messages.NameCreated},
+			{TopicName: "new", NameSource: messages.NameEdited},
+			{TopicName: "orig", NameSource: messages.NameSeed}}, "new"},
+		{"newest edit wins", []messages.IMUpdate{
+			{TopicName: "a", NameSource: messages.NameEdited},
+			{TopicName: "b", NameSource: messages.NameEdited}}, "b"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			for i, u := range tc.steps {
+				u.UpdateID, u.ChatID, u.ThreadID = int64(i+1), -100, 5
+				h.send(&u)
+			}
+			if got := h.s.Name(); got != tc.want {
+				t.Fatalf("name %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTranscriptRepliesGoOutOnceAndInOrder(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	eff := h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 80, Replies: []string{"one", "two"}})
+	var texts []string
+	for _, e := range eff {
+		sc := e.(*messages.IMSendChat)
+		texts = append(texts, sc.Text)
+		if !sc.Markdown {
+			t.Fatalf("a reply is rendered as Markdown")
+		}
+	}
+	if strings.Join(texts, ",") != "one,two" || h.s.Offset != 80 || len(h.s.Outbox) != 2 {
+		t.Fatalf("texts %v offset %d outbox %d", texts, h.s.Offset, len(h.s.Outbox))
+	}
+	// Read again after a restart: nothing new.
+	if eff := h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 80, Replies: []string{"one", "two"}}); len(eff) != 0 {
+		t.Fatalf("a reread sent %s", describe(eff))
+	}
+	// A crash before they were sent: Recovered sends them again, in order.
+	eff = h.send(&actors.Recovered{})
+	texts = nil
+	for _, e := range eff {
+		if sc, ok := e.(*messages.IMSendChat); ok {
+			texts = append(texts, sc.Text)
+		}
+	}
+	if strings.Join(texts, ",") != "one,two" {
+		t.Fatalf("after recovery %v", texts)
+	}
+	if ft := only[messages.IMFollowTranscript](t, eff); ft.Offset != 80 {
+		t.Fatalf("follow from %d", ft.Offset)
+	}
+	h.deliverChat(eff)
+	if len(h.s.Outbox) != 0 {
+		t.Fatalf("outbox %v", h.s.Outbox)
+	}
+}
+
+func TestRecoveredMidSetupRepeatsTheStepWithTheSameTag(t *testing.T) {
+	h := newHarness(t)
+	h.deliverChat(h.message("hi"))
+	h.deliverChat(h.press("claude"))
+	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u", AtRoot: true}))
+	cw := only[messages.IMCreateWindow](t, h.deliverChat(h.press("Use this directory")))
+	again := only[messages.IMCreateWindow](t, h.send(&actors.Recovered{Restarted: true}))
+	if *again != *cw {
+		t.Fatalf("after a crash %+v, want the same %+v (the handler reuses the tagged window)", again, cw)
+	}
+	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@4"})
+	h.send(&messages.IMAgentSessionsListed{})
+	la := only[messages.IMLaunchAgent](t, h.send(&actors.Recovered{}))
+	if la.WindowID != "@4" {
+		t.Fatalf("launch %+v", la)
+	}
+}
+
+func TestQueueIsBounded(t *testing.T) {
+	h := newHarness(t)
+	for range MaxQueued {
+		h.message("m")
+	}
+	eff := h.message("one too many")
+	if sc := only[messages.IMSendChat](t, eff); !strings.Contains(sc.Text, "not queued") {
+		t.Fatalf("reply %q", sc.Text)
+	}
+	if len(h.s.Queue) != MaxQueued {
+		t.Fatalf("queue %d", len(h.s.Queue))
+	}
+}
+
+func TestActive(t *testing.T) {
+	h := newHarness(t)
+	if h.k.Active(h.s) {
+		t.Fatal("a new thread is not active")
+	}
+	h.message("hi")
+	if !h.k.Active(h.s) {
+		t.Fatal("a thread in setup is active")
+	}
+	h = newHarness(t)
+	h.bind()
+	if !h.k.Active(h.s) {
+		t.Fatal("a bound thread with a transcript is active (its follower is set up at start)")
+	}
+}
+
+func TestApplyLeavesItsInputAlone(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("a")
+	before, _ := messages.Encode(h.s)
+	h.k.Apply(h.s, &messages.IMChecked{Forward: true})
+	h.k.Apply(h.s, &messages.IMDelivered{UpdateID: h.s.Queue[0].UpdateID})
+	h.k.Apply(h.s, &messages.IMOutboxAdded{Seq: 9, Entries: []messages.IMOutEntry{{Text: "x"}}})
+	after, _ := messages.Encode(h.s)
+	if string(before) != string(after) {
+		t.Fatal("Apply changed its input state")
+	}
+}

@@ -1,0 +1,376 @@
+package messages
+
+// This file holds the IM front end's vocabulary: what a chat thread's
+// binding entity (actors/imbinding) is told, the effects it asks the front
+// end to carry out, the results that come back, and the events it
+// journals. A binding binds one chat thread (a Telegram forum topic, or a
+// private chat) to one agent session running in a tmux window.
+
+// Chat-side inputs. The front end has already checked the user against the
+// allow-list and the text against the size limit.
+
+// IMUpdate is one chat update for a thread: a message (Text), a name the
+// update teaches (TopicName with NameSource), or both. UpdateID orders
+// updates; a binding handles each id once.
+type IMUpdate struct {
+	UpdateID   int64  `json:"updateID"`
+	UserID     int64  `json:"userID"`
+	ChatID     int64  `json:"chatID"`
+	ThreadID   int64  `json:"threadID"`
+	Topic      bool   `json:"topic,omitempty"`
+	Text       string `json:"text,omitempty"`
+	TopicName  string `json:"topicName,omitempty"`
+	NameSource string `json:"nameSource,omitempty"`
+}
+
+// Sources of a topic name, in the order of trust: a name from a
+// forum_topic_edited service message is the newest; one from
+// forum_topic_created is the first; a seed (the reply_to_message that
+// messages in a topic carry) keeps the original name and only fills a
+// name not known yet.
+const (
+	NameCreated = "created"
+	NameEdited  = "edited"
+	NameSeed    = "seed"
+)
+
+// IMPress is a press of an inline button the binding sent.
+type IMPress struct {
+	UpdateID   int64  `json:"updateID"`
+	UserID     int64  `json:"userID"`
+	ChatID     int64  `json:"chatID"`
+	ThreadID   int64  `json:"threadID"`
+	MessageID  int    `json:"messageID"`
+	CallbackID string `json:"callbackID"`
+	Data       string `json:"data"`
+}
+
+// IMTranscriptRead carries the agent's replies that the transcript
+// follower read between byte offsets From and To of Path.
+type IMTranscriptRead struct {
+	Path    string   `json:"path"`
+	From    int64    `json:"from"`
+	To      int64    `json:"to"`
+	Replies []string `json:"replies"`
+}
+
+// Effects of a binding, carried out by the IM front end. Each names what
+// must be done; its result comes back as the message named in its comment.
+
+// IMCheckWindow reads the window's name and the agent running in it.
+// Result: *IMWindowChecked.
+type IMCheckWindow struct {
+	WindowID string `json:"windowID"`
+}
+
+// IMSendToWindow types Text into the window literally, then Enter.
+// Result: *IMSentToWindow.
+type IMSendToWindow struct {
+	WindowID string `json:"windowID"`
+	UpdateID int64  `json:"updateID"`
+	Text     string `json:"text"`
+}
+
+// IMButton is one inline button: its label and its callback data (at most
+// 64 bytes, Telegram's limit).
+type IMButton struct {
+	Text string `json:"text"`
+	Data string `json:"data"`
+}
+
+// IMSendChat sends one outbox entry to the thread. Result: *IMChatSent.
+type IMSendChat struct {
+	Seq      uint64       `json:"seq"`
+	ChatID   int64        `json:"chatID"`
+	ThreadID int64        `json:"threadID"`
+	Topic    bool         `json:"topic,omitempty"`
+	Text     string       `json:"text"`
+	Markdown bool         `json:"markdown,omitempty"`
+	Buttons  [][]IMButton `json:"buttons,omitempty"`
+}
+
+// IMAnswerPress answers a button press (Telegram shows a spinner until it
+// is answered). No result.
+type IMAnswerPress struct {
+	CallbackID string `json:"callbackID"`
+	Text       string `json:"text,omitempty"`
+}
+
+// IMClearButtons removes the buttons of a prompt that was answered. No
+// result.
+type IMClearButtons struct {
+	ChatID    int64 `json:"chatID"`
+	MessageID int   `json:"messageID"`
+}
+
+// IMListDirectory lists the subdirectories of Path for the setup browser.
+// An empty Path, or one outside the configured roots, lists the first root
+// instead. Result: *IMDirectoryListed.
+type IMListDirectory struct {
+	Path string `json:"path"`
+}
+
+// IMCreateWindow makes a window named Name in Dir, tagged Tag; a window
+// with that tag already there is reused, so a repeat after a crash never
+// makes a second one. Result: *IMWindowCreated.
+type IMCreateWindow struct {
+	Tag  string `json:"tag"`
+	Name string `json:"name"`
+	Dir  string `json:"dir"`
+}
+
+// IMListAgentSessions lists Agent's sessions for Dir, newest first.
+// Result: *IMAgentSessionsListed.
+type IMListAgentSessions struct {
+	Agent string `json:"agent"`
+	Dir   string `json:"dir"`
+}
+
+// IMLaunchAgent starts Agent in the window (resuming SessionID when it is
+// set), unless the agent already runs there. Result: *IMAgentLaunched.
+type IMLaunchAgent struct {
+	WindowID  string `json:"windowID"`
+	Agent     string `json:"agent"`
+	SessionID string `json:"sessionID,omitempty"`
+}
+
+// IMFindAgentSession looks for the session id of the agent running in the
+// window, without disturbing it. Result: *IMAgentSessionFound.
+type IMFindAgentSession struct {
+	WindowID string `json:"windowID"`
+	Agent    string `json:"agent"`
+	Dir      string `json:"dir"`
+	// Known is the id the agent was resumed with, if any.
+	Known string `json:"known,omitempty"`
+	// Fresh: the agent was started just now, so its transcript is read
+	// from the start; otherwise from its current end.
+	Fresh bool `json:"fresh,omitempty"`
+}
+
+// IMRenameWindow renames the window. Result: *IMWindowRenamed.
+type IMRenameWindow struct {
+	WindowID string `json:"windowID"`
+	Name     string `json:"name"`
+}
+
+// IMFollowTranscript asks the follower to read Path from byte Offset on,
+// for Agent, and deliver what it reads (IMTranscriptRead). No result.
+type IMFollowTranscript struct {
+	Path   string `json:"path"`
+	Agent  string `json:"agent"`
+	Offset int64  `json:"offset"`
+}
+
+// IMStopFollowing stops following Path. No result.
+type IMStopFollowing struct {
+	Path string `json:"path"`
+}
+
+// Results of the effects.
+
+// IMWindowChecked: Alive is false when the window (or the whole tmux
+// server) is gone. Agent is the agent detected in the pane ("" none).
+type IMWindowChecked struct {
+	WindowID string `json:"windowID"`
+	Alive    bool   `json:"alive"`
+	Name     string `json:"name,omitempty"`
+	Agent    string `json:"agent,omitempty"`
+	Err      string `json:"err,omitempty"`
+}
+
+// IMSentToWindow reports a message typed into the window.
+type IMSentToWindow struct {
+	UpdateID int64  `json:"updateID"`
+	Err      string `json:"err,omitempty"`
+}
+
+// IMChatSent reports an outbox entry sent; MessageID is its (last part's)
+// message id.
+type IMChatSent struct {
+	Seq       uint64 `json:"seq"`
+	MessageID int    `json:"messageID"`
+	Err       string `json:"err,omitempty"`
+}
+
+// IMDirectoryListed is a listing for the browser: Path is the directory
+// shown, Dirs its subdirectories' base names, Jumps quick jumps (absolute
+// paths), AtRoot whether Path is a root (no way up).
+type IMDirectoryListed struct {
+	Path   string   `json:"path"`
+	Dirs   []string `json:"dirs,omitempty"`
+	Jumps  []string `json:"jumps,omitempty"`
+	AtRoot bool     `json:"atRoot,omitempty"`
+	Err    string   `json:"err,omitempty"`
+}
+
+// IMWindowCreated reports the window of an IMCreateWindow.
+type IMWindowCreated struct {
+	Tag      string `json:"tag"`
+	WindowID string `json:"windowID,omitempty"`
+	Err      string `json:"err,omitempty"`
+}
+
+// IMAgentSession is one session an agent keeps, for the picker.
+type IMAgentSession struct {
+	ID          string `json:"id"`
+	When        string `json:"when"`
+	FirstPrompt string `json:"firstPrompt,omitempty"`
+}
+
+// IMAgentSessionsListed lists an agent's sessions for a directory.
+type IMAgentSessionsListed struct {
+	Sessions []IMAgentSession `json:"sessions,omitempty"`
+	Err      string           `json:"err,omitempty"`
+}
+
+// IMAgentLaunched reports an IMLaunchAgent.
+type IMAgentLaunched struct {
+	WindowID string `json:"windowID"`
+	Err      string `json:"err,omitempty"`
+}
+
+// IMAgentSessionFound reports the agent's session id ("" when none was
+// found) and the transcript to follow ("" when it keeps none).
+type IMAgentSessionFound struct {
+	WindowID   string `json:"windowID"`
+	SessionID  string `json:"sessionID,omitempty"`
+	Transcript string `json:"transcript,omitempty"`
+	How        string `json:"how,omitempty"`
+	// Offset is where reading the transcript starts.
+	Offset int64 `json:"offset,omitempty"`
+}
+
+// IMWindowRenamed reports an IMRenameWindow.
+type IMWindowRenamed struct {
+	Name string `json:"name"`
+	Err  string `json:"err,omitempty"`
+}
+
+// Events of a binding. Each is applied by actors/imbinding.
+
+// IMUpdateSeen records an update handled: its id (so it is never handled
+// twice), the name it taught, and the message it queued, if any.
+type IMUpdateSeen struct {
+	UpdateID  int64  `json:"updateID"`
+	UserID    int64  `json:"userID"`
+	ChatID    int64  `json:"chatID"`
+	ThreadID  int64  `json:"threadID"`
+	Topic     bool   `json:"topic,omitempty"`
+	TopicName string `json:"topicName,omitempty"`
+	// Text is the message queued for the agent ("" for none).
+	Text string `json:"text,omitempty"`
+	// At is when it was handled (Unix milliseconds).
+	At int64 `json:"at"`
+	// Check starts a window check for the queued messages.
+	Check bool `json:"check,omitempty"`
+}
+
+// IMOutboxAdded queues chat messages to send, with their sequence numbers
+// from Seq on. A prompt's nonce is recorded with its entry.
+type IMOutboxAdded struct {
+	Seq     uint64       `json:"seq"`
+	Entries []IMOutEntry `json:"entries"`
+}
+
+// IMOutEntry is one chat message waiting to be sent.
+type IMOutEntry struct {
+	Text     string       `json:"text"`
+	Markdown bool         `json:"markdown,omitempty"`
+	Buttons  [][]IMButton `json:"buttons,omitempty"`
+	Prompt   uint64       `json:"prompt,omitempty"`
+}
+
+// IMOutboxSent drops a sent entry; MessageID is recorded for its prompt.
+type IMOutboxSent struct {
+	Seq       uint64 `json:"seq"`
+	MessageID int    `json:"messageID"`
+}
+
+// IMPromptOpened records a prompt waiting for the user: its Kind, its
+// nonce, and the choices its buttons stand for (paths, session ids).
+type IMPromptOpened struct {
+	Kind    string   `json:"kind"`
+	Nonce   uint64   `json:"nonce"`
+	UserID  int64    `json:"userID"`
+	Choices []string `json:"choices,omitempty"`
+	// Detected is the agent found in the window (agent mismatch).
+	Detected string `json:"detected,omitempty"`
+}
+
+// IMPromptClosed records a prompt answered (or timed out).
+type IMPromptClosed struct {
+	Nonce uint64 `json:"nonce"`
+}
+
+// IMSetupStep records progress of the setup or recovery flow.
+type IMSetupStep struct {
+	Phase  string `json:"phase"`
+	Gen    uint64 `json:"gen,omitempty"`
+	Step   string `json:"step"`
+	Agent  string `json:"agent,omitempty"`
+	Dir    string `json:"dir,omitempty"`
+	Tag    string `json:"tag,omitempty"`
+	Window string `json:"window,omitempty"`
+	Resume string `json:"resume,omitempty"`
+}
+
+// IMBound records the binding made (or remade): the three records the
+// binding owns.
+type IMBound struct {
+	DisplayName string `json:"displayName"`
+	SessionID   string `json:"sessionID,omitempty"`
+	WindowID    string `json:"windowID"`
+	Cwd         string `json:"cwd"`
+	Agent       string `json:"agent"`
+	Transcript  string `json:"transcript,omitempty"`
+	Offset      int64  `json:"offset,omitempty"`
+}
+
+// IMRenamed records the display name (and window name) changed.
+type IMRenamed struct {
+	Name string `json:"name"`
+}
+
+// IMAgentChanged records the binding's agent type updated to the agent
+// found in the window.
+type IMAgentChanged struct {
+	Agent string `json:"agent"`
+}
+
+// IMChecked records a window check's outcome: the queued messages are
+// being typed into the window (Forward), or a prompt opened instead.
+type IMChecked struct {
+	Forward bool `json:"forward,omitempty"`
+}
+
+// IMDelivered drops a queued message typed into the window; Check starts
+// a window check for the messages queued behind it.
+type IMDelivered struct {
+	UpdateID int64 `json:"updateID"`
+	Check    bool  `json:"check,omitempty"`
+}
+
+// IMRepliesRead records the transcript read up to offset To.
+type IMRepliesRead struct {
+	To int64 `json:"to"`
+}
+
+// IMResumed records a restart: checks and deliveries in flight are
+// started again.
+type IMResumed struct{}
+
+func init() {
+	Register[IMUpdateSeen]("im.update_seen", 1)
+	Register[IMOutboxAdded]("im.outbox_added", 1)
+	Register[IMOutboxSent]("im.outbox_sent", 1)
+	Register[IMPromptOpened]("im.prompt_opened", 1)
+	Register[IMPromptClosed]("im.prompt_closed", 1)
+	Register[IMSetupStep]("im.setup_step", 1)
+	Register[IMBound]("im.bound", 1)
+	Register[IMRenamed]("im.renamed", 1)
+	Register[IMAgentChanged]("im.agent_changed", 1)
+	Register[IMChecked]("im.checked", 1)
+	Register[IMDelivered]("im.delivered", 1)
+	Register[IMRepliesRead]("im.replies_read", 1)
+	Register[IMResumed]("im.resumed", 1)
+}
