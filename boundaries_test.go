@@ -41,7 +41,14 @@ func TestImportBoundaries(t *testing.T) {
 		{"hosts/control", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor}},
 		// A front end never reaches another.
 		{"hosts/opencode/front/...", []string{mod + "/im/..."}},
-		{"im/...", []string{mod + "/hosts/...", pebble}},
+		// The IM parts speak tmux, the agents' files and the Bot API; they
+		// know nothing of entities or storage.
+		{"im", []string{mod + "/hosts/...", mod + "/persistence/...", pebble}},
+		{"im/tmux", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
+		{"im/agents", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
+		{"im/telegram", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
+		// The IM front end, like the opencode one, never imports another.
+		{"im/front/...", []string{mod + "/hosts/..."}},
 		{"config/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor, nethttp}},
 		// The root composes front ends it is given: it holds none itself.
 		{"", []string{mod + "/hosts/opencode", mod + "/hosts/opencode/...", mod + "/actors/ocfamily", mod + "/im/..."}},

@@ -378,6 +378,10 @@ type Status struct {
 	// families), SessionsTotal how many there are.
 	Sessions      []any `json:"sessions,omitempty"`
 	SessionsTotal int   `json:"sessionsTotal"`
+	// Bindings are the IM front end's chat bindings (thread, name, agent,
+	// window, state, last message), BindingsTotal how many there are.
+	Bindings      []any `json:"bindings,omitempty"`
+	BindingsTotal int   `json:"bindingsTotal"`
 }
 
 // StatusReport gathers the runtime's status.
@@ -409,6 +413,11 @@ func (r *Runtime) StatusReport() (*Status, error) {
 			views, total := rep.Report(0)
 			st.Sessions = append(st.Sessions, views...)
 			st.SessionsTotal += total
+		}
+		if rep, ok := fe.(frontend.BindingReporter); ok {
+			views, total := rep.ReportBindings(0)
+			st.Bindings = append(st.Bindings, views...)
+			st.BindingsTotal += total
 		}
 	}
 	return st, nil

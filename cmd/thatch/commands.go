@@ -57,7 +57,7 @@ func runServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
 		return code
 	}
-	rt, err := thatch.New(cfg, thatch.Options{FrontEnds: []frontend.FrontEnd{front.New(cfg, front.Options{})}})
+	rt, err := thatch.New(cfg, thatch.Options{FrontEnds: frontEnds(cfg)})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
 		return 1
@@ -169,6 +169,10 @@ func printStatus(st *thatch.Status, all bool) {
 	if len(st.Sessions) > 0 {
 		fmt.Printf("\nsessions: %d (--json shows every field):\n", st.SessionsTotal)
 		writeSessions(os.Stdout, st.Sessions, all)
+	}
+	if len(st.Bindings) > 0 {
+		fmt.Printf("\nIM bindings: %d\n", st.BindingsTotal)
+		writeBindings(os.Stdout, st.Bindings)
 	}
 	if len(st.Quarantined) > 0 {
 		fmt.Printf("\nquarantined (they cannot rebuild their state; see thatch repair):\n")

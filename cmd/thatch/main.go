@@ -19,6 +19,7 @@ Usage:
   thatch memory list|search|show|forget      read and edit the memory store (--json for JSON)
   thatch hygiene [--resolve A,B --verdict V]  the memory hygiene report; judge reported pairs
   thatch repair [list|drop|release KIND/ID]  look at and repair entities that cannot recover
+  thatch hook claude                         record a starting claude's session (Claude Code SessionStart hook)
   thatch version                             print the version
 
 Run 'thatch COMMAND --help' for a command's flags.
@@ -46,6 +47,8 @@ func main() {
 		code = runInstall(args)
 	case "repair":
 		code = runRepair(args)
+	case "hook":
+		code = runHook(args)
 	case "version", "--version", "-v":
 		fmt.Println(versionString())
 	case "help", "--help", "-h":

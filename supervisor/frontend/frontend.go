@@ -85,3 +85,11 @@ type Reporter interface {
 	// most limit of them (0: no limit), and how many there are in all.
 	Report(limit int) (views []any, total int)
 }
+
+// BindingReporter is implemented by a front end whose chat bindings
+// `thatch status` lists (the IM front end).
+type BindingReporter interface {
+	// ReportBindings returns the status views of the bindings, at most
+	// limit of them (0: no limit), and how many there are in all.
+	ReportBindings(limit int) (views []any, total int)
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/config"
+	ocfront "github.com/thatch-run/thatch/hosts/opencode/front"
+	"github.com/thatch-run/thatch/im/agents"
+	imfront "github.com/thatch-run/thatch/im/front"
+	"github.com/thatch-run/thatch/supervisor/frontend"
+)
+
+// frontEnds are the front ends cfg asks for: opencode always, IM when a
+// bot token is set.
+func frontEnds(cfg *config.Config) []frontend.FrontEnd {
+	fes := []frontend.FrontEnd{ocfront.New(cfg, ocfront.Options{})}
+	if imfront.Enabled(cfg) {
+		fes = append(fes, imfront.New(cfg, imfront.Options{}))
+	}
+	return fes
+}
+
+// writeBindings prints the IM bindings of a status report.
+func writeBindings(w io.Writer, bindings []any) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  THREAD\tNAME\tAGENT\tWINDOW\tSTATE\tLAST MESSAGE")
+	for _, raw := range bindings {
+		var v struct {
+			imbinding.View
+			Error string `json:"error"`
+		}
+		b, err := json.Marshal(raw)
+		if err == nil {
+			err = json.Unmarshal(b, &v)
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(tw, "  ?\t\t\t\tunreadable: %v\t\n", err)
+		case v.Error != "":
+			fmt.Fprintf(tw, "  %s\t\t\t\terror: %s\t\n", v.Thread, v.Error)
+		default:
+			state := v.State
+			if v.Step != "" {
+				state += " (" + v.Step + ")"
+			}
+			if v.Queued > 0 {
+				state += fmt.Sprintf(", %d queued", v.Queued)
+			}
+			if v.Unsent > 0 {
+				state += fmt.Sprintf(", %d unsent", v.Unsent)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", v.Thread, v.DisplayName, v.Agent, v.Window, state, v.LastMessage)
+		}
+	}
+	tw.Flush()
+}
+
+// runHook runs an agent hook: `thatch hook claude` records the session a
+// starting claude reports (Claude Code's SessionStart hook, JSON on
+// stdin) for the window thatch launched it in, so that the IM front end
+// can find the session id when nothing else tells it.
+func runHook(args []string) int {
+	if len(args) != 1 || args[0] != "claude" {
+		fmt.Fprintln(os.Stderr, "usage: thatch hook claude   (reads Claude Code's SessionStart hook JSON on stdin)")
+		return 2
+	}
+	window := os.Getenv("THATCH_IM_WINDOW")
+	if window == "" {
+		return 0 // not a window thatch launched
+	}
+	e, err := agents.ParseClaudeHook(os.Stdin)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
+		return 1
+	}
+	cfg, err := config.Load(config.LoadOptions{Env: os.Environ()})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
+		return 1
+	}
+	file := filepath.Join(cfg.Data.Dir, "im", "claude-sessions.json")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
+		return 1
+	}
+	if err := agents.WriteHook(file, window, e); err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
+		return 1
+	}
+	return 0
+}

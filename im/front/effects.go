@@ -1,0 +1,285 @@
+package front
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/im/telegram"
+	"github.com/thatch-run/thatch/im/tmux"
+	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/supervisor"
+)
+
+// effectTimeout bounds one tmux command or Bot API call an effect makes
+// (a send that waits out a 429 has its own, longer bound).
+const effectTimeout = 15 * time.Second
+
+// sendTimeout bounds one chat message, 429 waits included.
+const sendTimeout = 5 * time.Minute
+
+// handlers are the IM effects the front end carries out; each returns the
+// result message its binding waits for (nil for none).
+func (f *FrontEnd) handlers() []supervisor.Handler {
+	return []supervisor.Handler{
+		supervisor.Handle(f.checkWindow),
+		supervisor.Handle(f.sendToWindow),
+		supervisor.Handle(f.sendChat),
+		supervisor.Handle(f.answerPress),
+		supervisor.Handle(f.clearButtons),
+		supervisor.Handle(f.listDirectory),
+		supervisor.Handle(f.createWindow),
+		supervisor.Handle(f.listAgentSessions),
+		supervisor.Handle(f.launchAgent),
+		supervisor.Handle(f.findAgentSession),
+		supervisor.Handle(f.renameWindow),
+		supervisor.Handle(f.followTranscript),
+		supervisor.Handle(f.stopFollowing),
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// checkWindow reads the window and tells which agent runs in it.
+func (f *FrontEnd) checkWindow(ctx context.Context, _ actors.Identity, e *messages.IMCheckWindow) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	w, err := f.tmux.Window(ctx, e.WindowID)
+	if errors.Is(err, tmux.ErrNoWindow) {
+		return &messages.IMWindowChecked{WindowID: e.WindowID}
+	}
+	if err != nil {
+		// tmux did not answer: report the window gone, so that the user
+		// is asked (Recover) rather than the message typed blindly.
+		f.log.Warn("cannot read a window", "window", e.WindowID, "error", err)
+		return &messages.IMWindowChecked{WindowID: e.WindowID, Err: err.Error()}
+	}
+	return &messages.IMWindowChecked{WindowID: e.WindowID, Alive: true, Name: w.Name, Agent: f.detect(w)}
+}
+
+// detect names the agent running in a window's pane ("" for none).
+func (f *FrontEnd) detect(w tmux.Window) string {
+	tree, err := agents.ProcTree(w.PanePID)
+	if err != nil {
+		return ""
+	}
+	name, _ := f.agents.Detect(tree)
+	return name
+}
+
+func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messages.IMSendToWindow) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	err := f.tmux.SendText(ctx, e.WindowID, e.Text)
+	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err)}
+}
+
+func (f *FrontEnd) sendChat(ctx context.Context, _ actors.Identity, e *messages.IMSendChat) any {
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	m := telegram.Outbound{ChatID: e.ChatID, ThreadID: e.ThreadID, Topic: e.Topic, Text: e.Text, Markdown: e.Markdown}
+	for _, row := range e.Buttons {
+		var r []telegram.Button
+		for _, b := range row {
+			r = append(r, telegram.Button{Text: b.Text, Data: b.Data})
+		}
+		m.Buttons = append(m.Buttons, r)
+	}
+	ids, err := f.bot.Send(ctx, m)
+	if err != nil {
+		f.log.Warn("cannot send a chat message; it stays in the outbox", "chat", e.ChatID, "thread", e.ThreadID, "error", err)
+		return &messages.IMChatSent{Seq: e.Seq, Err: err.Error()}
+	}
+	last := 0
+	if len(ids) > 0 {
+		last = ids[len(ids)-1]
+	}
+	return &messages.IMChatSent{Seq: e.Seq, MessageID: last}
+}
+
+func (f *FrontEnd) answerPress(ctx context.Context, _ actors.Identity, e *messages.IMAnswerPress) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	if err := f.bot.AnswerCallback(ctx, e.CallbackID, e.Text); err != nil {
+		f.log.Debug("cannot answer a button press", "error", err)
+	}
+	return nil
+}
+
+func (f *FrontEnd) clearButtons(ctx context.Context, _ actors.Identity, e *messages.IMClearButtons) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	if err := f.bot.EditButtons(ctx, e.ChatID, e.MessageID, nil); err != nil {
+		f.log.Debug("cannot remove a prompt's buttons", "error", err)
+	}
+	return nil
+}
+
+// createWindow makes the flow's window, or finds the one a run before a
+// crash made (by its tag).
+func (f *FrontEnd) createWindow(ctx context.Context, _ actors.Identity, e *messages.IMCreateWindow) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	if !f.inRoots(e.Dir) {
+		return &messages.IMWindowCreated{Tag: e.Tag, Err: "the directory is outside im.roots"}
+	}
+	if w, ok, err := f.tmux.FindTagged(ctx, e.Tag); err == nil && ok {
+		return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID}
+	}
+	w, err := f.tmux.NewWindow(ctx, e.Name, e.Dir, e.Tag, nil)
+	if err != nil {
+		return &messages.IMWindowCreated{Tag: e.Tag, Err: err.Error()}
+	}
+	f.rememberDir(e.Dir)
+	return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID}
+}
+
+func (f *FrontEnd) listAgentSessions(_ context.Context, _ actors.Identity, e *messages.IMListAgentSessions) any {
+	a, ok := f.agents.Get(e.Agent)
+	if !ok {
+		return &messages.IMAgentSessionsListed{Err: "unknown agent " + e.Agent}
+	}
+	list, err := a.Sessions(e.Dir, 10)
+	if err != nil {
+		f.log.Warn("cannot list the agent's sessions; offering a new one", "agent", e.Agent, "dir", e.Dir, "error", err)
+		return &messages.IMAgentSessionsListed{}
+	}
+	out := &messages.IMAgentSessionsListed{}
+	for _, s := range list {
+		out.Sessions = append(out.Sessions, messages.IMAgentSession{
+			ID: s.ID, When: s.Modified.Local().Format("2006-01-02 15:04"), FirstPrompt: cleanText(s.FirstPrompt, 80)})
+	}
+	return out
+}
+
+// launchAgent types the agent's launch (or resume) command into the
+// window's shell, unless the agent already runs there (a repeat after a
+// crash must not type it into the agent).
+func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messages.IMLaunchAgent) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	a, ok := f.agents.Get(e.Agent)
+	if !ok {
+		return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: "unknown agent " + e.Agent}
+	}
+	w, err := f.tmux.Window(ctx, e.WindowID)
+	if err != nil {
+		return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: err.Error()}
+	}
+	if f.detect(w) == e.Agent {
+		return &messages.IMAgentLaunched{WindowID: e.WindowID}
+	}
+	cmd := a.Launch
+	if e.SessionID != "" {
+		if cmd, err = a.ResumeCommand(e.SessionID); err != nil {
+			return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: err.Error()}
+		}
+	}
+	if f.hookFile != "" {
+		// The claude hook keys what it records by this window.
+		cmd = "THATCH_IM_WINDOW=" + e.WindowID + " " + cmd
+	}
+	err = f.tmux.SendText(ctx, e.WindowID, cmd)
+	return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: errText(err)}
+}
+
+// findAgentSession looks for the session id of the agent in the window,
+// trying for a while: a starting agent opens its transcript after a
+// moment. Not finding one is not an error; the binding asks again later.
+func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *messages.IMFindAgentSession) any {
+	out := &messages.IMAgentSessionFound{WindowID: e.WindowID}
+	a, ok := f.agents.Get(e.Agent)
+	if !ok {
+		return out
+	}
+	limit := f.opts.FindTimeout
+	if limit <= 0 {
+		limit = 15 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if found, ok := f.findOnce(ctx, a, e); ok {
+			out.SessionID, out.How = found.ID, found.How
+			out.Transcript = found.Path
+			if out.Transcript == "" {
+				out.Transcript, _ = a.Transcript(e.Dir, found.ID)
+			}
+			if !e.Fresh && out.Transcript != "" {
+				if st, err := os.Stat(out.Transcript); err == nil {
+					out.Offset = st.Size() // replies from now on, not the history
+				}
+			}
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			if e.Known != "" {
+				out.SessionID = e.Known
+				out.Transcript, _ = a.Transcript(e.Dir, e.Known)
+				if st, err := os.Stat(out.Transcript); err == nil && out.Transcript != "" {
+					out.Offset = st.Size()
+				}
+			}
+			return out
+		case <-tick.C:
+		}
+	}
+}
+
+func (f *FrontEnd) findOnce(ctx context.Context, a *agents.Agent, e *messages.IMFindAgentSession) (agents.Found, bool) {
+	w, err := f.tmux.Window(ctx, e.WindowID)
+	if err != nil {
+		return agents.Found{}, false
+	}
+	text, _ := f.tmux.Capture(ctx, e.WindowID, 200)
+	return f.agents.FindSession(ctx, a, w.PanePID, text, f.hookFile, e.WindowID)
+}
+
+func (f *FrontEnd) renameWindow(ctx context.Context, _ actors.Identity, e *messages.IMRenameWindow) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	err := f.tmux.Rename(ctx, e.WindowID, e.Name)
+	return &messages.IMWindowRenamed{Name: e.Name, Err: errText(err)}
+}
+
+func (f *FrontEnd) followTranscript(_ context.Context, from actors.Identity, e *messages.IMFollowTranscript) any {
+	f.follow.Follow(from.ID, e.Path, e.Agent, e.Offset)
+	return nil
+}
+
+func (f *FrontEnd) stopFollowing(_ context.Context, _ actors.Identity, e *messages.IMStopFollowing) any {
+	f.follow.Stop(e.Path)
+	return nil
+}
+
+// parseLine reads one transcript line of agent's.
+func (f *FrontEnd) parseLine(agent string, line []byte) []string {
+	a, ok := f.agents.Get(agent)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, r := range a.Replies(line) {
+		if r = strings.TrimSpace(cleanText(r, 256<<10)); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// deliverReplies hands replies read from a transcript to their binding.
+func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m *messages.IMTranscriptRead) error {
+	return f.tree.DeliverContext(ctx, bindingID(binding), m, deliverTimeout)
+}

@@ -1,0 +1,271 @@
+package front
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/messages"
+)
+
+// maxLine is the longest transcript line read; a longer one is skipped
+// (an agent's tool output, not a reply anyone reads on a phone).
+const maxLine = 1 << 20
+
+// followed is one transcript being followed for one binding.
+type followed struct {
+	binding string
+	agent   string
+	offset  int64
+}
+
+// follower follows agents' transcripts with inotify (fsnotify), one
+// watcher for all of them, and hands each batch of replies to the binding
+// that owns the transcript. It reads from the offset the binding last
+// journaled, so a restart neither repeats nor loses a reply; a batch is
+// marked read only once the binding has journaled it.
+//
+// One goroutine owns the watcher and does every read and delivery; Follow
+// and Stop only record what to do and wake it.
+type follower struct {
+	log     hclog.Logger
+	parse   func(agent string, line []byte) []string
+	deliver func(ctx context.Context, binding string, m *messages.IMTranscriptRead) error
+
+	mu    sync.Mutex
+	files map[string]*followed // by path
+	dirs  map[string]int       // watched directories, by how many files in them are followed
+	dirty map[string]bool      // paths to read now
+	wake  chan struct{}
+
+	w    *fsnotify.Watcher
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func newFollower(log hclog.Logger, parse func(string, []byte) []string,
+	deliver func(context.Context, string, *messages.IMTranscriptRead) error) (*follower, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &follower{log: log, parse: parse, deliver: deliver, files: map[string]*followed{}, dirs: map[string]int{},
+		dirty: map[string]bool{}, wake: make(chan struct{}, 1), w: w, stop: cancel, done: make(chan struct{})}
+	go f.run(ctx)
+	return f, nil
+}
+
+// Follow starts (or moves) following path for binding from offset.
+func (f *follower) Follow(binding, path, agent string, offset int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cur, ok := f.files[path]; ok {
+		cur.binding, cur.agent = binding, agent
+		if offset > cur.offset {
+			cur.offset = offset
+		}
+	} else {
+		f.files[path] = &followed{binding: binding, agent: agent, offset: offset}
+		dir := filepath.Dir(path)
+		if f.dirs[dir] == 0 {
+			if err := f.w.Add(dir); err != nil {
+				f.log.Warn("cannot watch transcript directory; replies come only when it is read again", "dir", dir, "error", err)
+			}
+		}
+		f.dirs[dir]++
+	}
+	f.markLocked(path)
+}
+
+// Stop stops following path.
+func (f *follower) Stop(path string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.files[path]; !ok {
+		return
+	}
+	delete(f.files, path)
+	delete(f.dirty, path)
+	dir := filepath.Dir(path)
+	if f.dirs[dir]--; f.dirs[dir] <= 0 {
+		delete(f.dirs, dir)
+		_ = f.w.Remove(dir)
+	}
+}
+
+// Count is how many transcripts are followed.
+func (f *follower) Count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.files)
+}
+
+func (f *follower) markLocked(path string) {
+	f.dirty[path] = true
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the goroutine and the watcher.
+func (f *follower) Close() error {
+	f.stop()
+	<-f.done
+	return f.w.Close()
+}
+
+func (f *follower) run(ctx context.Context) {
+	defer close(f.done)
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-f.w.Events:
+			if !ok {
+				return
+			}
+			if ev.Has(fsnotify.Write) || ev.Has(fsnotify.Create) {
+				f.mu.Lock()
+				if _, ok := f.files[ev.Name]; ok {
+					f.markLocked(ev.Name)
+				}
+				f.mu.Unlock()
+			}
+		case err, ok := <-f.w.Errors:
+			if !ok {
+				return
+			}
+			// An overflow loses events, not data: read every file again.
+			f.log.Warn("transcript watcher error; reading every transcript again", "error", err)
+			f.mu.Lock()
+			for p := range f.files {
+				f.markLocked(p)
+			}
+			f.mu.Unlock()
+		case <-f.wake:
+		case <-retry.C:
+		}
+		if f.drain(ctx) {
+			retry.Reset(time.Second) // a delivery failed: try again soon
+		}
+	}
+}
+
+// drain reads every dirty file; it reports whether one failed and must
+// be read again (by the retry timer, so that a failing delivery does not
+// spin).
+func (f *follower) drain(ctx context.Context) (again bool) {
+	var failed []string
+	defer func() {
+		f.mu.Lock()
+		for _, p := range failed {
+			if _, ok := f.files[p]; ok {
+				f.dirty[p] = true
+			}
+		}
+		f.mu.Unlock()
+	}()
+	for ctx.Err() == nil {
+		path, item, ok := f.next()
+		if !ok {
+			break
+		}
+		to, more, err := f.read(ctx, path, item)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.log.Warn("cannot relay transcript replies; trying again", "path", path, "error", err)
+			}
+			failed = append(failed, path)
+			continue
+		}
+		f.mu.Lock()
+		if cur, ok := f.files[path]; ok {
+			if to > cur.offset {
+				cur.offset = to
+			}
+			if more {
+				f.dirty[path] = true
+			}
+		}
+		f.mu.Unlock()
+	}
+	return len(failed) > 0
+}
+
+// next takes one dirty path off the set, with a copy of what is followed.
+func (f *follower) next() (string, followed, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p := range f.dirty {
+		delete(f.dirty, p)
+		if cur, ok := f.files[p]; ok {
+			return p, *cur, true
+		}
+	}
+	return "", followed{}, false
+}
+
+// read reads complete lines of path from item.offset (at most a chunk),
+// delivers their replies, and returns the offset after them and whether
+// more is left to read.
+func (f *follower) read(ctx context.Context, path string, item followed) (int64, bool, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return item.offset, false, nil // not written yet: the directory watch tells when it is
+	}
+	if err != nil {
+		return item.offset, false, err
+	}
+	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil {
+		return item.offset, false, err
+	}
+	size := info.Size() - item.offset
+	if size <= 0 {
+		return item.offset, false, nil
+	}
+	buf := make([]byte, min(size, 4*maxLine))
+	n, err := fh.ReadAt(buf, item.offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return item.offset, false, err
+	}
+	buf = buf[:n]
+	end := bytes.LastIndexByte(buf, '\n')
+	if end < 0 {
+		if n == 4*maxLine {
+			// One line longer than the chunk: skip it whole.
+			return item.offset + int64(n), true, nil
+		}
+		return item.offset, false, nil // a partial line: wait for its end
+	}
+	var replies []string
+	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
+		if len(line) == 0 || len(line) > maxLine {
+			continue
+		}
+		replies = append(replies, f.parse(item.agent, line)...)
+	}
+	to := item.offset + int64(end) + 1
+	if len(replies) > 0 {
+		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+		defer cancel()
+		err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: item.offset, To: to, Replies: replies})
+		if err != nil {
+			return item.offset, false, err
+		}
+	}
+	return to, n == 4*maxLine, nil
+}

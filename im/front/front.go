@@ -1,0 +1,307 @@
+// Package front is the IM front end: it binds chat threads (Telegram forum
+// topics, private chats) to agent sessions running in tmux windows. It
+// reads the bot's updates, checks them at the edge (allow-list, size,
+// valid text), hands them to the thread's binding entity
+// (actors/imbinding), carries out the bindings' effects against tmux, the
+// agents' files and the Bot API, and follows the agents' transcripts to
+// relay their replies.
+//
+// It implements frontend.FrontEnd beside the opencode front end; the root
+// package composes the two.
+//
+// # Imports
+//
+// front may import the IM parts (im/tmux, im/agents, im/telegram), the
+// decision core it runs (actors/imbinding), the supervisor and its
+// frontend contract, persistence and config. It must not import another
+// front end (hosts/...).
+//
+// # Delivery
+//
+// An update is confirmed to Telegram only after its binding journaled it
+// (the bot's Run calls handle in order and waits), and a binding drops an
+// update id it has handled already, so no update is handled twice across
+// a crash and none is lost. The update offset is also kept in the row
+// table im.telegram (key "offset"), so a restart asks for what follows it.
+package front
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/im/telegram"
+	"github.com/thatch-run/thatch/im/tmux"
+	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/supervisor"
+	"github.com/thatch-run/thatch/supervisor/frontend"
+)
+
+// Name is the front end's name in logs and status.
+const Name = "im"
+
+// deliverTimeout bounds how long an update waits for its binding to
+// journal it.
+const deliverTimeout = 30 * time.Second
+
+// Options are what an embedder (or a test) may set beyond the config.
+type Options struct {
+	// Home is the user's home directory, where the agents keep their
+	// sessions and "~" points. Default: os.UserHomeDir.
+	Home string
+	// PollTimeout is the bot's long-poll timeout. Default: the adapter's.
+	PollTimeout time.Duration
+	// ChatInterval is the least time between two sends to one chat.
+	// Default: the adapter's (Telegram's limit).
+	ChatInterval time.Duration
+	// FindTimeout bounds the search for a newly started agent's session
+	// id. Default: 15s.
+	FindTimeout time.Duration
+	// Zoxide is the zoxide binary for quick jumps; "" looks it up on PATH,
+	// "-" disables quick jumps from zoxide.
+	Zoxide string
+}
+
+// FrontEnd is the IM front end.
+type FrontEnd struct {
+	cfg  *config.Config
+	opts Options
+
+	// Set by Open.
+	log      hclog.Logger
+	rows     *persistence.Rows
+	jr       *persistence.Journal
+	bot      *telegram.Bot
+	tmux     *tmux.Client
+	agents   *agents.Registry
+	roots    []string
+	allowed  map[int64]bool
+	hookFile string
+	follow   *follower
+	// Set by Mount.
+	tree *supervisor.Tree
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var (
+	_ frontend.FrontEnd        = (*FrontEnd)(nil)
+	_ frontend.BindingReporter = (*FrontEnd)(nil)
+)
+
+// New makes the IM front end for cfg; nothing runs until the runtime opens
+// and starts it.
+func New(cfg *config.Config, o Options) *FrontEnd {
+	return &FrontEnd{cfg: cfg, opts: o}
+}
+
+// Enabled reports whether cfg asks for the IM front end (a bot token is set).
+func Enabled(cfg *config.Config) bool { return cfg.IM.Telegram.Token != "" }
+
+// Name returns Name.
+func (f *FrontEnd) Name() string { return Name }
+
+// Open builds the parts: the binding kind and the handlers of its effects.
+func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, error) {
+	f.log = c.Logger
+	f.rows = c.Store.Rows()
+	f.jr = c.Store.Journal()
+	im := f.cfg.IM
+	if len(im.AllowedUsers) == 0 && !im.Open {
+		return frontend.Parts{}, errors.New("im: im.allowed_users is empty; list the user ids allowed in, or set im.open = true")
+	}
+	f.allowed = map[int64]bool{}
+	for _, u := range im.AllowedUsers {
+		id, err := strconv.ParseInt(u, 10, 64)
+		if err != nil {
+			return frontend.Parts{}, fmt.Errorf("im: allowed user %q is not a user id", u)
+		}
+		f.allowed[id] = true
+	}
+	home := f.opts.Home
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return frontend.Parts{}, fmt.Errorf("im: no home directory for ~ and the agents' sessions: %w", err)
+		}
+		home = h
+	}
+	f.opts.Home = home
+	f.roots = expandRoots(im.Roots, home)
+	f.hookFile = filepath.Join(f.cfg.Data.Dir, "im", "claude-sessions.json")
+
+	specs := map[string]agents.Spec{}
+	resumable := map[string]bool{}
+	var names []string
+	for _, a := range im.Agents.ByName() {
+		specs[a.Name] = agents.Spec{Launch: a.Launch, Resume: a.Resume, Detect: a.Detect}
+		resumable[a.Name] = a.Resume != ""
+		names = append(names, a.Name)
+	}
+	reg, err := agents.NewRegistry(home, specs)
+	if err != nil {
+		return frontend.Parts{}, fmt.Errorf("im: %w", err)
+	}
+	f.agents = reg
+	if f.tmux, err = tmux.New(tmux.Options{Socket: im.Tmux.Socket, Session: im.Tmux.Session, Logger: f.log.Named("tmux")}); err != nil {
+		return frontend.Parts{}, fmt.Errorf("im: %w", err)
+	}
+	if f.bot, err = f.newBot(); err != nil {
+		return frontend.Parts{}, err
+	}
+	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout})
+	return frontend.Parts{
+		Kinds:   []supervisor.Spec{supervisor.Entity[imbinding.State](kind)},
+		Effects: f.handlers(),
+	}, nil
+}
+
+// newBot builds the Telegram adapter, starting after the stored offset.
+func (f *FrontEnd) newBot() (*telegram.Bot, error) {
+	var offset int64
+	if row, ok, err := f.rows.Get(offsetTable, offsetKey); err != nil {
+		return nil, fmt.Errorf("im: read the update offset: %w", err)
+	} else if ok {
+		offset, _ = strconv.ParseInt(string(row.Value), 10, 64)
+	}
+	bot, err := telegram.New(telegram.Options{
+		Token:        f.cfg.IM.Telegram.Token.Reveal(),
+		APIURL:       f.cfg.IM.Telegram.APIURL,
+		Offset:       offset,
+		PollTimeout:  f.opts.PollTimeout,
+		ChatInterval: f.opts.ChatInterval,
+		Logger:       f.log.Named("telegram"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("im: %w", err)
+	}
+	return bot, nil
+}
+
+// Rows the front end keeps.
+const (
+	offsetTable = "im.telegram"
+	offsetKey   = "offset"
+	recentTable = "im.recent"
+)
+
+// Mount records the tree; the IM front end adds no control routes.
+func (f *FrontEnd) Mount(_ context.Context, t *supervisor.Tree, _ frontend.Mux) error {
+	f.tree = t
+	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies)
+	if err != nil {
+		return fmt.Errorf("im: transcript watcher: %w", err)
+	}
+	f.follow = fl
+	return nil
+}
+
+// Start polls the bot for updates until Stop.
+func (f *FrontEnd) Start(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.mu.Lock()
+	f.cancel = cancel
+	f.mu.Unlock()
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		if err := f.bot.Run(ctx, f.handle); err != nil && ctx.Err() == nil {
+			f.log.Error("telegram polling stopped", "error", err)
+		}
+	}()
+	return nil
+}
+
+// Stop ends polling and following, then closes tmux's control client.
+func (f *FrontEnd) Stop(context.Context) error {
+	f.mu.Lock()
+	cancel := f.cancel
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	f.wg.Wait()
+	var errs []error
+	if f.follow != nil {
+		errs = append(errs, f.follow.Close())
+	}
+	if f.tmux != nil {
+		errs = append(errs, f.tmux.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ReportBindings lists the bindings' status views, sorted by thread, at
+// most limit (0: all), and how many there are.
+func (f *FrontEnd) ReportBindings(limit int) ([]any, int) {
+	if f.tree == nil {
+		return nil, 0
+	}
+	seen := map[string]bool{}
+	var ids []string
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if live, err := f.tree.LiveIDs(imbinding.KindName, 5*time.Second); err == nil {
+		for _, id := range live {
+			add(id)
+		}
+	}
+	_ = f.jr.EntityIDs(imbinding.KindName, func(id persistence.Identity) error {
+		add(id.ID)
+		return nil
+	})
+	sort.Strings(ids)
+	total := len(ids)
+	if limit > 0 && len(ids) > limit {
+		ids = ids[:limit]
+	}
+	out := make([]any, 0, len(ids))
+	for _, id := range ids {
+		res, err := f.tree.Request(bindingID(id), &supervisor.Inspect{}, 5*time.Second)
+		if err != nil {
+			out = append(out, map[string]string{"thread": id, "error": err.Error()})
+			continue
+		}
+		if in, ok := res.(*supervisor.Inspection); ok {
+			out = append(out, in.View)
+		}
+	}
+	return out, total
+}
+
+func bindingID(key string) actors.Identity {
+	return actors.Identity{Kind: imbinding.KindName, ID: key}
+}
+
+// expandRoots turns the configured roots into clean absolute paths.
+func expandRoots(roots []string, home string) []string {
+	out := make([]string, 0, len(roots))
+	for _, r := range roots {
+		switch {
+		case r == "~":
+			r = home
+		case len(r) > 2 && r[:2] == "~/":
+			r = filepath.Join(home, r[2:])
+		}
+		out = append(out, filepath.Clean(r))
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package front
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/im/telegram"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// Edge limits: what a binding journals stays small and replayable.
+const (
+	// maxText is the longest message text taken (Telegram's own limit is
+	// 4,096 characters; a longer text is cut, and says so).
+	maxText = 16 << 10
+	// maxName is the longest topic name kept (Telegram allows 128).
+	maxName = 256
+	// maxData is the longest callback data (Telegram allows 64 bytes).
+	maxData = 64
+)
+
+// handle takes one update from the bot. It returns only after the
+// update's binding journaled it (or decided to drop it), so that the bot
+// confirms nothing that a crash could lose; an error makes the bot offer
+// the same update again.
+func (f *FrontEnd) handle(ctx context.Context, in telegram.Inbound) error {
+	if err := f.route(ctx, in); err != nil {
+		return err
+	}
+	// The offset row is a hint for the next start; the bindings' own
+	// update ids are what keeps an update from being handled twice.
+	if err := f.rows.Put(offsetTable, offsetKey, []byte(strconv.FormatInt(in.UpdateID+1, 10))); err != nil {
+		f.log.Warn("cannot store the update offset", "error", err)
+	}
+	return nil
+}
+
+// route checks an update at the edge and delivers it to its binding.
+func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
+	if in.ChatID == 0 || in.ThreadID == 0 {
+		return nil // no thread to bind (a channel post, an inline query)
+	}
+	allowed := f.cfg.IM.Open || f.allowed[in.UserID]
+	key := imbinding.Key(in.ChatID, in.ThreadID)
+	if c := in.Callback; c != nil {
+		if !allowed || len(c.Data) > maxData || !utf8.ValidString(c.Data) {
+			f.answer(ctx, c.ID)
+			return nil
+		}
+		return f.tree.DeliverContext(ctx, bindingID(key), &messages.IMPress{
+			UpdateID: in.UpdateID, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID,
+			MessageID: c.MessageID, CallbackID: c.ID, Data: c.Data,
+		}, deliverTimeout)
+	}
+	if !allowed && in.Text != "" {
+		f.log.Debug("ignored a message from a user not on the allow-list", "user", in.UserID)
+		return nil
+	}
+	up := &messages.IMUpdate{UpdateID: in.UpdateID, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID,
+		Topic: in.Topic, Text: cleanText(in.Text, maxText), TopicName: cleanText(in.TopicName, maxName),
+		NameSource: nameSource(in.NameSrc)}
+	if !allowed {
+		up.Text = "" // a stranger's service message may still name the topic
+	}
+	if up.Text == "" && up.TopicName == "" {
+		return nil
+	}
+	return f.tree.DeliverContext(ctx, bindingID(key), up, deliverTimeout)
+}
+
+// answer answers a press that is not acted on, so the user's spinner stops.
+func (f *FrontEnd) answer(ctx context.Context, id string) {
+	actx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	if err := f.bot.AnswerCallback(actx, id, ""); err != nil {
+		f.log.Debug("cannot answer a button press", "error", err)
+	}
+}
+
+func nameSource(s telegram.NameSource) string {
+	switch s {
+	case telegram.NameCreated:
+		return messages.NameCreated
+	case telegram.NameEdited:
+		return messages.NameEdited
+	case telegram.NameSeed:
+		return messages.NameSeed
+	}
+	return ""
+}
+
+// cleanText makes text safe to journal: valid UTF-8, no NUL, at most limit
+// bytes (cut at a rune boundary, with a note that it was cut).
+func cleanText(s string, limit int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) <= limit {
+		return s
+	}
+	const note = "\n[cut by thatch: the message was too long]"
+	cut := limit - len(note)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}
