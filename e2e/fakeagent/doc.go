@@ -24,7 +24,8 @@
 // transcript, exiting 1 with "no conversation found" when there is none),
 // writes the format's header lines, keeps the transcript open for its
 // whole life (so lsof and /proc/<pid>/fd show it), and prints
-// "session: <uuid>". On a terminal it turns bracketed paste on (ESC[?2004h).
+// "<agent> (fake) session: <uuid>". On a terminal it turns bracketed paste
+// on (ESC[?2004h), as the real CLIs do, so tmux paste-buffer -p brackets.
 //
 // # Messages
 //
