@@ -1,0 +1,200 @@
+package agents
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoProcess is returned by ProcTree for a pid that is not running.
+var ErrNoProcess = errors.New("agents: no such process")
+
+// procRoot is where ProcTree reads processes; tests keep /proc.
+const procRoot = "/proc"
+
+// LsofTimeout bounds one lsof run: lsof can hang on a stale network mount.
+const LsofTimeout = 5 * time.Second
+
+// Proc is one process of a pane's process tree.
+type Proc struct {
+	PID, PPID int
+	// Name is the kernel's name for it (/proc/<pid>/comm, at most 15
+	// bytes): the executable's base name, or what the program set as its
+	// title.
+	Name string
+	// Cmdline is its arguments joined by spaces; "" for a zombie or a
+	// kernel thread.
+	Cmdline string
+}
+
+// ProcTree returns pid and all its descendants, read from /proc (Linux):
+// pid first, then breadth first, children in pid order, so a process
+// comes before the processes it started.
+func ProcTree(pid int) ([]Proc, error) {
+	root, err := readProc(pid)
+	if err != nil {
+		return nil, err
+	}
+	es, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("agents: list %s: %w", procRoot, err)
+	}
+	children := map[int][]Proc{}
+	for _, e := range es {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || n == pid {
+			continue
+		}
+		p, err := readProc(n)
+		if err != nil {
+			continue // it ended while we looked
+		}
+		children[p.PPID] = append(children[p.PPID], p)
+	}
+	out := []Proc{root}
+	for i := 0; i < len(out); i++ {
+		kids := children[out[i].PID]
+		sort.Slice(kids, func(a, b int) bool { return kids[a].PID < kids[b].PID })
+		out = append(out, kids...)
+	}
+	return out, nil
+}
+
+// readProc reads one process's stat and cmdline.
+func readProc(pid int) (Proc, error) {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid))
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return Proc{}, fmt.Errorf("%w: %d: %w", ErrNoProcess, pid, err)
+	}
+	// "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+	// so it ends at the last ')'.
+	lp, rp := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if lp < 0 || rp < lp {
+		return Proc{}, fmt.Errorf("%w: %d: unreadable stat", ErrNoProcess, pid)
+	}
+	fields := strings.Fields(string(stat[rp+1:]))
+	if len(fields) < 2 {
+		return Proc{}, fmt.Errorf("%w: %d: short stat", ErrNoProcess, pid)
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return Proc{}, fmt.Errorf("%w: %d: ppid %q", ErrNoProcess, pid, fields[1])
+	}
+	p := Proc{PID: pid, PPID: ppid, Name: string(stat[lp+1 : rp])}
+	if cl, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
+		p.Cmdline = strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))
+	}
+	return p, nil
+}
+
+// Detect returns which agent runs in a pane whose process tree is tree
+// (as ProcTree returns it): the first process, in tree order, that some
+// agent's Detect matches, agents tried in Names order. The process nearest
+// the pane wins, so an agent that runs another agent as a tool is still
+// itself.
+func (r *Registry) Detect(tree []Proc) (name string, ok bool) {
+	for _, p := range tree {
+		for _, n := range r.namesOrder() {
+			if r.agents[n].Matches(p) {
+				return n, true
+			}
+		}
+	}
+	return "", false
+}
+
+// openFiles returns the paths of the files the processes of pids hold
+// open, by the registry's OpenFiles mode.
+func (r *Registry) openFiles(ctx context.Context, pids []int) []string {
+	switch r.openMode {
+	case OpenFilesOff:
+		return nil
+	case OpenFilesProc:
+		return procFDs(pids)
+	}
+	paths, err := r.lsofFiles(ctx, pids)
+	if err == nil {
+		return paths
+	}
+	if r.openMode == OpenFilesLsof {
+		r.logger.Debug("lsof failed", "error", err)
+		return nil
+	}
+	r.logger.Debug("lsof failed; reading /proc/<pid>/fd", "error", err)
+	return procFDs(pids)
+}
+
+// lsofFiles runs lsof over pids in its field output mode (-F): "p<pid>",
+// "f<fd>", "t<type>", "n<name>" lines.
+func (r *Registry) lsofFiles(ctx context.Context, pids []int) ([]string, error) {
+	bin, err := exec.LookPath(r.lsof)
+	if err != nil {
+		return nil, fmt.Errorf("agents: lsof: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, LsofTimeout)
+	defer cancel()
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(p)
+	}
+	// -a: and the selections; -n -P: no DNS or port names; -w: no warnings.
+	cmd := exec.CommandContext(ctx, bin, "-a", "-n", "-P", "-w", "-p", strings.Join(list, ","), "-F", "ftn")
+	out, err := cmd.Output()
+	// lsof exits 1 when one of the pids has gone; its output still counts.
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && len(out) > 0) {
+		return nil, fmt.Errorf("agents: lsof -p %s: %w", strings.Join(list, ","), err)
+	}
+	var paths []string
+	typ := ""
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" {
+			continue
+		}
+		switch l[0] {
+		case 'f':
+			typ = ""
+		case 't':
+			typ = l[1:]
+		case 'n':
+			if typ == "REG" {
+				paths = append(paths, l[1:])
+			}
+		}
+	}
+	return paths, nil
+}
+
+// procFDs reads the targets of /proc/<pid>/fd/* for each pid; it sees
+// only the caller's own user's processes, which the agents are.
+func procFDs(pids []int) []string {
+	var paths []string
+	for _, pid := range pids {
+		dir := filepath.Join(procRoot, strconv.Itoa(pid), "fd")
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			t, err := os.Readlink(filepath.Join(dir, e.Name()))
+			if err != nil || !strings.HasPrefix(t, "/") {
+				continue // sockets, pipes, anon inodes
+			}
+			paths = append(paths, strings.TrimSuffix(t, " (deleted)"))
+		}
+	}
+	return paths
+}

@@ -1,0 +1,262 @@
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Sentinel errors of the package, checked with errors.Is.
+var (
+	// ErrUnknownAgent is returned by NewRegistry for a spec naming an agent
+	// thatch does not know: a typo in the config must not pass silently.
+	ErrUnknownAgent = errors.New("agents: unknown agent")
+	// ErrBadDetect is returned by NewRegistry when an agent's Detect is not
+	// a valid regular expression.
+	ErrBadDetect = errors.New("agents: bad detect regexp")
+	// ErrNoResume is returned by ResumeCommand for an agent whose resume
+	// command is not configured (mimo by default).
+	ErrNoResume = errors.New("agents: no resume command configured")
+	// ErrUnsafeID is returned by ResumeCommand for a session id that could
+	// change the meaning of the shell line it is typed into.
+	ErrUnsafeID = errors.New("agents: unsafe session id")
+	// ErrNoTranscripts is returned by Sessions for an agent whose sessions
+	// thatch cannot list (mimo keeps them in SQLite).
+	ErrNoTranscripts = errors.New("agents: agent keeps no transcript files")
+)
+
+// SessionIDPlaceholder is replaced by the session id in a Resume template.
+const SessionIDPlaceholder = "{session_id}"
+
+// The agents thatch knows, in the order Names returns them.
+const (
+	Claude  = "claude"
+	Codex   = "codex"
+	Copilot = "copilot"
+	Mimo    = "mimo"
+)
+
+// Spec is one agent's configuration. Empty fields take the built-in
+// defaults, so a config names only what it changes.
+type Spec struct {
+	// Launch is the shell command that starts a new session.
+	// Default: the agent's name ("claude").
+	Launch string
+	// Resume is the shell command that resumes a session; every
+	// "{session_id}" in it is replaced by the id. A template without the
+	// placeholder is used as is. Default: "claude -r {session_id}",
+	// "codex resume {session_id}", "copilot --resume {session_id}", and
+	// "" (cannot resume) for mimo.
+	Resume string
+	// Detect is a regular expression matched against the name and the
+	// command line of each process in a pane. Default: the agent's name as
+	// the command, directly or as the script of node, bun or deno.
+	Detect string
+}
+
+// format says how an agent keeps its sessions on disk.
+type format int
+
+const (
+	formatNone format = iota
+	formatClaude
+	formatCodex
+	formatCopilot
+)
+
+// Agent is one agent CLI as configured. Its methods only read files under
+// the home directory the registry was made with; they are safe for
+// concurrent use.
+type Agent struct {
+	// Name is the agent's name: claude, codex, copilot or mimo.
+	Name string
+	// Launch is the shell command that starts a new session.
+	Launch string
+	// Resume is the resume template (see Spec.Resume); "" cannot resume.
+	Resume string
+
+	detect *regexp.Regexp
+	home   string
+	format format
+}
+
+// Registry holds the four agents. It is immutable once built and safe for
+// concurrent use.
+type Registry struct {
+	agents   map[string]*Agent
+	logger   hclog.Logger
+	openMode OpenFiles
+	lsof     string
+}
+
+// OpenFiles says how FindSession looks for a running agent's open
+// transcript file.
+type OpenFiles int
+
+const (
+	// OpenFilesAuto runs lsof, and reads /proc/<pid>/fd when lsof is
+	// missing or fails. The default.
+	OpenFilesAuto OpenFiles = iota
+	// OpenFilesLsof uses lsof only.
+	OpenFilesLsof
+	// OpenFilesProc reads /proc/<pid>/fd only.
+	OpenFilesProc
+	// OpenFilesOff skips open-file discovery: FindSession goes straight to
+	// the pane text and the hook map.
+	OpenFilesOff
+)
+
+// Option changes how a Registry works; the defaults suit the daemon.
+type Option func(*Registry)
+
+// WithLogger makes the registry log through l (debug lines on discovery
+// steps that failed). Default: hclog.NewNullLogger().
+func WithLogger(l hclog.Logger) Option {
+	return func(r *Registry) { r.logger = l }
+}
+
+// WithOpenFiles chooses how FindSession discovers open transcripts.
+// Default: OpenFilesAuto.
+func WithOpenFiles(m OpenFiles) Option {
+	return func(r *Registry) { r.openMode = m }
+}
+
+// WithLsof names the lsof binary. Default: "lsof", looked up in PATH.
+func WithLsof(path string) Option {
+	return func(r *Registry) { r.lsof = path }
+}
+
+var builtin = []struct {
+	name   string
+	resume string
+	format format
+}{
+	{Claude, "claude -r " + SessionIDPlaceholder, formatClaude},
+	{Codex, "codex resume " + SessionIDPlaceholder, formatCodex},
+	{Copilot, "copilot --resume " + SessionIDPlaceholder, formatCopilot},
+	{Mimo, "", formatNone},
+}
+
+// DefaultDetect returns the built-in detect expression for name: name is
+// the command (argv[0], any directory) or the first non-flag argument of
+// node, nodejs, bun or deno, because tmux reports node-based agents as
+// "node". Matching only the command, not any argument, keeps `grep claude`
+// from looking like claude.
+func DefaultDetect(name string) string {
+	q := regexp.QuoteMeta(name)
+	return `^(?:\S*/)?(?:(?:node|nodejs|bun|deno)(?:\s+-\S+)*\s+(?:\S*/)?)?` + q + `(?:\s|$)`
+}
+
+// NewRegistry builds the registry of the four agents for the user whose
+// home directory is home. specs override the defaults per agent (keyed by
+// name); every problem is reported at once, each naming its agent.
+func NewRegistry(home string, specs map[string]Spec, opts ...Option) (*Registry, error) {
+	r := &Registry{agents: map[string]*Agent{}, logger: hclog.NewNullLogger(), lsof: "lsof"}
+	for _, o := range opts {
+		o(r)
+	}
+	var errs []error
+	var unknown []string
+	for name := range specs {
+		if _, ok := builtinFormat(name); !ok {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	for _, name := range unknown {
+		errs = append(errs, fmt.Errorf("%w %q (known: %s)", ErrUnknownAgent, name, strings.Join(r.namesOrder(), ", ")))
+	}
+	for _, b := range builtin {
+		s := specs[b.name]
+		a := &Agent{Name: b.name, Launch: b.name, Resume: b.resume, home: home, format: b.format}
+		if s.Launch != "" {
+			a.Launch = s.Launch
+		}
+		if s.Resume != "" {
+			a.Resume = s.Resume
+		}
+		detect := DefaultDetect(b.name)
+		if s.Detect != "" {
+			detect = s.Detect
+		}
+		re, err := regexp.Compile(detect)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w for agent %s: %w", ErrBadDetect, b.name, err))
+			continue
+		}
+		a.detect = re
+		r.agents[b.name] = a
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return r, nil
+}
+
+func builtinFormat(name string) (format, bool) {
+	for _, b := range builtin {
+		if b.name == name {
+			return b.format, true
+		}
+	}
+	return formatNone, false
+}
+
+func (r *Registry) namesOrder() []string {
+	out := make([]string, 0, len(builtin))
+	for _, b := range builtin {
+		out = append(out, b.name)
+	}
+	return out
+}
+
+// Get returns the agent called name.
+func (r *Registry) Get(name string) (*Agent, bool) {
+	a, ok := r.agents[name]
+	return a, ok
+}
+
+// Names returns the agents' names in a stable order (claude, codex,
+// copilot, mimo), the order Detect tries them in.
+func (r *Registry) Names() []string {
+	return r.namesOrder()
+}
+
+var safeID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// ValidSessionID reports whether id is safe to type into a shell: letters,
+// digits, '-' and '_' only, at most 128 of them.
+func ValidSessionID(id string) bool {
+	return safeID.MatchString(id)
+}
+
+// ResumeCommand returns the shell command that resumes sessionID. The id is
+// typed into a shell in a tmux window, so anything but [A-Za-z0-9_-] is
+// refused rather than quoted.
+func (a *Agent) ResumeCommand(sessionID string) (string, error) {
+	if a.Resume == "" {
+		return "", fmt.Errorf("%w for agent %s", ErrNoResume, a.Name)
+	}
+	if !ValidSessionID(sessionID) {
+		return "", fmt.Errorf("%w %q for agent %s", ErrUnsafeID, sessionID, a.Name)
+	}
+	return strings.ReplaceAll(a.Resume, SessionIDPlaceholder, sessionID), nil
+}
+
+// Matches reports whether p looks like this agent, by its name or its
+// command line.
+func (a *Agent) Matches(p Proc) bool {
+	return (p.Name != "" && a.detect.MatchString(p.Name)) ||
+		(p.Cmdline != "" && a.detect.MatchString(p.Cmdline))
+}
+
+// HasTranscript reports whether the agent writes a transcript file that
+// Replies can read; for one that does not (mimo), replies come from the
+// pane.
+func (a *Agent) HasTranscript() bool {
+	return a.format != formatNone
+}

@@ -1,0 +1,140 @@
+package agents_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/thatch-run/thatch/im/agents"
+)
+
+func newRegistry(t *testing.T, home string, specs map[string]agents.Spec, opts ...agents.Option) *agents.Registry {
+	t.Helper()
+	r, err := agents.NewRegistry(home, specs, opts...)
+	if err != nil {
+		t.Fatalf("NewRegistry: %v", err)
+	}
+	return r
+}
+
+func agent(t *testing.T, r *agents.Registry, name string) *agents.Agent {
+	t.Helper()
+	a, ok := r.Get(name)
+	if !ok {
+		t.Fatalf("no agent %s", name)
+	}
+	return a
+}
+
+func TestRegistryHasTheFourAgentsWithDefaultsAndOverrides(t *testing.T) {
+	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{
+		"codex": {Launch: "codex --full-auto", Resume: "codex resume --full-auto {session_id}"},
+	})
+	if got, want := r.Names(), []string{"claude", "codex", "copilot", "mimo"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	want := map[string][2]string{
+		"claude":  {"claude", "claude -r {session_id}"},
+		"codex":   {"codex --full-auto", "codex resume --full-auto {session_id}"},
+		"copilot": {"copilot", "copilot --resume {session_id}"},
+		"mimo":    {"mimo", ""},
+	}
+	for name, w := range want {
+		a := agent(t, r, name)
+		if a.Name != name || a.Launch != w[0] || a.Resume != w[1] {
+			t.Errorf("%s: got (%q, %q, %q), want (%q, %q)", name, a.Name, a.Launch, a.Resume, w[0], w[1])
+		}
+	}
+	if _, ok := r.Get("gemini"); ok {
+		t.Error("Get(gemini) found an agent")
+	}
+}
+
+func TestNewRegistryNamesEveryBadSpec(t *testing.T) {
+	_, err := agents.NewRegistry(t.TempDir(), map[string]agents.Spec{
+		"codex":  {Detect: "(unclosed"},
+		"mimo":   {Detect: "[z-a]"},
+		"gemini": {Launch: "gemini"},
+		"claude": {Detect: `^claude$`},
+	})
+	if err == nil {
+		t.Fatal("NewRegistry accepted bad regexps and an unknown agent")
+	}
+	if !errors.Is(err, agents.ErrBadDetect) || !errors.Is(err, agents.ErrUnknownAgent) {
+		t.Errorf("error %v should match ErrBadDetect and ErrUnknownAgent", err)
+	}
+	for _, s := range []string{"agent codex", "agent mimo", `"gemini"`} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %s", err, s)
+		}
+	}
+	if strings.Contains(err.Error(), "agent claude") {
+		t.Errorf("error %q blames claude, whose regexp is fine", err)
+	}
+}
+
+func TestResumeCommandSubstitutesSafeIDsAndRefusesOthers(t *testing.T) {
+	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{"copilot": {Resume: "copilot --resume={session_id} --log={session_id}.log"}})
+	const id = "95e6f011-ec33-4b37-91ad-5d242b40ae3d"
+	cases := []struct {
+		agent, id, want string
+		err             error
+	}{
+		{"claude", id, "claude -r " + id, nil},
+		{"codex", id, "codex resume " + id, nil},
+		{"copilot", "ses_01AB-x", "copilot --resume=ses_01AB-x --log=ses_01AB-x.log", nil},
+		{"mimo", id, "", agents.ErrNoResume},
+		{"claude", "", "", agents.ErrUnsafeID},
+		{"claude", id + "; rm -rf ~", "", agents.ErrUnsafeID},
+		{"claude", "$(reboot)", "", agents.ErrUnsafeID},
+		{"claude", "a b", "", agents.ErrUnsafeID},
+		{"claude", "../../etc", "", agents.ErrUnsafeID},
+		{"claude", "id\n", "", agents.ErrUnsafeID},
+		{"claude", strings.Repeat("a", 129), "", agents.ErrUnsafeID},
+	}
+	for _, c := range cases {
+		got, err := agent(t, r, c.agent).ResumeCommand(c.id)
+		if c.err != nil {
+			if !errors.Is(err, c.err) || got != "" {
+				t.Errorf("%s ResumeCommand(%q) = %q, %v; want error %v", c.agent, c.id, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s ResumeCommand(%q) = %q, %v; want %q", c.agent, c.id, got, err, c.want)
+		}
+	}
+}
+
+func TestDetectFindsTheAgentNearestThePane(t *testing.T) {
+	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{"mimo": {Detect: `(^|/)mimo(code)?(\s|$)`}})
+	bash := agents.Proc{PID: 10, PPID: 1, Name: "bash", Cmdline: "-bash"}
+	child := func(pid int, name, cmdline string) agents.Proc {
+		return agents.Proc{PID: pid, PPID: 10, Name: name, Cmdline: cmdline}
+	}
+	cases := []struct {
+		name string
+		tree []agents.Proc
+		want string
+	}{
+		{"node-based claude shows as node", []agents.Proc{bash, child(11, "node", "node /usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude --continue")}, "claude"},
+		{"claude that set its title", []agents.Proc{bash, child(11, "claude", "claude")}, "claude"},
+		{"node with flags before the script", []agents.Proc{bash, child(11, "node", "/usr/bin/node --no-warnings --enable-source-maps /home/u/.npm-global/bin/copilot")}, "copilot"},
+		{"codex launcher and its native child", []agents.Proc{bash, child(11, "node", "node /usr/local/bin/codex"), {PID: 12, PPID: 11, Name: "codex", Cmdline: "/usr/local/lib/node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/codex/codex"}}, "codex"},
+		{"the name alone (a zombie has no cmdline)", []agents.Proc{bash, child(11, "copilot", "")}, "copilot"},
+		{"configured regexp", []agents.Proc{bash, child(11, "mimocode", "/opt/mimo/bin/mimocode")}, "mimo"},
+		{"an agent running another as a tool stays itself", []agents.Proc{bash, child(11, "claude", "claude"), {PID: 12, PPID: 11, Name: "codex", Cmdline: "codex exec hi"}}, "claude"},
+		{"the agent's name as an argument is not the agent", []agents.Proc{bash, child(11, "grep", "grep -r claude .")}, ""},
+		{"an editor on a file named after the agent", []agents.Proc{bash, child(11, "vim", "vim claude.md")}, ""},
+		{"a longer name is another program", []agents.Proc{bash, child(11, "claude-monitor", "claude-monitor")}, ""},
+		{"a plain shell", []agents.Proc{bash}, ""},
+		{"no processes", nil, ""},
+	}
+	for _, c := range cases {
+		got, ok := r.Detect(c.tree)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("%s: Detect = %q, %v; want %q", c.name, got, ok, c.want)
+		}
+	}
+}
