@@ -29,7 +29,8 @@ lint: ## staticcheck (installed on first use)
 # Every fuzz target, as package:Target; each has its seed corpus in the
 # package's testdata/fuzz (plain `go test` runs the seeds).
 FUZZ_TARGETS := ./config:FuzzLoadTOML ./config:FuzzLoadYAML ./messages:FuzzDecode ./messages:FuzzEncode \
-	./hosts/opencode:FuzzDecoder ./hosts/opencode:FuzzSSEReader ./hosts/opencode/front:FuzzToolBody
+	./hosts/opencode:FuzzDecoder ./hosts/opencode:FuzzSSEReader ./hosts/opencode/front:FuzzToolBody \
+	./im/agents:FuzzReplies
 FUZZTIME ?= 2m
 
 # A target that fails is run once more only when it wrote no failing input

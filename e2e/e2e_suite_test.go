@@ -34,6 +34,8 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	var err error
 	b.Thatch, err = gexec.Build("github.com/thatch-run/thatch/cmd/thatch")
 	Expect(err).NotTo(HaveOccurred())
+	b.FakeAgent, err = gexec.Build("github.com/thatch-run/thatch/e2e/fakeagent")
+	Expect(err).NotTo(HaveOccurred())
 	b.NPMCache = filepath.Join(cacheDir(), "npm")
 
 	// The pinned opencode, from npm into the cache (quick when it is there).

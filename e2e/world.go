@@ -17,6 +17,9 @@ import (
 type Binaries struct {
 	// Thatch is the built cmd/thatch.
 	Thatch string `json:"thatch"`
+	// FakeAgent is the built e2e/fakeagent: the IM specs link it as
+	// claude, codex, copilot and mimo.
+	FakeAgent string `json:"fakeAgent"`
 	// OpenCode is the pinned opencode executable ("" when it could not be
 	// installed; specs labelled opencode then fail with the reason).
 	OpenCode string `json:"opencode"`

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/thatch-run/thatch/e2e/faketelegram"
+)
+
+// The IM specs' chat: a forum supergroup, and the one user on the
+// allow-list.
+const (
+	imChat  int64 = -1001234
+	imUser  int64 = 42
+	imToken       = "123456:e2e-token"
+)
+
+var imSockets atomic.Int64
+
+// IMWorld is a World with what the IM front end talks to: a fake Bot API
+// server, a private tmux socket, and the fake agent CLIs on PATH (named
+// claude, codex, copilot, mimo) writing their transcripts under HOME.
+type IMWorld struct {
+	*World
+	TG     *faketelegram.Server
+	Socket string
+	// Projects is the directory the browser starts in (im.roots).
+	Projects string
+}
+
+// NewIMWorld makes the world; extra lines go into the [im] section.
+func NewIMWorld(extra ...string) *IMWorld {
+	Expect(bins.FakeAgent).NotTo(BeEmpty(), "the suite did not build the fake agent")
+	w := NewWorld()
+	iw := &IMWorld{World: w, TG: faketelegram.New(imToken),
+		Socket:   fmt.Sprintf("thatch-e2e-%d-%d", os.Getpid(), imSockets.Add(1)),
+		Projects: filepath.Join(w.Home, "projects")}
+	DeferCleanup(iw.TG.Close)
+	DeferCleanup(func() {
+		_, _ = iw.Tmux("kill-server")
+		_ = os.Remove(filepath.Join(os.TempDir(), fmt.Sprintf("tmux-%d", os.Getuid()), iw.Socket))
+	})
+	bin := filepath.Join(w.Root, "bin")
+	Expect(os.MkdirAll(bin, 0o755)).To(Succeed())
+	for _, name := range []string{"claude", "codex", "copilot", "mimo"} {
+		Expect(os.Symlink(bins.FakeAgent, filepath.Join(bin, name))).To(Succeed())
+	}
+	for _, d := range []string{"api", "web", "docs"} {
+		Expect(os.MkdirAll(filepath.Join(iw.Projects, d, "src"), 0o755)).To(Succeed())
+	}
+	for i, kv := range w.Env {
+		if strings.HasPrefix(kv, "PATH=") {
+			w.Env[i] = "PATH=" + bin + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+	w.Env = append(w.Env, "SHELL=/bin/sh", "_ZO_DATA_DIR="+filepath.Join(w.Root, "zoxide"))
+	lines := append([]string{
+		"[im]",
+		"allowed_users = [\"42\"]",
+		"roots = [" + quote(iw.Projects) + "]",
+		"[im.telegram]",
+		"token = " + quote(imToken),
+		"api_url = " + quote(iw.TG.URL()),
+		"[im.tmux]",
+		"socket = " + quote(iw.Socket),
+	}, extra...)
+	cfg, err := os.ReadFile(w.ThatchConfig)
+	Expect(err).NotTo(HaveOccurred())
+	cfg = append(cfg, []byte(strings.Join(lines, "\n")+"\n")...)
+	Expect(os.WriteFile(w.ThatchConfig, cfg, 0o644)).To(Succeed())
+	return iw
+}
+
+// Tmux runs tmux on the world's socket.
+func (iw *IMWorld) Tmux(args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-L", iw.Socket}, args...)...)
+	cmd.Env = iw.Env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Window is a tmux window of the world's server.
+type Window struct{ ID, Name, Tag string }
+
+// Windows lists the windows of every session on the world's server.
+func (iw *IMWorld) Windows() []Window {
+	out, err := iw.Tmux("list-windows", "-a", "-F", "#{window_id}\t#{window_name}\t#{@thatch_tag}")
+	if err != nil {
+		return nil // no server
+	}
+	var ws []Window
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Split(line, "\t"); len(f) == 3 {
+			ws = append(ws, Window{f[0], f[1], f[2]})
+		}
+	}
+	return ws
+}
+
+// Tagged lists the windows thatch made (they carry a tag).
+func (iw *IMWorld) Tagged() []Window {
+	var out []Window
+	for _, w := range iw.Windows() {
+		if w.Tag != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Said returns a poll of the texts the bot sent to a thread.
+func (iw *IMWorld) Said(thread int64) func() []string {
+	return func() []string {
+		var out []string
+		for _, s := range iw.TG.Messages(imChat, thread) {
+			out = append(out, s.Text)
+		}
+		return out
+	}
+}
+
+// Prompt waits for the newest message of the thread whose text contains
+// want and has buttons, and returns it.
+func (iw *IMWorld) Prompt(thread int64, want string) faketelegram.Sent {
+	var found faketelegram.Sent
+	Eventually(func() bool {
+		msgs := iw.TG.Messages(imChat, thread)
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if len(msgs[i].Buttons) > 0 && strings.Contains(msgs[i].Text, want) {
+				found = msgs[i]
+				return true
+			}
+		}
+		return false
+	}).Should(BeTrue(), "no prompt %q in thread %d; the bot said %q", want, thread, iw.Said(thread)())
+	return found
+}
+
+// Press presses the button of prompt m whose label contains label.
+func (iw *IMWorld) Press(thread int64, user int64, m faketelegram.Sent, label string) {
+	for _, row := range m.Buttons {
+		for _, b := range row {
+			if strings.Contains(b.Text, label) {
+				iw.TG.Press(imChat, thread, user, m.MessageID, b.Data)
+				return
+			}
+		}
+	}
+	Fail(fmt.Sprintf("prompt %q has no button %q: %v", m.Text, label, m.Buttons))
+}
+
+// Setup runs the setup flow of a new topic named name: agent, directory
+// (a project under Projects), a new session. It returns the topic's thread.
+func (iw *IMWorld) Setup(name, agent, project, first string) int64 {
+	thread := iw.TG.CreateTopic(imChat, name)
+	iw.TG.Message(imChat, thread, imUser, first)
+	iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), agent)
+	iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), project)
+	iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+filepath.Join(iw.Projects, project)), "Use this directory")
+	if agent == "claude" || agent == "codex" || agent == "copilot" {
+		// Offered only when the agent has sessions there already.
+		Eventually(func() bool {
+			said := iw.Said(thread)()
+			return len(said) > 0 && (said[len(said)-1] == "Session ready!" || strings.Contains(said[len(said)-1], "Resume one?"))
+		}).Should(BeTrue(), "the bot said %q", iw.Said(thread)())
+		if said := iw.Said(thread)(); strings.Contains(said[len(said)-1], "Resume one?") {
+			iw.Press(thread, imUser, iw.Prompt(thread, "Resume one?"), "New")
+		}
+	}
+	Eventually(iw.Said(thread)).Should(ContainElement("Session ready!"))
+	return thread
+}
+
+// UserLines returns a poll of the user messages agent's transcripts under
+// HOME hold, in order, over every session (the fake agents write one JSON
+// object per line; user lines carry the text under a known key).
+func (iw *IMWorld) UserLines(agent string) func() []string {
+	return func() []string {
+		var files []string
+		switch agent {
+		case "claude":
+			files, _ = filepath.Glob(filepath.Join(iw.Home, ".claude", "projects", "*", "*.jsonl"))
+		case "codex":
+			files, _ = filepath.Glob(filepath.Join(iw.Home, ".codex", "sessions", "*", "*", "*", "*.jsonl"))
+		case "copilot":
+			files, _ = filepath.Glob(filepath.Join(iw.Home, ".copilot", "session-state", "*", "events.jsonl"))
+		}
+		var out []string
+		for _, f := range files {
+			out = append(out, userTexts(f)...)
+		}
+		return out
+	}
+}
+
+// userTexts reads the user messages of one fake transcript.
+func userTexts(file string) []string {
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	var out []string
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var line struct {
+			Type    string `json:"type"`
+			Message struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Type != "user" {
+			continue
+		}
+		if s, ok := line.Message.Content.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// eventuallyQuiet waits until the daemon has nothing queued with the fake
+// server: every update confirmed and no long poll missing.
+func (iw *IMWorld) eventuallyConfirmed(id int64) {
+	Eventually(iw.TG.Confirmed, 60*time.Second).Should(BeNumerically(">=", id))
+}
