@@ -1,0 +1,155 @@
+package faketelegram
+
+import (
+	"math"
+	"strings"
+	"time"
+)
+
+var botUser = map[string]any{"id": 1, "is_bot": true, "first_name": "thatch fake", "username": "thatch_fake_bot"}
+
+// throttle applies a scripted or pending 429 to a sendMessage in c (under s.mu).
+func (s *Server) throttle(c *chat) *apiErr {
+	now := time.Now()
+	if now.Before(c.blocked) {
+		s.early++
+		wait := int(math.Ceil(c.blocked.Sub(now).Seconds()))
+		return &apiErr{code: 429, desc: "Too Many Requests: retry after " + itoa(wait), retryAfter: wait}
+	}
+	if s.fail429 > 0 {
+		s.fail429--
+		c.blocked = now.Add(time.Duration(s.retry) * time.Second)
+		return &apiErr{code: 429, desc: "Too Many Requests: retry after " + itoa(s.retry), retryAfter: s.retry}
+	}
+	return nil
+}
+
+func (s *Server) sendMessage(p params) (any, *apiErr) {
+	chatID, ok := p.int64("chat_id")
+	if !ok {
+		return nil, badRequest("chat not found")
+	}
+	thread, _ := p.int64("message_thread_id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	if aerr := s.throttle(c); aerr != nil {
+		return nil, aerr
+	}
+	mode := p["parse_mode"]
+	if s.refuse > 0 && strings.EqualFold(mode, "HTML") {
+		s.refuse--
+		return nil, badRequest("can't parse entities: Unsupported start tag \"x\" at byte offset 0")
+	}
+	shown, aerr := checkText(p["text"], mode)
+	if aerr != nil {
+		return nil, aerr
+	}
+	rows, aerr := keyboard(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if thread != 0 && !c.forum {
+		return nil, badRequest("message thread not found")
+	}
+	m, id := s.newMessage(chatID, thread, botUser)
+	m["text"] = shown
+	if rows != nil {
+		m["reply_markup"] = markupObj(rows)
+	}
+	c.msgs[id] = &message{obj: m, thread: thread, text: p["text"], mode: mode, buttons: rows}
+	s.record(Sent{Method: "sendMessage", ChatID: chatID, ThreadID: thread, MessageID: id, Text: p["text"], ParseMode: mode, Buttons: rows})
+	return snapshot(m), nil
+}
+
+// editMessage serves editMessageText (text true) and editMessageReplyMarkup.
+// As on Telegram, an editMessageText without reply_markup drops the buttons.
+func (s *Server) editMessage(p params, text bool) (any, *apiErr) {
+	method := "editMessageReplyMarkup"
+	if text {
+		method = "editMessageText"
+	}
+	chatID, _ := p.int64("chat_id")
+	msgID, _ := p.int64("message_id")
+	rows, aerr := keyboard(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.chat(chatID).msgs[int(msgID)]
+	if !ok {
+		return nil, badRequest("message to edit not found")
+	}
+	newText, mode, shown := m.text, m.mode, ""
+	if text {
+		newText, mode = p["text"], p["parse_mode"]
+		if shown, aerr = checkText(newText, mode); aerr != nil {
+			return nil, aerr
+		}
+	}
+	if newText == m.text && mode == m.mode && sameRows(rows, m.buttons) {
+		return nil, badRequest("message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
+	}
+	if text {
+		m.obj["text"] = shown
+	}
+	m.text, m.mode, m.buttons = newText, mode, rows
+	delete(m.obj, "reply_markup")
+	if rows != nil {
+		m.obj["reply_markup"] = markupObj(rows)
+	}
+	m.obj["edit_date"] = time.Now().Unix()
+	rec := Sent{Method: method, ChatID: chatID, ThreadID: m.thread, MessageID: int(msgID), Buttons: rows}
+	if text {
+		rec.Text, rec.ParseMode = newText, mode
+	}
+	s.record(rec)
+	return snapshot(m.obj), nil
+}
+
+func sameRows(a, b [][]Button) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if a[i][j] != b[i][j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// answerCallback accepts one answer per query the server made.
+func (s *Server) answerCallback(p params) (any, *apiErr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := p["callback_query_id"]
+	cb, ok := s.callbacks[id]
+	if !ok {
+		return nil, badRequest("query is too old and response timeout expired or query ID is invalid")
+	}
+	delete(s.callbacks, id)
+	s.record(Sent{Method: "answerCallbackQuery", ChatID: cb.chat, ThreadID: cb.thread, Text: p["text"]})
+	return true, nil
+}
+
+func (s *Server) deleteMessage(p params) (any, *apiErr) {
+	chatID, _ := p.int64("chat_id")
+	msgID, _ := p.int64("message_id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	m, ok := c.msgs[int(msgID)]
+	if !ok {
+		return nil, badRequest("message to delete not found")
+	}
+	delete(c.msgs, int(msgID))
+	s.record(Sent{Method: "deleteMessage", ChatID: chatID, ThreadID: m.thread, MessageID: int(msgID)})
+	return true, nil
+}

@@ -1,0 +1,320 @@
+package faketelegram
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Button is an inline keyboard button as the bot sent it.
+type Button struct {
+	Text string
+	Data string
+}
+
+// Sent is one successful request of the bot's, as recorded.
+type Sent struct {
+	// Method is the Bot API method (sendMessage, editMessageText, ...).
+	Method string
+	// ChatID and ThreadID name the conversation; ThreadID is 0 outside a topic.
+	ChatID, ThreadID int64
+	// MessageID is the message sent, edited or deleted (0 for answerCallbackQuery).
+	MessageID int
+	// Text is the text as sent (HTML when ParseMode is "HTML"); for
+	// answerCallbackQuery, the toast.
+	Text, ParseMode string
+	// Buttons is the inline keyboard sent with the request, nil for none.
+	Buttons [][]Button
+	// At is when the server accepted the request.
+	At time.Time
+}
+
+// message is one message the server knows: the bot's (editable) or a
+// service message a topic message replies to.
+type message struct {
+	obj     map[string]any // the JSON Message object as Telegram would send it
+	thread  int64
+	text    string
+	mode    string
+	buttons [][]Button
+}
+
+type chat struct {
+	forum   bool
+	nextMsg int
+	topics  map[int64]map[string]any // thread id -> its forum_topic_created message
+	msgs    map[int]*message         // the bot's messages
+	blocked time.Time                // a 429 asked the bot to wait until then
+}
+
+// Server is the fake Bot API. Its methods are safe for concurrent use.
+type Server struct {
+	token string
+	srv   *httptest.Server
+	done  chan struct{}
+
+	mu        sync.Mutex
+	updates   []update // pending, ascending update_id
+	nextID    int64
+	confirmed int64
+	pushed    chan struct{} // closed and replaced on every push
+	chats     map[int64]*chat
+	callbacks map[string]callback
+	sent      []Sent
+	fail429   int
+	retry     int
+	refuse    int
+	early     int
+	polls     int // long polls waiting now
+}
+
+// callback is a query Press made that is not answered yet.
+type callback struct{ chat, thread int64 }
+
+type update struct {
+	id  int64
+	obj json.RawMessage // encoded at push: later edits do not change it
+}
+
+// New starts a server on 127.0.0.1 that accepts token; it is ready when
+// New returns.
+func New(token string) *Server {
+	s := &Server{
+		token:     token,
+		done:      make(chan struct{}),
+		pushed:    make(chan struct{}),
+		nextID:    1,
+		chats:     map[int64]*chat{},
+		callbacks: map[string]callback{},
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the API base URL, for the adapter's Options.APIURL.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Close ends pending long polls and stops the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.mu.Unlock()
+	s.srv.Close()
+}
+
+func (s *Server) chat(id int64) *chat {
+	c, ok := s.chats[id]
+	if !ok {
+		c = &chat{nextMsg: 1, topics: map[int64]map[string]any{}, msgs: map[int]*message{}}
+		s.chats[id] = c
+	}
+	return c
+}
+
+// push appends an update (under s.mu) and wakes long polls.
+func (s *Server) push(body map[string]any) int64 {
+	id := s.nextID
+	s.nextID++
+	body["update_id"] = id
+	s.updates = append(s.updates, update{id: id, obj: snapshot(body)})
+	close(s.pushed)
+	s.pushed = make(chan struct{})
+	return id
+}
+
+func (s *Server) chatObj(id int64, c *chat) map[string]any {
+	if c.forum {
+		return map[string]any{"id": id, "type": "supergroup", "title": "chat " + strconv.FormatInt(id, 10), "is_forum": true}
+	}
+	if id < 0 {
+		return map[string]any{"id": id, "type": "group", "title": "chat " + strconv.FormatInt(id, 10)}
+	}
+	return map[string]any{"id": id, "type": "private", "first_name": "user " + strconv.FormatInt(id, 10)}
+}
+
+func user(id int64) map[string]any {
+	return map[string]any{"id": id, "is_bot": false, "first_name": "user " + strconv.FormatInt(id, 10)}
+}
+
+// newMessage builds a Message object in chatID (thread 0: none) and takes
+// the chat's next message id.
+func (s *Server) newMessage(chatID, thread int64, from map[string]any) (map[string]any, int) {
+	c := s.chat(chatID)
+	id := c.nextMsg
+	c.nextMsg++
+	m := map[string]any{"message_id": id, "date": time.Now().Unix(), "chat": s.chatObj(chatID, c)}
+	if from != nil {
+		m["from"] = from
+	}
+	if thread != 0 {
+		m["message_thread_id"] = thread
+		m["is_topic_message"] = true
+	}
+	return m, id
+}
+
+// Message pushes a user's text message: in topic threadID of forum chatID,
+// or (threadID 0) in chatID without topics (a private chat when chatID > 0).
+// A message in a topic CreateTopic made replies to its creation, as on
+// Telegram. It returns the update id.
+func (s *Server) Message(chatID, threadID, userID int64, text string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if threadID != 0 {
+		s.chat(chatID).forum = true
+	}
+	m, _ := s.newMessage(chatID, threadID, user(userID))
+	m["text"] = text
+	if created, ok := s.chat(chatID).topics[threadID]; ok {
+		m["reply_to_message"] = created
+	}
+	return s.push(map[string]any{"message": m})
+}
+
+// CreateTopic makes a forum topic in chatID and pushes its
+// forum_topic_created service message; the topic's thread id is that
+// message's id, as on Telegram.
+func (s *Server) CreateTopic(chatID int64, name string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	c.forum = true
+	m, id := s.newMessage(chatID, 0, user(1))
+	m["message_thread_id"] = id
+	m["is_topic_message"] = true
+	m["forum_topic_created"] = map[string]any{"name": name, "icon_color": 7322096}
+	c.topics[int64(id)] = m
+	s.push(map[string]any{"message": m})
+	return int64(id)
+}
+
+// EditTopic renames a topic and pushes the forum_topic_edited service
+// message. Messages keep carrying the original name in reply_to_message.
+func (s *Server) EditTopic(chatID, threadID int64, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chat(chatID).forum = true
+	m, _ := s.newMessage(chatID, threadID, user(1))
+	m["forum_topic_edited"] = map[string]any{"name": name}
+	if created, ok := s.chat(chatID).topics[threadID]; ok {
+		m["reply_to_message"] = created
+	}
+	s.push(map[string]any{"message": m})
+}
+
+// Press pushes a callback_query: userID pressed the button with data on the
+// bot's message messageID. It returns the update id.
+func (s *Server) Press(chatID, threadID, userID int64, messageID int, data string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	var msg map[string]any
+	if m, ok := c.msgs[messageID]; ok {
+		msg = m.obj
+	} else {
+		msg, _ = s.newMessage(chatID, threadID, nil)
+		msg["message_id"] = messageID
+	}
+	id := "cb" + strconv.FormatInt(s.nextID, 10)
+	s.callbacks[id] = callback{chat: chatID, thread: threadID}
+	return s.push(map[string]any{"callback_query": map[string]any{
+		"id": id, "from": user(userID), "message": msg, "chat_instance": "ci" + strconv.FormatInt(chatID, 10), "data": data,
+	}})
+}
+
+// Sent returns every successful sendMessage, edit, delete and
+// answerCallbackQuery, in the order the server accepted them.
+func (s *Server) Sent() []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Sent(nil), s.sent...)
+}
+
+// Messages returns the sendMessage records of one thread (0: not a topic), in order.
+func (s *Server) Messages(chatID, threadID int64) []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Sent
+	for _, m := range s.sent {
+		if m.Method == "sendMessage" && m.ChatID == chatID && m.ThreadID == threadID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Confirmed is the highest offset-1 a getUpdates asked with: the updates
+// up to it are gone, as Telegram would have dropped them.
+func (s *Server) Confirmed() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.confirmed
+}
+
+// Fail429 answers the next n sendMessage calls with 429 Too Many Requests
+// and parameters.retry_after = retryAfter seconds.
+func (s *Server) Fail429(n int, retryAfter int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail429, s.retry = n, retryAfter
+}
+
+// RefuseEntities answers the next n sendMessage calls with parse_mode HTML
+// with 400 "Bad Request: can't parse entities".
+func (s *Server) RefuseEntities(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = n
+}
+
+// Early counts sendMessage calls that came before the retry_after of a 429
+// had passed (each is answered 429 again, as Telegram would).
+func (s *Server) Early() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.early
+}
+
+// polling is the number of long polls waiting now (for tests of Close).
+func (s *Server) polling() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polls
+}
+
+// Pending is the number of updates not yet dropped by an offset.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.updates)
+}
+
+func (s *Server) record(m Sent) {
+	m.At = time.Now()
+	s.sent = append(s.sent, m)
+}
+
+// snapshot encodes v now, under s.mu, so that answers built from maps the
+// server keeps changing are encoded without racing.
+func snapshot(v any) json.RawMessage {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic("faketelegram: " + err.Error()) // maps of plain values always encode
+	}
+	return raw
+}
+
+// writeJSON answers with v; errors of a test server's writes are the
+// client's problem.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,184 @@
+package telegram
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrOptions: New was given options it cannot work with.
+	ErrOptions = errors.New("telegram: invalid options")
+	// ErrButtonData: a button's callback data is empty or longer than the
+	// 64 bytes Telegram accepts; Send refuses the message before sending
+	// any part of it.
+	ErrButtonData = errors.New("telegram: button data must be 1-64 bytes")
+	// ErrEmptyText: there is nothing to show; Telegram refuses empty messages.
+	ErrEmptyText = errors.New("telegram: empty text")
+	// ErrTooLong: an edit's text is over MaxMessageLen (an edit cannot be split).
+	ErrTooLong = errors.New("telegram: text over 4096 characters")
+	// ErrRefused: Telegram answered the token or the method with 401 or 404,
+	// which no retry mends; Run stops with it.
+	ErrRefused = errors.New("telegram: request refused")
+	// ErrRunning: Run was called while another Run of the same Bot polls.
+	ErrRunning = errors.New("telegram: already running")
+)
+
+// Defaults for Options.
+const (
+	DefaultAPIURL         = "https://api.telegram.org"
+	DefaultPollTimeout    = 30 * time.Second
+	DefaultRequestTimeout = 15 * time.Second
+	DefaultChatInterval   = time.Second
+)
+
+// Options configure a Bot. Zero values take the documented defaults.
+type Options struct {
+	// Token is the bot token. It is a secret: it is never logged, and it is
+	// replaced by "<token>" in every error this package returns or logs
+	// (Telegram's API carries it in the URL path).
+	Token string
+	// APIURL is the Bot API server. Default: DefaultAPIURL; tests point it
+	// at e2e/faketelegram.
+	APIURL string
+	// Offset is the first update id Run asks for: the caller persists the
+	// last update it handled + 1 and passes it here after a restart.
+	Offset int64
+	// PollTimeout is the long-poll timeout of getUpdates, rounded to whole
+	// seconds (at least 1). Default: DefaultPollTimeout.
+	PollTimeout time.Duration
+	// RequestTimeout bounds every request but the long poll (which gets
+	// PollTimeout + RequestTimeout). Default: DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// ChatInterval is the least time between two requests to one chat
+	// (Telegram allows about one message a second per chat). Default:
+	// DefaultChatInterval; negative means no spacing (tests).
+	ChatInterval time.Duration
+	// Logger receives retries and failures. Default: a null logger.
+	Logger hclog.Logger
+}
+
+// Bot is a Telegram bot: Run receives its updates, Send and the edit
+// methods act in chats. Send and the edits may be called concurrently with
+// each other and with Run.
+type Bot struct {
+	api       *tgbot.Bot
+	transport *http.Transport
+	client    *http.Client
+	url       string
+	token     string
+	log       hclog.Logger
+	poll      time.Duration
+	reqTO     time.Duration
+	interval  time.Duration
+	running   atomic.Bool
+
+	// next is the first update id not yet handled; confirmed is the offset
+	// Telegram last saw. Both belong to Run (one at a time).
+	next, confirmed int64
+
+	mu    sync.Mutex
+	chats map[int64]*chatGate
+}
+
+// New checks o and builds a Bot. It makes no request: a wrong token shows
+// up at the first Run or Send.
+func New(o Options) (*Bot, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b := &Bot{
+		url:      strings.TrimRight(o.APIURL, "/"),
+		token:    o.Token,
+		log:      o.Logger,
+		poll:     o.PollTimeout,
+		reqTO:    o.RequestTimeout,
+		interval: o.ChatInterval,
+		next:     o.Offset,
+		chats:    map[int64]*chatGate{},
+	}
+	// A transport of its own, so that Close can drop its idle connections.
+	b.transport = http.DefaultTransport.(*http.Transport).Clone()
+	b.client = &http.Client{Transport: b.transport, Timeout: o.PollTimeout + 2*o.RequestTimeout}
+	api, err := tgbot.New(o.Token,
+		tgbot.WithSkipGetMe(),
+		tgbot.WithServerURL(b.url),
+		tgbot.WithHTTPClient(o.PollTimeout, b.client),
+		tgbot.WithErrorsHandler(func(err error) { b.log.Warn("bot library", "error", b.redact(err)) }),
+		tgbot.WithDebugHandler(func(string, ...any) {}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrOptions, b.redact(err))
+	}
+	b.api = api
+	return b, nil
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if strings.TrimSpace(o.Token) == "" {
+		return o, fmt.Errorf("%w: empty token", ErrOptions)
+	}
+	if o.APIURL == "" {
+		o.APIURL = DefaultAPIURL
+	}
+	u, err := url.Parse(o.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return o, fmt.Errorf("%w: APIURL %q is not an http(s) URL", ErrOptions, o.APIURL)
+	}
+	if o.Offset < 0 {
+		return o, fmt.Errorf("%w: negative Offset %d", ErrOptions, o.Offset)
+	}
+	if o.PollTimeout <= 0 {
+		o.PollTimeout = DefaultPollTimeout
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.ChatInterval == 0 {
+		o.ChatInterval = DefaultChatInterval
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return o, nil
+}
+
+// Close drops the Bot's idle connections. Call it after Run has returned
+// and the last Send is done; the Bot must not be used afterwards.
+func (b *Bot) Close() {
+	b.transport.CloseIdleConnections()
+}
+
+// redactedError shows its cause's text with the token replaced, and keeps
+// the cause for errors.Is and errors.As.
+type redactedError struct {
+	msg   string
+	cause error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.cause }
+
+// redact hides the token in err's text. Causes reached by Unwrap keep their
+// own text: the library already blanks the token in the *url.Error it
+// returns, and this package's own errors never hold a URL.
+func (b *Bot) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, b.token) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(msg, b.token, "<token>"), cause: err}
+}

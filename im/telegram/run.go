@@ -1,0 +1,200 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+)
+
+// Backoff after a failed handle or a failed getUpdates: it starts at
+// minBackoff and doubles up to maxBackoff.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// pollLimit is the most updates one getUpdates asks for (Telegram's maximum).
+const pollLimit = 100
+
+// Run long-polls getUpdates until ctx ends and calls handle for each
+// update, one at a time, in update-id order. An update is confirmed to
+// Telegram (a getUpdates offset passes it) only after handle returned nil
+// for it and for every update before it. When handle fails, Run logs, waits
+// (backoff) and calls handle again with the same update: nothing is
+// skipped. Before it waits, and when ctx ends, Run confirms the updates
+// handled so far, so that Telegram drops those and only those.
+//
+// Run returns nil when ctx ends, ErrRunning when another Run is polling,
+// and an error wrapping ErrRefused when Telegram refuses the token (401) or
+// the method (404). Other getUpdates failures are logged and retried.
+func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbound) error) error {
+	if !b.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer b.running.Store(false)
+	defer b.confirmOnExit(ctx)
+
+	b.confirmed = b.next // nothing handled yet in this Run
+	var pending []models.Update
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		if len(pending) == 0 {
+			ups, err := b.getUpdates(ctx, b.next, pollLimit, b.poll)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if errors.Is(err, ErrRefused) {
+					return err
+				}
+				backoff = nextBackoff(backoff, err)
+				b.log.Warn("getUpdates failed; retrying", "error", err, "wait", backoff)
+				sleep(ctx, backoff)
+				continue
+			}
+			backoff = 0
+			b.confirmed = b.next
+			for _, u := range ups {
+				// Telegram answers in order from the offset; anything
+				// older was handled already.
+				if u.ID >= b.next {
+					pending = append(pending, u)
+				}
+			}
+			continue
+		}
+		u := pending[0]
+		if err := handle(ctx, b.inbound(&u)); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			b.confirm(ctx)
+			backoff = nextBackoff(backoff, nil)
+			b.log.Warn("update handler failed; retrying the same update", "update_id", u.ID, "error", b.redact(err), "wait", backoff)
+			sleep(ctx, backoff)
+			continue
+		}
+		backoff = 0
+		b.next = u.ID + 1
+		pending = pending[1:]
+	}
+	return nil
+}
+
+// confirm tells Telegram that every update below b.next is handled, when
+// the last getUpdates did not: an offset with limit 1 and no wait.
+func (b *Bot) confirm(ctx context.Context) {
+	if b.confirmed == b.next {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.reqTO)
+	defer cancel()
+	if _, err := b.getUpdates(ctx, b.next, 1, 0); err != nil {
+		b.log.Warn("confirming handled updates failed; Telegram will redeliver them", "offset", b.next, "error", err)
+		return
+	}
+	b.confirmed = b.next
+}
+
+// confirmOnExit confirms what was handled once ctx has ended, with a
+// context of its own bounded by RequestTimeout.
+func (b *Bot) confirmOnExit(ctx context.Context) {
+	b.confirm(context.WithoutCancel(ctx))
+}
+
+func nextBackoff(d time.Duration, err error) time.Duration {
+	var api *apiError
+	if errors.As(err, &api) && api.RetryAfter > 0 {
+		return time.Duration(api.RetryAfter) * time.Second
+	}
+	if d < minBackoff {
+		return minBackoff
+	}
+	return min(2*d, maxBackoff)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// apiError is an answer of Telegram's with ok=false.
+type apiError struct {
+	Method      string
+	Code        int
+	Description string
+	RetryAfter  int
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("telegram: %s: %d %s", e.Method, e.Code, e.Description)
+}
+
+// Unwrap lets errors.Is(err, ErrRefused) see a 401 or 404.
+func (e *apiError) Unwrap() error {
+	if e.Code == http.StatusUnauthorized || e.Code == http.StatusNotFound {
+		return ErrRefused
+	}
+	return nil
+}
+
+// getUpdates makes one getUpdates request itself rather than through the
+// library, whose polling loop confirms updates before they are handled
+// (see doc.go). wait 0 answers at once.
+func (b *Bot) getUpdates(ctx context.Context, offset int64, limit int, wait time.Duration) ([]models.Update, error) {
+	secs := int((wait + time.Second/2) / time.Second)
+	if wait > 0 && secs == 0 {
+		secs = 1
+	}
+	body, _ := json.Marshal(map[string]int64{"offset": offset, "limit": int64(limit), "timeout": int64(secs)}) // numbers always marshal
+	ctx, cancel := context.WithTimeout(ctx, wait+b.reqTO)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/bot"+b.token+"/getUpdates", bytes.NewReader(body))
+	if err != nil {
+		return nil, b.redact(fmt.Errorf("telegram: getUpdates: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = strings.ReplaceAll(ue.URL, b.token, "<token>")
+		}
+		return nil, b.redact(fmt.Errorf("telegram: getUpdates: %w", err))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, b.redact(fmt.Errorf("telegram: getUpdates: reading the answer: %w", err))
+	}
+	var ans struct {
+		OK          bool            `json:"ok"`
+		Result      []models.Update `json:"result"`
+		ErrorCode   int             `json:"error_code"`
+		Description string          `json:"description"`
+		Parameters  struct {
+			RetryAfter int `json:"retry_after"`
+		} `json:"parameters"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return nil, fmt.Errorf("telegram: getUpdates: HTTP %d, undecodable answer: %w", resp.StatusCode, err)
+	}
+	if !ans.OK {
+		return nil, &apiError{Method: "getUpdates", Code: ans.ErrorCode, Description: ans.Description, RetryAfter: ans.Parameters.RetryAfter}
+	}
+	return ans.Result, nil
+}

@@ -1,0 +1,143 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync/atomic"
+	"testing"
+)
+
+func TestRunDeliversEachKindOfUpdateInOrderWithItsFields(t *testing.T) {
+	w := newWorld(t, nil)
+	const forum, group, private = int64(-1001), int64(-2002), int64(555)
+	thread := w.srv.CreateTopic(forum, "claude: fix build")
+	u2 := w.srv.Message(forum, thread, 7, "hello agent")
+	w.srv.EditTopic(forum, thread, "claude: fix the build")
+	u4 := w.srv.Message(private, 0, private, "private hi")
+	u5 := w.srv.Message(group, 0, 8, "group without topics")
+	ids, err := w.bot.Send(context.Background(), Outbound{ChatID: forum, ThreadID: thread, Topic: true, Text: "allow?", Buttons: [][]Button{{{Text: "Yes", Data: "approve:1"}}}})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	u6 := w.srv.Press(forum, thread, 7, ids[0], "approve:1")
+
+	rec := &recorder{}
+	run(t, w.bot, func(_ context.Context, in Inbound) error { rec.add(in); return nil })
+	eventually(t, "six updates", func() bool { return len(rec.get()) >= 6 })
+
+	got := rec.get()
+	if got[5].Callback == nil || got[5].Callback.ID == "" {
+		t.Fatalf("update 6 is not a callback with an id: %+v", got[5])
+	}
+	cbID := got[5].Callback.ID
+	want := []Inbound{
+		{UpdateID: 1, UserID: 1, ChatID: forum, ThreadID: thread, Topic: true, TopicName: "claude: fix build", NameSrc: NameCreated},
+		{UpdateID: u2, UserID: 7, ChatID: forum, ThreadID: thread, Topic: true, Text: "hello agent", TopicName: "claude: fix build", NameSrc: NameSeed},
+		{UpdateID: 3, UserID: 1, ChatID: forum, ThreadID: thread, Topic: true, TopicName: "claude: fix the build", NameSrc: NameEdited},
+		{UpdateID: u4, UserID: private, ChatID: private, ThreadID: private, Text: "private hi"},
+		{UpdateID: u5, UserID: 8, ChatID: group, ThreadID: group, Text: "group without topics"},
+		{UpdateID: u6, UserID: 7, ChatID: forum, ThreadID: thread, Topic: true, Callback: &Callback{ID: cbID, Data: "approve:1", MessageID: ids[0]}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range want {
+			if i < len(got) && !reflect.DeepEqual(got[i], want[i]) {
+				t.Errorf("update %d:\n got %+v\nwant %+v", i+1, got[i], want[i])
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("got %d updates, want %d", len(got), len(want))
+		}
+	}
+	if err := w.bot.AnswerCallback(context.Background(), cbID, "approved"); err != nil {
+		t.Fatalf("AnswerCallback: %v", err)
+	}
+}
+
+// TestRunConfirmsNoUpdateBeforeItsHandlerSucceeded is the offset contract:
+// five updates arrive in one batch; the handler handles 1 and 2 and then
+// fails on (or blocks in) 3. Telegram is told about 1 and 2 only, and a
+// Run restarted with the same Offset gets 3, 4, 5: nothing lost, nothing
+// handled twice.
+func TestRunConfirmsNoUpdateBeforeItsHandlerSucceeded(t *testing.T) {
+	for _, mode := range []string{"fails", "blocks"} {
+		t.Run(mode, func(t *testing.T) {
+			w := newWorld(t, nil)
+			for i := range 5 {
+				w.srv.Message(-100, 0, 9, string(rune('a'+i)))
+			}
+			var attemptsOn3 atomic.Int32
+			first := &recorder{}
+			stop := run(t, w.bot, func(ctx context.Context, in Inbound) error {
+				first.add(in)
+				if in.UpdateID != 3 {
+					return nil
+				}
+				attemptsOn3.Add(1)
+				if mode == "blocks" {
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				return errors.New("binding not ready")
+			})
+			if mode == "fails" {
+				eventually(t, "update 3 retried", func() bool { return attemptsOn3.Load() >= 3 })
+			} else {
+				eventually(t, "handler blocked on 3", func() bool { return attemptsOn3.Load() == 1 })
+			}
+			if err := stop(); err != nil {
+				t.Fatalf("Run returned %v after cancel", err)
+			}
+			for _, in := range first.get() {
+				if in.UpdateID > 3 {
+					t.Fatalf("update %d was handed out before 3 succeeded", in.UpdateID)
+				}
+			}
+			if got := w.srv.Confirmed(); got != 2 {
+				t.Fatalf("Telegram was told updates up to %d are handled, want 2", got)
+			}
+
+			again := w.newBot(nil) // a restart: the same Options, so the same Offset
+			second := &recorder{}
+			run(t, again, func(_ context.Context, in Inbound) error { second.add(in); return nil })
+			eventually(t, "updates 3-5 redelivered", func() bool { return len(second.get()) >= 3 })
+			var ids []int64
+			for _, in := range second.get() {
+				ids = append(ids, in.UpdateID)
+			}
+			if !reflect.DeepEqual(ids, []int64{3, 4, 5}) {
+				t.Fatalf("after restart got updates %v, want [3 4 5]", ids)
+			}
+			eventually(t, "all five confirmed", func() bool { return w.srv.Confirmed() == 5 })
+		})
+	}
+}
+
+func TestRunStopsWhenTelegramRefusesTheToken(t *testing.T) {
+	w := newWorld(t, func(o *Options) { o.Token = "424242:SECRET-token-BBB" })
+	err := w.bot.Run(context.Background(), func(context.Context, Inbound) error { return nil })
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("Run = %v, want ErrRefused", err)
+	}
+	if err := w.bot.Run(context.Background(), nil); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a second Run = %v, want ErrRefused (the first released the bot)", err)
+	}
+}
+
+func TestRunRefusesASecondConcurrentRun(t *testing.T) {
+	w := newWorld(t, nil)
+	started := make(chan struct{})
+	var once atomic.Bool
+	w.srv.Message(1, 0, 1, "x")
+	run(t, w.bot, func(ctx context.Context, _ Inbound) error {
+		if once.CompareAndSwap(false, true) {
+			close(started)
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	<-started
+	if err := w.bot.Run(context.Background(), nil); !errors.Is(err, ErrRunning) {
+		t.Fatalf("second Run = %v, want ErrRunning", err)
+	}
+}

@@ -1,0 +1,312 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+)
+
+// Button is one inline keyboard button.
+type Button struct {
+	// Text is the label.
+	Text string
+	// Data comes back as Callback.Data when the button is pressed: 1-64
+	// bytes (Telegram's limit), else the call is refused with ErrButtonData.
+	Data string
+}
+
+// Outbound is one message to send.
+type Outbound struct {
+	// ChatID is the chat to send to.
+	ChatID int64
+	// ThreadID is the forum topic; used only when Topic is true.
+	ThreadID int64
+	// Topic sends into ThreadID (message_thread_id).
+	Topic bool
+	// Text is Markdown-ish agent text (Markdown true) or plain text.
+	Text string
+	// Markdown renders Text with RenderHTML and sends HTML; plain otherwise.
+	Markdown bool
+	// Buttons are inline keyboard rows; they go on the last part only.
+	Buttons [][]Button
+}
+
+// maxNetRetries is how often a request that failed in the network (no
+// answer from Telegram) is tried again before Send gives up.
+const maxNetRetries = 3
+
+// chatGate serializes the requests to one chat and spaces them by
+// ChatInterval. lock is a one-slot semaphore, so that waiting for it
+// respects a context.
+type chatGate struct {
+	lock chan struct{}
+	last time.Time
+}
+
+func (b *Bot) gate(chatID int64) *chatGate {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g, ok := b.chats[chatID]
+	if !ok {
+		g = &chatGate{lock: make(chan struct{}, 1)}
+		b.chats[chatID] = g
+	}
+	return g
+}
+
+// withChat runs fn holding chatID's gate: requests to one chat never
+// overlap, so the parts of two messages never interleave.
+func (b *Bot) withChat(ctx context.Context, chatID int64, fn func(g *chatGate) error) error {
+	g := b.gate(chatID)
+	select {
+	case g.lock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-g.lock }()
+	return fn(g)
+}
+
+// Send delivers m, split under MaxMessageLen (see Split; a Markdown text is
+// split before rendering, a code block cut in two is closed and reopened),
+// in order, and returns the message ids of the parts. A Markdown part that
+// Telegram refuses to parse ("can't parse entities") is sent again as its
+// plain text. Requests to one chat are spaced by ChatInterval; on 429 Send
+// waits the retry_after Telegram gives and sends the same part again,
+// until ctx ends: it never drops or reorders a part. A network failure is
+// retried a few times; any other failure is returned, with the ids of the
+// parts already sent. Parts that would show nothing are skipped.
+func (b *Bot) Send(ctx context.Context, m Outbound) ([]int, error) {
+	markup, err := keyboard(m.Buttons)
+	if err != nil {
+		return nil, err
+	}
+	parts := b.parts(m)
+	if len(parts) == 0 {
+		return nil, ErrEmptyText
+	}
+	var ids []int
+	err = b.withChat(ctx, m.ChatID, func(g *chatGate) error {
+		for i, p := range parts {
+			params := &tgbot.SendMessageParams{ChatID: m.ChatID, Text: p.plain}
+			if m.Topic {
+				params.MessageThreadID = int(m.ThreadID)
+			}
+			if i == len(parts)-1 && markup != nil {
+				params.ReplyMarkup = markup
+			}
+			id, err := b.sendPart(ctx, g, params, p)
+			if err != nil {
+				return fmt.Errorf("telegram: sendMessage to chat %d, part %d of %d: %w", m.ChatID, i+1, len(parts), err)
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	return ids, b.redact(err)
+}
+
+// part is one message of a split text: its HTML ("" when sent plain) and
+// its plain text.
+type part struct{ html, plain string }
+
+func (b *Bot) parts(m Outbound) []part {
+	text := strings.ToValidUTF8(m.Text, "\uFFFD")
+	var parts []part
+	if !m.Markdown {
+		for _, p := range Split(text, MaxMessageLen) {
+			if strings.TrimSpace(p) != "" {
+				parts = append(parts, part{plain: p})
+			}
+		}
+		return parts
+	}
+	for _, p := range splitMarkdown(text, MaxMessageLen) {
+		html := RenderHTML(p)
+		if strings.TrimSpace(visibleText(html)) != "" {
+			parts = append(parts, part{html: html, plain: p})
+		}
+	}
+	return parts
+}
+
+// sendPart sends one part, as HTML when it has some and as plain text if
+// Telegram cannot parse the HTML.
+func (b *Bot) sendPart(ctx context.Context, g *chatGate, params *tgbot.SendMessageParams, p part) (int, error) {
+	if p.html != "" {
+		params.Text, params.ParseMode = p.html, models.ParseModeHTML
+	}
+	var msg *models.Message
+	send := func(ctx context.Context) (err error) {
+		msg, err = b.api.SendMessage(ctx, params)
+		return err
+	}
+	err := b.attempt(ctx, g, "sendMessage", send)
+	if err != nil && p.html != "" && isParseError(err) {
+		b.log.Warn("Telegram refused the HTML of a part; sending it as plain text", "chat_id", params.ChatID, "error", b.redact(err))
+		params.Text, params.ParseMode = p.plain, ""
+		err = b.attempt(ctx, g, "sendMessage", send)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return msg.ID, nil
+}
+
+func isParseError(err error) bool {
+	return errors.Is(err, tgbot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities")
+}
+
+// attempt runs one request until it gets an answer other than 429: it
+// waits for the chat's spacing before each try (g nil: no spacing), waits
+// retry_after after a 429, and retries a network failure up to
+// maxNetRetries times. It returns ctx's error once ctx ends.
+func (b *Bot) attempt(ctx context.Context, g *chatGate, method string, fn func(context.Context) error) error {
+	netFailures := 0
+	for {
+		if g != nil && b.interval > 0 {
+			sleep(ctx, time.Until(g.last.Add(b.interval)))
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, b.reqTO)
+		err := fn(rctx)
+		cancel()
+		if g != nil {
+			g.last = time.Now()
+		}
+		var tooMany *tgbot.TooManyRequestsError
+		var netErr *url.Error
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &tooMany):
+			wait := time.Duration(tooMany.RetryAfter) * time.Second
+			if wait <= 0 {
+				wait = time.Second
+			}
+			b.log.Warn("Telegram asks to slow down; retrying the same request", "method", method, "retry_after", wait)
+			sleep(ctx, wait)
+		case errors.As(err, &netErr) && netFailures < maxNetRetries:
+			netFailures++
+			wait := minBackoff << netFailures
+			b.log.Warn("request failed in the network; retrying", "method", method, "error", b.redact(err), "wait", wait)
+			sleep(ctx, wait)
+		default:
+			return err
+		}
+	}
+}
+
+// keyboard checks rows and builds their markup; nil rows make nil markup.
+func keyboard(rows [][]Button) (*models.InlineKeyboardMarkup, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	kb := &models.InlineKeyboardMarkup{InlineKeyboard: make([][]models.InlineKeyboardButton, 0, len(rows))}
+	for _, row := range rows {
+		r := make([]models.InlineKeyboardButton, 0, len(row))
+		for _, btn := range row {
+			if len(btn.Data) == 0 || len(btn.Data) > 64 {
+				return nil, fmt.Errorf("%w: button %q has %d bytes", ErrButtonData, btn.Text, len(btn.Data))
+			}
+			r = append(r, models.InlineKeyboardButton{Text: btn.Text, CallbackData: btn.Data})
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, r)
+	}
+	return kb, nil
+}
+
+// EditButtons replaces the inline keyboard of a message the bot sent
+// (editMessageReplyMarkup); nil rows remove it. Setting the keyboard a
+// message already has succeeds (Telegram's "message is not modified").
+func (b *Bot) EditButtons(ctx context.Context, chatID int64, messageID int, rows [][]Button) error {
+	markup, err := keyboard(rows)
+	if err != nil {
+		return err
+	}
+	params := &tgbot.EditMessageReplyMarkupParams{ChatID: chatID, MessageID: messageID}
+	if markup != nil {
+		params.ReplyMarkup = markup
+	} else {
+		params.ReplyMarkup = &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}
+	}
+	return b.inChat(ctx, chatID, "editMessageReplyMarkup", func(ctx context.Context) error {
+		_, err := b.api.EditMessageReplyMarkup(ctx, params)
+		return err
+	})
+}
+
+// EditText replaces the text of a message the bot sent, as plain text.
+// Telegram drops the message's buttons when an edit carries none: call
+// EditButtons afterwards to keep some. Setting the text a message already
+// has succeeds.
+func (b *Bot) EditText(ctx context.Context, chatID int64, messageID int, text string) error {
+	text = strings.ToValidUTF8(text, "\uFFFD")
+	if strings.TrimSpace(text) == "" {
+		return ErrEmptyText
+	}
+	if utf16Len(text) > MaxMessageLen {
+		return fmt.Errorf("%w: %d units", ErrTooLong, utf16Len(text))
+	}
+	params := &tgbot.EditMessageTextParams{ChatID: chatID, MessageID: messageID, Text: text}
+	return b.inChat(ctx, chatID, "editMessageText", func(ctx context.Context) error {
+		_, err := b.api.EditMessageText(ctx, params)
+		return err
+	})
+}
+
+// Delete deletes a message. A message that is gone already counts as deleted.
+func (b *Bot) Delete(ctx context.Context, chatID int64, messageID int) error {
+	params := &tgbot.DeleteMessageParams{ChatID: chatID, MessageID: messageID}
+	return b.inChat(ctx, chatID, "deleteMessage", func(ctx context.Context) error {
+		_, err := b.api.DeleteMessage(ctx, params)
+		return err
+	})
+}
+
+// AnswerCallback answers a button press, showing text as a toast ("" shows
+// nothing and only stops the spinner).
+func (b *Bot) AnswerCallback(ctx context.Context, callbackID, text string) error {
+	params := &tgbot.AnswerCallbackQueryParams{CallbackQueryID: callbackID, Text: text}
+	err := b.attempt(ctx, nil, "answerCallbackQuery", func(ctx context.Context) error {
+		_, err := b.api.AnswerCallbackQuery(ctx, params)
+		return err
+	})
+	if err != nil {
+		return b.redact(fmt.Errorf("telegram: answerCallbackQuery: %w", err))
+	}
+	return nil
+}
+
+// inChat runs one request to chatID through its gate and treats the
+// answers that mean "already so" as success.
+func (b *Bot) inChat(ctx context.Context, chatID int64, method string, fn func(context.Context) error) error {
+	err := b.withChat(ctx, chatID, func(g *chatGate) error {
+		return b.attempt(ctx, g, method, fn)
+	})
+	if err == nil || alreadySo(err) {
+		return nil
+	}
+	return b.redact(fmt.Errorf("telegram: %s in chat %d: %w", method, chatID, err))
+}
+
+// alreadySo recognizes Telegram's answers for an edit that changes nothing
+// and a delete of a message that is gone, so that a retried call after a
+// crash succeeds.
+func alreadySo(err error) bool {
+	if !errors.Is(err, tgbot.ErrorBadRequest) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "message is not modified") || strings.Contains(msg, "message to delete not found")
+}
