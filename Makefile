@@ -30,7 +30,7 @@ lint: ## staticcheck (installed on first use)
 # package's testdata/fuzz (plain `go test` runs the seeds).
 FUZZ_TARGETS := ./config:FuzzLoadTOML ./config:FuzzLoadYAML ./messages:FuzzDecode ./messages:FuzzEncode \
 	./hosts/opencode:FuzzDecoder ./hosts/opencode:FuzzSSEReader ./hosts/opencode/front:FuzzToolBody \
-	./im/agents:FuzzReplies
+	./im/agents:FuzzReplies ./im/telegram:FuzzRenderHTML ./im/telegram:FuzzSplit
 FUZZTIME ?= 2m
 
 # A target that fails is run once more only when it wrote no failing input
