@@ -101,6 +101,9 @@ func catWindow(tb testing.TB, c *Client, name string) (Window, string) {
 		tb.Fatal(err)
 	}
 	waitCommand(tb, c, w.ID, "cat")
+	if w, err = c.Window(testCtx(tb), w.ID); err != nil {
+		tb.Fatal(err)
+	}
 	return w, file
 }
 
