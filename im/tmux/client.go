@@ -41,7 +41,7 @@ type Options struct {
 type Window struct {
 	ID      string // "@12"; reused by a new server after a restart
 	Name    string // #{window_name}, as tmux stores it (rename-window escapes a newline as \n)
-	Dir     string // #{pane_current_path}
+	Dir     string // #{pane_current_path}, or the start directory while tmux cannot tell
 	PanePID int    // #{pane_pid}
 	Command string // #{pane_current_command}
 	Tag     string // the window option @thatch_tag; "" if unset

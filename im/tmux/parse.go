@@ -13,12 +13,15 @@ const tagOption = "@thatch_tag"
 // windowFormat describes one window as "ID PID " and then its name,
 // directory, command and tag, each as "LENGTH:VALUE" (#{n:...} counts
 // bytes), so that any byte in a value (a newline in a directory, a tab in
-// a tag) is read back as it is.
+// a tag) is read back as it is. tmux finds a pane's current path through
+// its foreground process group, which a just-started pane may not have
+// yet; the directory it started in stands in until then.
 var windowFormat = "#{window_id} #{pane_pid} " +
-	sized("window_name") + sized("pane_current_path") +
-	sized("pane_current_command") + sized(tagOption)
+	sized("#{window_name}") +
+	sized("#{?pane_current_path,#{pane_current_path},#{pane_start_path}}") +
+	sized("#{pane_current_command}") + sized("#{"+tagOption+"}")
 
-func sized(v string) string { return "#{n:" + v + "}:#{" + v + "}" }
+func sized(expr string) string { return "#{n:" + expr + "}:" + expr }
 
 // errParse means tmux answered something windowFormat cannot produce.
 var errParse = errors.New("tmux: unexpected format output")
