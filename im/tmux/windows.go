@@ -1,0 +1,266 @@
+package tmux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// NewWindow creates a window named name in dir, in the session, without
+// making it the session's current window (the user's view stays where it
+// is), and tags it with tag so that it can be found again after a crash
+// (FindTagged). It starts the server and the session when they are
+// missing. The window runs the default shell when cmd is empty; a single
+// element is a shell command line, as tmux runs it with sh -c; more
+// elements are an argument vector, run directly.
+func (c *Client) NewWindow(ctx context.Context, name, dir, tag string, cmd []string) (Window, error) {
+	if err := checkText(append([]string{name, dir, tag}, cmd...)...); err != nil {
+		return Window{}, err
+	}
+	var spec []string
+	if name != "" {
+		spec = append(spec, "-n", formatLiteral(name))
+	}
+	if dir != "" {
+		spec = append(spec, "-c", formatLiteral(dir))
+	}
+	if len(cmd) > 0 {
+		spec = append(append(spec, "--"), cmd...)
+	}
+	args := append([]string{"new-window", "-d", "-P", "-F", "#{window_id}", "-t", "=" + c.o.Session + ":"}, spec...)
+	out, err := c.run(ctx, false, args...)
+	if isNoServer(err) {
+		out, err = c.newSession(ctx, spec)
+	}
+	if err != nil {
+		return Window{}, fmt.Errorf("tmux: new window %q: %w", name, err)
+	}
+	id := strings.TrimSpace(out)
+	if !validID(id) {
+		return Window{}, fmt.Errorf("%w: new-window printed %q", errParse, clip(out))
+	}
+	if tag != "" {
+		if _, err := c.run(ctx, true, "set-option", "-w", "-t", id, tagOption, tag); err != nil {
+			return Window{}, fmt.Errorf("tmux: tag window %s: %w", id, err)
+		}
+	}
+	return c.Window(ctx, id)
+}
+
+// newSession starts the session, and the server if need be, with the
+// window spec as its first window; a forked client, since a control-mode
+// client needs a session to attach to. When another caller created the
+// session meanwhile, the window goes into it.
+func (c *Client) newSession(ctx context.Context, spec []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	args := append([]string{"new-session", "-d", "-P", "-F", "#{window_id}", "-s", c.o.Session}, spec...)
+	out, err := c.execRun(ctx, args)
+	var ce *CommandError
+	if errors.As(err, &ce) && strings.Contains(ce.Message, "duplicate session") {
+		args = append([]string{"new-window", "-d", "-P", "-F", "#{window_id}", "-t", "=" + c.o.Session + ":"}, spec...)
+		out, err = c.execRun(ctx, args)
+	}
+	if err == nil {
+		c.log.Debug("started tmux session", "socket", c.o.Socket, "session", c.o.Session)
+		c.redialNow()
+	}
+	return out, err
+}
+
+// Window reports the window with this id, or ErrNoWindow when it (or
+// its server) is gone. It may be in any session of the server.
+func (c *Client) Window(ctx context.Context, id string) (Window, error) {
+	if !validID(id) {
+		return Window{}, fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	out, err := c.run(ctx, true, "display-message", "-p", "-t", id, windowFormat)
+	if err != nil {
+		return Window{}, fmt.Errorf("tmux: window %s: %w", id, err)
+	}
+	// display-message does not fail on a missing target: it expands the
+	// format for no window at all, or for another one.
+	if !strings.HasPrefix(out, id+" ") {
+		return Window{}, fmt.Errorf("%w: %s", ErrNoWindow, id)
+	}
+	w, rest, err := parseWindow(out)
+	if err == nil && rest != "" {
+		err = fmt.Errorf("%w: %q after window %s", errParse, clip(rest), id)
+	}
+	return w, err
+}
+
+// Windows lists the session's windows in index order; none, and no
+// error, when the session or the server does not exist.
+func (c *Client) Windows(ctx context.Context) ([]Window, error) {
+	out, err := c.run(ctx, true, "list-windows", "-t", "="+c.o.Session, "-F", windowFormat)
+	if isNoServer(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tmux: list windows: %w", err)
+	}
+	return parseWindows(out)
+}
+
+// FindTagged returns the session's first window tagged tag, and whether
+// there is one. An empty tag matches nothing.
+func (c *Client) FindTagged(ctx context.Context, tag string) (Window, bool, error) {
+	if tag == "" {
+		return Window{}, false, nil
+	}
+	ws, err := c.Windows(ctx)
+	if err != nil {
+		return Window{}, false, err
+	}
+	for _, w := range ws {
+		if w.Tag == tag {
+			return w, true, nil
+		}
+	}
+	return Window{}, false, nil
+}
+
+// SendText types text into the window's active pane as it is and then
+// presses Enter; nothing in it is read by a shell or as tmux key names.
+// Text on one line is typed (send-keys -l); text with line breaks is
+// pasted (through a buffer of its own, paste-buffer -p), so that an agent
+// that asked for bracketed paste receives it as one paste rather than as
+// lines each submitted by its newline. Empty text presses Enter alone.
+func (c *Client) SendText(ctx context.Context, id, text string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	if err := checkText(text); err != nil {
+		return err
+	}
+	enter := []string{"send-keys", "-t", id, "Enter"}
+	var err error
+	switch {
+	case text == "":
+		_, err = c.batch(ctx, false, enter)
+	case !strings.ContainsAny(text, "\r\n"):
+		_, err = c.batch(ctx, false, []string{"send-keys", "-t", id, "-l", "--", text}, enter)
+	default:
+		buf := fmt.Sprintf("thatch-%d-%d", os.Getpid(), c.bufSeq.Add(1))
+		_, err = c.batch(ctx, false,
+			[]string{"set-buffer", "-b", buf, "--", text},
+			[]string{"paste-buffer", "-d", "-p", "-b", buf, "-t", id},
+			enter)
+		if err != nil {
+			// The paste did not happen (the window went away): do not
+			// leave the text behind in the server.
+			_, _ = c.run(ctx, true, "delete-buffer", "-b", buf)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("tmux: send text to %s: %w", id, err)
+	}
+	return nil
+}
+
+// SendKeys presses keys by tmux key name ("C-c", "Escape", "Enter") in
+// the window's active pane.
+func (c *Client) SendKeys(ctx context.Context, id string, keys ...string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("%w: no keys", ErrInvalidText)
+	}
+	if err := checkText(keys...); err != nil {
+		return err
+	}
+	if _, err := c.run(ctx, false, append([]string{"send-keys", "-t", id, "--"}, keys...)...); err != nil {
+		return fmt.Errorf("tmux: send keys to %s: %w", id, err)
+	}
+	return nil
+}
+
+// Rename sets the window's name as given; '#' is not a format here. tmux
+// stores control characters in such a name escaped (a newline as \n),
+// and Window reports that form.
+func (c *Client) Rename(ctx context.Context, id, name string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	if err := checkText(name); err != nil {
+		return err
+	}
+	if _, err := c.run(ctx, true, "rename-window", "-t", id, "--", formatLiteral(name)); err != nil {
+		return fmt.Errorf("tmux: rename %s: %w", id, err)
+	}
+	return nil
+}
+
+// Capture returns the last lines lines of the window's active pane (its
+// history and screen, blank lines at the bottom left out), or the visible
+// screen when lines <= 0.
+func (c *Client) Capture(ctx context.Context, id string, lines int) (string, error) {
+	if !validID(id) {
+		return "", fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	args := []string{"capture-pane", "-p", "-t", id}
+	if lines > 0 {
+		args = append(args, "-S", strconv.Itoa(-lines))
+	}
+	out, err := c.run(ctx, true, args...)
+	if err != nil {
+		return "", fmt.Errorf("tmux: capture %s: %w", id, err)
+	}
+	if lines <= 0 {
+		return out, nil
+	}
+	ls := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	for len(ls) > 0 && strings.TrimSpace(ls[len(ls)-1]) == "" {
+		ls = ls[:len(ls)-1]
+	}
+	return strings.Join(ls[max(0, len(ls)-lines):], "\n"), nil
+}
+
+// Kill closes the window and ends what runs in it; ErrNoWindow when it
+// was not there. Killing the session's last window ends the session.
+func (c *Client) Kill(ctx context.Context, id string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	if _, err := c.run(ctx, false, "kill-window", "-t", id); err != nil {
+		return fmt.Errorf("tmux: kill %s: %w", id, err)
+	}
+	return nil
+}
+
+// KillServer ends the tmux server and every window on it. No server is
+// not an error. The next NewWindow starts a new one.
+func (c *Client) KillServer(ctx context.Context) error {
+	c.mu.Lock()
+	closed, cn := c.closed, c.conn
+	c.conn = nil
+	c.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	_, err := c.execRun(ctx, []string{"kill-server"})
+	if cn != nil {
+		cn.close()
+	}
+	if err != nil && !isNoServer(err) {
+		return fmt.Errorf("tmux: kill server: %w", err)
+	}
+	return nil
+}
+
+// checkText refuses strings tmux would cut short: C strings end at NUL.
+func checkText(ss ...string) error {
+	for _, s := range ss {
+		if strings.IndexByte(s, 0) >= 0 {
+			return fmt.Errorf("%w: NUL byte in %q", ErrInvalidText, clip(s))
+		}
+	}
+	return nil
+}

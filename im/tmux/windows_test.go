@@ -1,0 +1,165 @@
+package tmux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestWindowLifecycleRoundTrip(t *testing.T) {
+	c := newTestClient(t, nil)
+	ctx := testCtx(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Formats in a name stay as typed.
+	w, err := c.NewWindow(ctx, "claude #{window_id}", dir, "binding-1", []string{"sleep", "1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !validID(w.ID) || w.Name != "claude #{window_id}" || w.Tag != "binding-1" || w.Dir != dir {
+		t.Fatalf("NewWindow = %+v, want name, tag and dir %s as given", w, dir)
+	}
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(w.PanePID) + "/comm")
+	if err != nil || strings.TrimSpace(string(comm)) != "sleep" {
+		t.Fatalf("pane pid %d is not the window's sleep: %q, %v", w.PanePID, comm, err)
+	}
+	waitCommand(t, c, w.ID, "sleep")
+	other, err := c.NewWindow(ctx, "shell", dir, "binding-2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got, ok, err := c.FindTagged(ctx, "binding-1")
+	if err != nil || !ok || got.ID != w.ID {
+		t.Fatalf("FindTagged(binding-1) = %+v, %v, %v; want %s", got, ok, err, w.ID)
+	}
+	if got, ok, err := c.FindTagged(ctx, "binding-3"); err != nil || ok {
+		t.Fatalf("FindTagged(binding-3) = %+v, %v, %v; want none", got, ok, err)
+	}
+
+	if err := c.Rename(ctx, w.ID, "codex; kill-server #x"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Window(ctx, w.ID); err != nil || got.Name != "codex; kill-server #x" {
+		t.Fatalf("after Rename: %+v, %v", got, err)
+	}
+
+	if err := c.Kill(ctx, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Window(ctx, w.ID); !errors.Is(err, ErrNoWindow) {
+		t.Fatalf("Window after Kill: %v, want ErrNoWindow", err)
+	}
+	if err := c.Kill(ctx, w.ID); !errors.Is(err, ErrNoWindow) {
+		t.Fatalf("second Kill: %v, want ErrNoWindow", err)
+	}
+	ws, err := c.Windows(ctx)
+	if err != nil || len(ws) != 1 || ws[0].ID != other.ID || ws[0].Tag != "binding-2" {
+		t.Fatalf("Windows after Kill = %+v, %v; want only %s", ws, err, other.ID)
+	}
+}
+
+func TestWindowsParseNamesDirsAndTagsWithAnyByte(t *testing.T) {
+	c := newTestClient(t, nil)
+	ctx := testCtx(t)
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "new\nline\ttab\x1f 12:3 é")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tag := "t\n1\t2\x1f3 4:5"
+	a, err := c.NewWindow(ctx, "a\tb\nc", dir, tag, []string{"sleep", "1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.NewWindow(ctx, "plain", base, "t2", []string{"sleep", "1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := c.Windows(ctx)
+	if err != nil || len(ws) != 2 {
+		t.Fatalf("Windows = %+v, %v", ws, err)
+	}
+	if ws[0].ID != a.ID || ws[0].Dir != dir || ws[0].Tag != tag || ws[0].Name != "a\tb\nc" {
+		t.Fatalf("first window = %q %q %q, want dir %q tag %q", ws[0].Name, ws[0].Dir, ws[0].Tag, dir, tag)
+	}
+	if ws[1].ID != b.ID || ws[1].Dir != base || ws[1].Tag != "t2" || ws[1].Name != "plain" {
+		t.Fatalf("second window = %+v", ws[1])
+	}
+	if got, ok, err := c.FindTagged(ctx, tag); err != nil || !ok || got.ID != a.ID {
+		t.Fatalf("FindTagged = %+v, %v, %v", got, ok, err)
+	}
+}
+
+func TestInvalidWindowIDsAreRefused(t *testing.T) {
+	c := newTestClient(t, nil)
+	ctx := testCtx(t)
+	if _, err := c.NewWindow(ctx, "w", "", "", []string{"sleep", "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"", "@", "1", "@1 ", "@1;", "@1; kill-server", "=thatch:0", "thatch", "%1", "@-1", "@1.0", "@x"} {
+		calls := map[string]error{
+			"Window":   func() error { _, err := c.Window(ctx, id); return err }(),
+			"SendText": c.SendText(ctx, id, "x"),
+			"SendKeys": c.SendKeys(ctx, id, "Enter"),
+			"Rename":   c.Rename(ctx, id, "x"),
+			"Capture":  func() error { _, err := c.Capture(ctx, id, 1); return err }(),
+			"Kill":     c.Kill(ctx, id),
+		}
+		for name, err := range calls {
+			if !errors.Is(err, ErrInvalidID) {
+				t.Errorf("%s(%q) = %v, want ErrInvalidID", name, id, err)
+			}
+		}
+	}
+	if ws, err := c.Windows(ctx); err != nil || len(ws) != 1 {
+		t.Fatalf("the window should be untouched: %+v, %v", ws, err)
+	}
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	for _, o := range []Options{
+		{Session: "s"},
+		{Socket: "a/b", Session: "s"},
+		{Socket: "s"},
+		{Socket: "s", Session: "a:b"},
+		{Socket: "s", Session: "a.b"},
+		{Socket: "s", Session: "a\nb"},
+		{Socket: "s", Session: "a", Timeout: -1},
+		{Socket: "s", Session: "a", Binary: "/nonexistent/tmux"},
+	} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+	if _, err := New(Options{Socket: "s", Session: "thatch"}); err != nil {
+		t.Fatalf("New with the required options: %v", err)
+	}
+}
+
+func TestCaptureReturnsTheLastLines(t *testing.T) {
+	c := newTestClient(t, nil)
+	ctx := testCtx(t)
+	script := `i=1; while [ $i -le 40 ]; do echo "line $i"; i=$((i+1)); done; exec sleep 1000`
+	w, err := c.NewWindow(ctx, "w", "", "", []string{"sh", "-c", script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pane shows line 40", func() (bool, string) {
+		s, err := c.Capture(ctx, w.ID, 3)
+		return err == nil && s == "line 38\nline 39\nline 40", fmt.Sprintf("%q, %v", s, err)
+	})
+	s, err := c.Capture(ctx, w.ID, 30)
+	if err != nil || !strings.HasPrefix(s, "line 11\n") || strings.Count(s, "\n") != 29 {
+		t.Fatalf("Capture(30) = %q, %v", s, err)
+	}
+}
