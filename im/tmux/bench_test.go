@@ -3,13 +3,48 @@ package tmux
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// serverPID is the pid of the test client's tmux server.
+func serverPID(b *testing.B, c *Client) int {
+	b.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(tmuxCmd(b, c, "display-message", "-p", "#{pid}")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pid
+}
+
+// procCPU is the user and system CPU time process pid used so far.
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(raw), ") ") // the name may hold spaces
+	f := strings.Fields(after)
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// selfCPU is the user and system CPU time this process used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // benchWindow starts a window whose pane reads and drops what is typed,
 // as an agent's prompt does (tmux still renders the echo).
@@ -76,9 +111,12 @@ func BenchmarkMessage500WindowsAt500PerSecond(b *testing.B) {
 		ws[i] = benchWindow(b, c, fmt.Sprintf("agent-%d", i))
 	}
 	ctx := context.Background()
+	serverPID := serverPID(b, c)
+	serverCPU, ownCPU := procCPU(b, serverPID), selfCPU()
 	lat := make([]time.Duration, 0, b.N)
 	var mu sync.Mutex
 	var failed atomic.Int64
+	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / rate)
 	defer tick.Stop()
@@ -88,12 +126,13 @@ func BenchmarkMessage500WindowsAt500PerSecond(b *testing.B) {
 		w := ws[i%windows]
 		wg.Go(func() {
 			start := time.Now()
-			if _, err := c.Window(ctx, w.ID); err != nil {
-				failed.Add(1)
-				return
+			_, err := c.Window(ctx, w.ID)
+			if err == nil {
+				err = c.SendText(ctx, w.ID, "please run the tests again")
 			}
-			if err := c.SendText(ctx, w.ID, "please run the tests again"); err != nil {
+			if err != nil {
 				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
 				return
 			}
 			d := time.Since(start)
@@ -104,8 +143,11 @@ func BenchmarkMessage500WindowsAt500PerSecond(b *testing.B) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64((procCPU(b, serverPID)-serverCPU).Microseconds())/n, "tmux-cpu-us/msg")
+	b.ReportMetric(float64((selfCPU()-ownCPU).Microseconds())/n, "client-cpu-us/msg")
 	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d messages failed", n)
+		b.Fatalf("%d messages failed, the first with %v", n, firstErr.Load())
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
