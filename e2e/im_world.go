@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -68,12 +70,26 @@ func NewIMWorld(extra ...string) *IMWorld {
 		"[im]",
 		"allowed_users = [\"42\"]",
 		"roots = [" + quote(iw.Projects) + "]",
-		"[im.telegram]",
-		"token = " + quote(imToken),
-		"api_url = " + quote(iw.TG.URL()),
-		"[im.tmux]",
-		"socket = " + quote(iw.Socket),
 	}, extra...)
+	lines = append(lines,
+		"[im.telegram]",
+		"token = "+quote(imToken),
+		"api_url = "+quote(iw.TG.URL()),
+		"[im.tmux]",
+		"socket = "+quote(iw.Socket))
+	// tmux starts login shells, which set PATH afresh from /etc/profile:
+	// the fake agents are named by their full paths, as a user would for
+	// an agent outside the system's PATH.
+	for _, a := range []struct{ name, resume string }{
+		{"claude", " -r {session_id}"}, {"codex", " resume {session_id}"}, {"copilot", " --resume {session_id}"}, {"mimo", ""},
+	} {
+		exe := filepath.Join(bin, a.name)
+		resume := ""
+		if a.resume != "" {
+			resume = exe + a.resume
+		}
+		lines = append(lines, "[im.agents."+a.name+"]", "launch = "+quote(exe), "resume = "+quote(resume))
+	}
 	cfg, err := os.ReadFile(w.ThatchConfig)
 	Expect(err).NotTo(HaveOccurred())
 	cfg = append(cfg, []byte(strings.Join(lines, "\n")+"\n")...)
@@ -118,15 +134,26 @@ func (iw *IMWorld) Tagged() []Window {
 	return out
 }
 
-// Said returns a poll of the texts the bot sent to a thread.
+// Said returns a poll of the texts the bot sent to a thread, as the user
+// reads them (HTML tags dropped, entities decoded).
 func (iw *IMWorld) Said(thread int64) func() []string {
 	return func() []string {
 		var out []string
 		for _, s := range iw.TG.Messages(imChat, thread) {
-			out = append(out, s.Text)
+			out = append(out, visible(s))
 		}
 		return out
 	}
+}
+
+var htmlTag = regexp.MustCompile(`<[^>]*>`)
+
+// visible is the text a Telegram client shows for a sent message.
+func visible(s faketelegram.Sent) string {
+	if s.ParseMode != "HTML" {
+		return s.Text
+	}
+	return html.UnescapeString(htmlTag.ReplaceAllString(s.Text, ""))
 }
 
 // Prompt waits for the newest message of the thread whose text contains

@@ -116,7 +116,7 @@ func (w *World) WriteThatchConfig() {
 		"[data]",
 		"dir = " + quote(w.DataDir),
 		"[log]",
-		`level = "debug"`,
+		`level = "trace"`,
 		"[opencode]",
 		`finish_grace = "1s"`,
 		`request_timeout = "10s"`,

@@ -61,6 +61,9 @@ type IMTranscriptRead struct {
 // Result: *IMWindowChecked.
 type IMCheckWindow struct {
 	WindowID string `json:"windowID"`
+	// Tag is the tag the window was made with: tmux numbers windows anew
+	// after its server restarts, so an id alone may name another window.
+	Tag string `json:"tag,omitempty"`
 }
 
 // IMSendToWindow types Text into the window literally, then Enter.
@@ -263,6 +266,9 @@ type IMUpdateSeen struct {
 	At int64 `json:"at"`
 	// Check starts a window check for the queued messages.
 	Check bool `json:"check,omitempty"`
+	// Actor makes UserID the user the flows answer to (the sender of a
+	// message, the presser of an accepted button).
+	Actor bool `json:"actor,omitempty"`
 }
 
 // IMOutboxAdded queues chat messages to send, with their sequence numbers
@@ -320,6 +326,7 @@ type IMBound struct {
 	DisplayName string `json:"displayName"`
 	SessionID   string `json:"sessionID,omitempty"`
 	WindowID    string `json:"windowID"`
+	Tag         string `json:"tag,omitempty"`
 	Cwd         string `json:"cwd"`
 	Agent       string `json:"agent"`
 	Transcript  string `json:"transcript,omitempty"`

@@ -173,18 +173,22 @@ type State struct {
 	// TopicName is the thread's name as the chat side knows it.
 	TopicName string `json:"topicName,omitempty"`
 	// Transcript is the file followed for replies, read up to Offset.
-	Transcript string   `json:"transcript,omitempty"`
-	Offset     int64    `json:"offset,omitempty"`
-	LastUpdate int64    `json:"lastUpdate,omitempty"`
-	LastAt     int64    `json:"lastAt,omitempty"`
-	Setup      *Setup   `json:"setup,omitempty"`
-	Prompt     *Prompt  `json:"prompt,omitempty"`
-	Nonce      uint64   `json:"nonce,omitempty"`
-	Gen        uint64   `json:"gen,omitempty"`
-	Checking   bool     `json:"checking,omitempty"`
-	Queue      []Queued `json:"queue,omitempty"`
-	Outbox     []Out    `json:"outbox,omitempty"`
-	NextSeq    uint64   `json:"nextSeq,omitempty"`
+	Transcript string `json:"transcript,omitempty"`
+	Offset     int64  `json:"offset,omitempty"`
+	LastUpdate int64  `json:"lastUpdate,omitempty"`
+	// Actor is the user the open flow or prompt answers to.
+	Actor int64 `json:"actor,omitempty"`
+	// Tag is the bound window's tag (see messages.IMCheckWindow).
+	Tag      string   `json:"tag,omitempty"`
+	LastAt   int64    `json:"lastAt,omitempty"`
+	Setup    *Setup   `json:"setup,omitempty"`
+	Prompt   *Prompt  `json:"prompt,omitempty"`
+	Nonce    uint64   `json:"nonce,omitempty"`
+	Gen      uint64   `json:"gen,omitempty"`
+	Checking bool     `json:"checking,omitempty"`
+	Queue    []Queued `json:"queue,omitempty"`
+	Outbox   []Out    `json:"outbox,omitempty"`
+	NextSeq  uint64   `json:"nextSeq,omitempty"`
 }
 
 func init() { messages.Register[State]("im.binding.state", 1) }
@@ -365,11 +369,11 @@ func (p *plan) update(m *messages.IMUpdate) {
 	}
 	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending()
 	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
-		Topic: m.Topic, TopicName: name, Text: text, At: p.now.UnixMilli(), Check: check})
+		Topic: m.Topic, TopicName: name, Text: text, At: p.now.UnixMilli(), Check: check, Actor: text != ""})
 	switch {
 	case text == "":
 	case check:
-		p.effect(&messages.IMCheckWindow{WindowID: p.s.Window.WindowID})
+		p.effect(&messages.IMCheckWindow{WindowID: p.s.Window.WindowID, Tag: p.s.Tag})
 	case p.s.Phase == PhaseUnbound:
 		p.startSetup(m.UserID)
 	}
@@ -408,12 +412,14 @@ func (p *plan) press(m *messages.IMPress) {
 		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
 		return
 	}
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, At: p.now.UnixMilli()})
 	nonceText, action, _ := strings.Cut(m.Data, ":")
 	nonce, err := strconv.ParseUint(nonceText, 10, 64)
 	pr := s.Prompt
-	if err != nil || pr == nil || nonce != pr.Nonce || m.UserID != pr.UserID ||
-		(pr.MessageID != 0 && m.MessageID != pr.MessageID) {
+	ok := err == nil && pr != nil && nonce == pr.Nonce && m.UserID == pr.UserID &&
+		(pr.MessageID == 0 || m.MessageID == pr.MessageID)
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
+		At: p.now.UnixMilli(), Actor: ok})
+	if !ok {
 		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
 		return
 	}
@@ -502,7 +508,7 @@ func (p *plan) recheck() {
 		return
 	}
 	p.event(&messages.IMResumed{})
-	p.effect(&messages.IMCheckWindow{WindowID: p.s.Window.WindowID})
+	p.effect(&messages.IMCheckWindow{WindowID: p.s.Window.WindowID, Tag: p.s.Tag})
 }
 
 // checked routes the queued messages by the window check's outcome.
@@ -511,7 +517,7 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 	if s.Phase != PhaseBound || !s.Checking || m.WindowID != s.Window.WindowID {
 		return // a check that no longer matters
 	}
-	user := s.Chat.UserID
+	user := s.Actor
 	switch {
 	case !m.Alive || m.Agent == "":
 		p.event(&messages.IMChecked{})
@@ -554,14 +560,14 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	}
 	if m.Err != "" {
 		p.event(&messages.IMResumed{})
-		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID})
+		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag})
 		return
 	}
 	rest := slices.ContainsFunc(s.Queue, func(q Queued) bool { return q.UpdateID != m.UpdateID && q.Sent })
 	check := !rest && len(s.Queue) > 1 && s.Phase == PhaseBound
 	p.event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
 	if check {
-		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID})
+		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag})
 	}
 	if s.Info.SessionID == "" && !rest {
 		// An agent writes its transcript only after its first prompt.
@@ -593,10 +599,7 @@ func (p *plan) listed(m *messages.IMDirectoryListed) {
 		}
 		return
 	}
-	user := s.Chat.UserID
-	if s.Prompt != nil {
-		user = s.Prompt.UserID
-	}
+	user := s.Actor
 	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: s.Setup.Agent, Dir: m.Path})
 	var choices []string
 	var rows [][]messages.IMButton
@@ -665,7 +668,7 @@ func (p *plan) failFlow() {
 	s := p.s
 	if s.Phase == PhaseRecovering {
 		p.event(&messages.IMSetupStep{Phase: PhasePrompting})
-		p.ask(PromptDead, "Recovery failed. Your messages are kept.", s.Chat.UserID, nil, "",
+		p.ask(PromptDead, "Recovery failed. Your messages are kept.", s.Actor, nil, "",
 			[][]messages.IMButton{{{Text: "Recover", Data: "recover"}, {Text: "New Session", Data: "new"}}})
 		return
 	}
@@ -698,7 +701,7 @@ func (p *plan) sessionsListed(m *messages.IMAgentSessionsListed) {
 		rows = append(rows, []messages.IMButton{{Text: label, Data: "s:" + strconv.Itoa(len(choices))}})
 		choices = append(choices, ss.ID)
 	}
-	p.ask(PromptPick, st.Agent+" has sessions in "+st.Dir+". Resume one?", s.Chat.UserID, choices, "", rows)
+	p.ask(PromptPick, st.Agent+" has sessions in "+st.Dir+". Resume one?", s.Actor, choices, "", rows)
 }
 
 // launch starts the agent in the flow's window (resuming id if set).
@@ -732,17 +735,17 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 	switch {
 	case s.Setup != nil && s.Setup.Step == StepFind && m.WindowID == s.Setup.Window:
 		st := s.Setup
-		p.bind(&messages.IMBound{DisplayName: s.Name(), SessionID: m.SessionID, WindowID: st.Window, Cwd: st.Dir,
+		p.bind(&messages.IMBound{DisplayName: s.Name(), SessionID: m.SessionID, WindowID: st.Window, Tag: st.Tag, Cwd: st.Dir,
 			Agent: st.Agent, Transcript: m.Transcript, Offset: m.Offset})
 		p.say(messages.IMOutEntry{Text: "Session ready!"})
-		if len(p.s.Queue) > 0 {
-			p.forward()
-		}
+		// The queued messages take the usual route: a check first, so
+		// that nothing is typed into a shell if the agent did not start.
+		p.recheck()
 	case s.Phase == PhaseBound || s.Phase == PhasePrompting:
 		if m.WindowID != s.Window.WindowID || m.SessionID == "" || (m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript) {
 			return
 		}
-		p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, SessionID: m.SessionID, WindowID: s.Window.WindowID,
+		p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, SessionID: m.SessionID, WindowID: s.Window.WindowID, Tag: s.Tag,
 			Cwd: s.Info.Cwd, Agent: s.Info.AgentType, Transcript: m.Transcript, Offset: m.Offset})
 	}
 }
@@ -808,7 +811,7 @@ func (p *plan) recovered() {
 	}
 	if s.Phase == PhaseBound && len(s.Queue) > 0 {
 		p.event(&messages.IMResumed{})
-		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID})
+		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag})
 	}
 	if s.Setup == nil || (s.Phase != PhaseSetup && s.Phase != PhaseRecovering) {
 		return
@@ -844,8 +847,8 @@ func (*Kind) Apply(s *State, ev any) *State {
 			n.Chat.ChatID, n.Chat.ThreadID = e.ChatID, e.ThreadID
 		}
 		n.Topic = s.Topic || e.Topic
-		if n.Chat.UserID == 0 {
-			n.Chat.UserID = e.UserID
+		if e.Actor {
+			n.Actor = e.UserID
 		}
 		if e.TopicName != "" {
 			n.TopicName = e.TopicName
@@ -903,7 +906,11 @@ func (*Kind) Apply(s *State, ev any) *State {
 	case *messages.IMBound:
 		n.Phase, n.Setup, n.Checking = PhaseBound, nil, false
 		n.Chat.DisplayName, n.Chat.SessionID = e.DisplayName, e.SessionID
+		if s.Actor != 0 {
+			n.Chat.UserID = s.Actor
+		}
 		n.Window = WindowBinding{SessionID: e.SessionID, WindowID: e.WindowID}
+		n.Tag = e.Tag
 		n.Info = SessionInfo{SessionID: e.SessionID, Cwd: e.Cwd, WindowName: e.DisplayName, AgentType: e.Agent}
 		if e.Transcript != s.Transcript {
 			n.Transcript, n.Offset = e.Transcript, e.Offset

@@ -142,6 +142,8 @@ func (h *harness) bind() {
 	h.send(&messages.IMAgentSessionsListed{})
 	h.send(&messages.IMAgentLaunched{WindowID: "@1"})
 	effects := h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: "@1", SessionID: "s-1", Transcript: "/t/s-1.jsonl"}))
+	only[messages.IMCheckWindow](h.t, effects)
+	effects = h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: h.s.Name(), Agent: "claude"})
 	for _, e := range effects {
 		if st, ok := e.(*messages.IMSendToWindow); ok {
 			h.send(&messages.IMSentToWindow{UpdateID: st.UpdateID})
@@ -210,6 +212,11 @@ func TestSetupFlowBindsAndDeliversTheFirstMessage(t *testing.T) {
 	if ft := only[messages.IMFollowTranscript](t, eff); ft.Offset != 500 || ft.Path != "/t/old-1.jsonl" {
 		t.Fatalf("follow %+v", ft)
 	}
+	none[messages.IMSendToWindow](t, eff)
+	if cw := only[messages.IMCheckWindow](t, eff); cw.WindowID != "@3" {
+		t.Fatalf("check %+v", cw)
+	}
+	eff = h.send(&messages.IMWindowChecked{WindowID: "@3", Alive: true, Name: "topic-5", Agent: "claude"})
 	if st := only[messages.IMSendToWindow](t, eff); st.Text != "fix the build" || st.WindowID != "@3" {
 		t.Fatalf("the message that started the setup: %+v", st)
 	}
@@ -319,7 +326,8 @@ func TestRecoverRemakesTheWindowAndResumesTheSession(t *testing.T) {
 		t.Fatalf("launch %+v: want claude resuming s-1", la)
 	}
 	h.send(&messages.IMAgentLaunched{WindowID: "@9"})
-	eff := h.send(&messages.IMAgentSessionFound{WindowID: "@9", SessionID: "s-1", Transcript: "/t/s-1.jsonl", Offset: 10})
+	h.send(&messages.IMAgentSessionFound{WindowID: "@9", SessionID: "s-1", Transcript: "/t/s-1.jsonl", Offset: 10})
+	eff := h.send(&messages.IMWindowChecked{WindowID: "@9", Alive: true, Name: "topic-5", Agent: "claude"})
 	if st := only[messages.IMSendToWindow](t, eff); st.WindowID != "@9" || st.Text != "are you there" {
 		t.Fatalf("send %+v", st)
 	}
@@ -518,5 +526,41 @@ func TestApplyLeavesItsInputAlone(t *testing.T) {
 	after, _ := messages.Encode(h.s)
 	if string(before) != string(after) {
 		t.Fatal("Apply changed its input state")
+	}
+}
+
+func TestTheFlowAnswersToWhoeverSpokeNotWhoCreatedTheTopic(t *testing.T) {
+	h := newHarness(t)
+	// The topic's creator (user 1) only names the topic.
+	h.send(&messages.IMUpdate{UpdateID: 1, UserID: 1, ChatID: -100, ThreadID: 5, TopicName: "api", NameSource: messages.NameCreated})
+	h.bind()
+	if h.s.Chat.UserID != 42 || h.s.Chat.DisplayName != "api" {
+		t.Fatalf("binding %+v", h.s.Chat)
+	}
+}
+
+func TestACheckCarriesTheWindowTag(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	cw := only[messages.IMCheckWindow](t, h.message("x"))
+	if cw.Tag == "" || cw.Tag != h.s.Tag {
+		t.Fatalf("check %+v, binding tag %q: after a tmux restart an id alone may name another window", cw, h.s.Tag)
+	}
+}
+
+func TestAnAgentThatDidNotStartGetsNoTyping(t *testing.T) {
+	h := newHarness(t)
+	h.deliverChat(h.message("rm -rf build"))
+	h.deliverChat(h.press("claude"))
+	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u", AtRoot: true}))
+	cw := only[messages.IMCreateWindow](t, h.deliverChat(h.press("Use this directory")))
+	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
+	h.send(&messages.IMAgentSessionsListed{})
+	h.send(&messages.IMAgentLaunched{WindowID: "@1"})
+	h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: "@1"})) // nothing found: the launch failed
+	eff := h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5"}) // a shell, no agent
+	none[messages.IMSendToWindow](t, eff)
+	if h.s.Prompt == nil || h.s.Prompt.Kind != PromptDead || len(h.s.Queue) != 1 {
+		t.Fatalf("prompt %+v queue %v: the message must wait, not reach the shell", h.s.Prompt, h.s.Queue)
 	}
 }

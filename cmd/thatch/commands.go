@@ -21,8 +21,6 @@ import (
 	"github.com/thatch-run/thatch/actors/ocfamily"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
-	"github.com/thatch-run/thatch/hosts/opencode/front"
-	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
 func versionString() string {

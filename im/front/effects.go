@@ -63,6 +63,9 @@ func (f *FrontEnd) checkWindow(ctx context.Context, _ actors.Identity, e *messag
 		f.log.Warn("cannot read a window", "window", e.WindowID, "error", err)
 		return &messages.IMWindowChecked{WindowID: e.WindowID, Err: err.Error()}
 	}
+	if e.Tag != "" && w.Tag != e.Tag {
+		return &messages.IMWindowChecked{WindowID: e.WindowID} // the id now names another window
+	}
 	return &messages.IMWindowChecked{WindowID: e.WindowID, Alive: true, Name: w.Name, Agent: f.detect(w)}
 }
 
@@ -106,7 +109,10 @@ func (f *FrontEnd) sendChat(ctx context.Context, _ actors.Identity, e *messages.
 	return &messages.IMChatSent{Seq: e.Seq, MessageID: last}
 }
 
-func (f *FrontEnd) answerPress(ctx context.Context, _ actors.Identity, e *messages.IMAnswerPress) any {
+func (f *FrontEnd) answerPress(ctx context.Context, from actors.Identity, e *messages.IMAnswerPress) any {
+	if e.Text != "" {
+		f.log.Debug("a button press was not acted on", "thread", from.ID, "answer", e.Text)
+	}
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
 	if err := f.bot.AnswerCallback(ctx, e.CallbackID, e.Text); err != nil {

@@ -45,6 +45,7 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 	}
 	allowed := f.cfg.IM.Open || f.allowed[in.UserID]
 	key := imbinding.Key(in.ChatID, in.ThreadID)
+	f.log.Trace("update", "id", in.UpdateID, "thread", key, "user", in.UserID, "press", in.Callback != nil)
 	if c := in.Callback; c != nil {
 		if !allowed || len(c.Data) > maxData || !utf8.ValidString(c.Data) {
 			f.answer(ctx, c.ID)
