@@ -139,7 +139,12 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		return err
 	}
 	kinds := []supervisor.Spec{supervisor.Entity[sweeper.State](sweeper.Kind{
-		Interval: r.cfg.Sweep.Interval, RuntimeStateTTL: r.cfg.Sweep.RuntimeStateTTL})}
+		Interval:        r.cfg.Sweep.Interval,
+		RuntimeStateTTL: r.cfg.Sweep.RuntimeStateTTL,
+		DeletedTTL:      r.cfg.Sweep.DeletedSessionTTL,
+		StrandInterval:  r.cfg.Sweep.StrandInterval,
+		NoStrand:        !r.cfg.Sweep.Strand,
+	})}
 	effects := append([]supervisor.Handler(nil), r.o.Effects...)
 	for _, fe := range r.o.FrontEnds {
 		parts, err := fe.Open(ctx, frontend.Core{Store: r.store, Memory: r.mem, Clock: r.o.Clock, Logger: r.log.Named(fe.Name())})
