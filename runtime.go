@@ -383,6 +383,10 @@ type Status struct {
 	// families), SessionsTotal how many there are.
 	Sessions      []any `json:"sessions,omitempty"`
 	SessionsTotal int   `json:"sessionsTotal"`
+	// Sweepers shows each sweep: when it last ran, how long it took, what
+	// it did (moved, deleted, dropped, with ids), what it skipped and why,
+	// and when it runs next.
+	Sweepers []sweeper.SweepView `json:"sweepers,omitempty"`
 }
 
 // StatusReport gathers the runtime's status.
@@ -409,6 +413,7 @@ func (r *Runtime) StatusReport() (*Status, error) {
 		UnhandledMessages: r.tree.UnknownMessages(),
 		Quarantined:       r.tree.Quarantined(),
 	}
+	st.Sweepers = r.sweepers()
 	for _, fe := range r.o.FrontEnds {
 		if rep, ok := fe.(frontend.Reporter); ok {
 			views, total := rep.Report(0)
@@ -417,6 +422,21 @@ func (r *Runtime) StatusReport() (*Status, error) {
 		}
 	}
 	return st, nil
+}
+
+// sweepers reads the sweeper's view (nil when it cannot answer in time).
+func (r *Runtime) sweepers() []sweeper.SweepView {
+	res, err := r.tree.Request(sweeper.Identity, &supervisor.Inspect{}, 5*time.Second)
+	if err != nil {
+		r.log.Debug("status: the sweeper did not answer", "error", err)
+		return nil
+	}
+	if in, ok := res.(*supervisor.Inspection); ok {
+		if v, ok := in.View.(sweeper.View); ok {
+			return v.Sweeps
+		}
+	}
+	return nil
 }
 
 func (r *Runtime) serveStatus(w http.ResponseWriter, _ *http.Request) {
