@@ -115,3 +115,19 @@ func planMove(in strandInput, r strandRow, caps strandHostCaps) strandAction {
 	}
 	return strandAction{Verb: strandMove, Row: r, To: to, Reason: reasonStranded}
 }
+
+// The plan under exported names, so that the benchmarks (bench/) can
+// measure planning alone.
+type (
+	// StrandRow is one enumerated session row.
+	StrandRow = strandRow
+	// StrandInput is what PlanStrandActions decides from.
+	StrandInput = strandInput
+	// StrandHostCaps says which endpoints a host has.
+	StrandHostCaps = strandHostCaps
+	// StrandAction is one decision of the plan.
+	StrandAction = strandAction
+)
+
+// PlanStrandActions is planStrandActions: pure, no I/O.
+func PlanStrandActions(in StrandInput) []StrandAction { return planStrandActions(in) }
