@@ -139,7 +139,12 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		return err
 	}
 	kinds := []supervisor.Spec{supervisor.Entity[sweeper.State](sweeper.Kind{
-		Interval: r.cfg.Sweep.Interval, RuntimeStateTTL: r.cfg.Sweep.RuntimeStateTTL})}
+		Interval:        r.cfg.Sweep.Interval,
+		RuntimeStateTTL: r.cfg.Sweep.RuntimeStateTTL,
+		DeletedTTL:      r.cfg.Sweep.DeletedSessionTTL,
+		StrandInterval:  r.cfg.Sweep.StrandInterval,
+		NoStrand:        !r.cfg.Sweep.Strand,
+	})}
 	effects := append([]supervisor.Handler(nil), r.o.Effects...)
 	for _, fe := range r.o.FrontEnds {
 		parts, err := fe.Open(ctx, frontend.Core{Store: r.store, Memory: r.mem, Clock: r.o.Clock, Logger: r.log.Named(fe.Name())})
@@ -382,6 +387,10 @@ type Status struct {
 	// window, state, last message), BindingsTotal how many there are.
 	Bindings      []any `json:"bindings,omitempty"`
 	BindingsTotal int   `json:"bindingsTotal"`
+	// Sweepers shows each sweep: when it last ran, how long it took, what
+	// it did (moved, deleted, dropped, with ids), what it skipped and why,
+	// and when it runs next.
+	Sweepers []sweeper.SweepView `json:"sweepers,omitempty"`
 }
 
 // StatusReport gathers the runtime's status.
@@ -408,6 +417,7 @@ func (r *Runtime) StatusReport() (*Status, error) {
 		UnhandledMessages: r.tree.UnknownMessages(),
 		Quarantined:       r.tree.Quarantined(),
 	}
+	st.Sweepers = r.sweepers()
 	for _, fe := range r.o.FrontEnds {
 		if rep, ok := fe.(frontend.Reporter); ok {
 			views, total := rep.Report(0)
@@ -421,6 +431,21 @@ func (r *Runtime) StatusReport() (*Status, error) {
 		}
 	}
 	return st, nil
+}
+
+// sweepers reads the sweeper's view (nil when it cannot answer in time).
+func (r *Runtime) sweepers() []sweeper.SweepView {
+	res, err := r.tree.Request(sweeper.Identity, &supervisor.Inspect{}, 5*time.Second)
+	if err != nil {
+		r.log.Debug("status: the sweeper did not answer", "error", err)
+		return nil
+	}
+	if in, ok := res.(*supervisor.Inspection); ok {
+		if v, ok := in.View.(sweeper.View); ok {
+			return v.Sweeps
+		}
+	}
+	return nil
 }
 
 func (r *Runtime) serveStatus(w http.ResponseWriter, _ *http.Request) {

@@ -112,6 +112,7 @@ func TestQuickRunMeasuresEverythingAndCleansUp(t *testing.T) {
 		"memory.passivated", "memory.live",
 		"entity.durable.c1", "entity.durable.c1000",
 		"soak.heap", "soak.rss", "soak.goroutines",
+		"sweep.strand_plan.vs_limit",
 		"run.wall",
 	} {
 		if !slices.Contains(got, want) {

@@ -181,13 +181,34 @@ type Memory struct {
 
 // Sweep configures the housekeeping sweepers.
 type Sweep struct {
-	// Interval is how often the sweepers run. Must be > 0. Default: 1m.
-	Interval time.Duration `koanf:"interval" usage:"how often the sweepers run"`
-	// RuntimeStateTTL is how long runtime-state rows live without being
-	// refreshed, and how long a deleted session's family is kept (to
-	// ignore the session's late events) before its journal is forgotten.
-	// Must be > 0. Default: 24h.
-	RuntimeStateTTL time.Duration `koanf:"runtime_state_ttl" usage:"lifetime of runtime-state rows that are not refreshed, and of a deleted session's journal"`
+	// Interval is how often the runtime-state sweep (and the stale
+	// reaper) runs. Must be > 0. Default: 1m.
+	Interval time.Duration `koanf:"interval" usage:"how often the runtime-state sweep and the stale reaper run"`
+	// RuntimeStateTTL is how long a session's runtime state (its family's
+	// journal: buffers, accepted sets, children, wrap-ups) and other
+	// runtime-state rows live without being written: a live session
+	// writes on every tool call, so a week of silence means nobody is
+	// coming back. Also $THATCH_RUNTIME_STATE_TTL_MS (milliseconds).
+	// Must be > 0. Default: 168h (7 days).
+	RuntimeStateTTL time.Duration `koanf:"runtime_state_ttl" usage:"lifetime of runtime state that is not written (also THATCH_RUNTIME_STATE_TTL_MS, in ms)"`
+	// DeletedSessionTTL is how long a deleted session's family is kept,
+	// to ignore the session's late events, before its journal is
+	// forgotten. Must be > 0. Default: 24h.
+	DeletedSessionTTL time.Duration `koanf:"deleted_session_ttl" usage:"how long a deleted session's journal is kept before it is forgotten"`
+	// Strand arms the stranded-session self-heal. false (also
+	// $THATCH_STRAND_SWEEP=off) disarms it completely; tests set it
+	// wherever a sweep could act on a real opencode database by mistake.
+	// Default: true.
+	Strand bool `koanf:"strand" usage:"heal sessions stranded in deleted worktrees (also THATCH_STRAND_SWEEP=off)"`
+	// StrandInterval is how often the strand sweep runs after the one at
+	// start. Also $THATCH_STRAND_SWEEP_MS (milliseconds). Must be > 0.
+	// Default: 5m.
+	StrandInterval time.Duration `koanf:"strand_interval" usage:"how often the strand sweep runs (also THATCH_STRAND_SWEEP_MS, in ms)"`
+	// OpenCodeDB is opencode's database, which the strand sweep reads
+	// (read-only) to enumerate the sessions of a host that speaks only the
+	// v2 API. Default: "", which means $XDG_DATA_HOME/opencode/opencode.db
+	// (~/.local/share/opencode/opencode.db).
+	OpenCodeDB string `koanf:"opencode_db" usage:"opencode's database, read-only, for the strand sweep of v2 hosts"`
 }
 
 // IM configures the IM front end: chat threads bound to agent sessions in
@@ -332,7 +353,13 @@ func Defaults() *Config {
 			DedupThreshold: 0.85,
 			StaleAfter:     2160 * time.Hour,
 		},
-		Sweep: Sweep{Interval: time.Minute, RuntimeStateTTL: 24 * time.Hour},
+		Sweep: Sweep{
+			Interval:          time.Minute,
+			RuntimeStateTTL:   7 * 24 * time.Hour,
+			DeletedSessionTTL: 24 * time.Hour,
+			Strand:            true,
+			StrandInterval:    5 * time.Minute,
+		},
 		IM: IM{
 			Roots:         []string{"~"},
 			RenameTimeout: time.Minute,

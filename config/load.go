@@ -93,6 +93,9 @@ func Load(o LoadOptions) (*Config, error) {
 			if key, ok := keys().byEnv[name]; ok {
 				return key, value
 			}
+			if a, ok := envAliases[name]; ok {
+				return a.key, a.value(value)
+			}
 			unknownEnv = append(unknownEnv, envProblem(name))
 			return "", nil
 		},
@@ -123,6 +126,32 @@ func Load(o LoadOptions) (*Config, error) {
 	c.problems = append(c.problems, c.decode(k, o.Env)...)
 	c.resolvePaths(o.Env, home)
 	return c, c.Validate()
+}
+
+// envAlias is a THATCH_* variable that sets a key under another name (the
+// names the sweepers had in the TypeScript seed).
+type envAlias struct {
+	key   string
+	value func(string) string
+}
+
+// envAliases are the variables that are not named after their key. When a
+// key's own variable is set too, the one later in the environment wins.
+var envAliases = map[string]envAlias{
+	// THATCH_STRAND_SWEEP=off disarms the strand sweep.
+	"THATCH_STRAND_SWEEP":         {"sweep.strand", func(v string) string { return v }},
+	"THATCH_STRAND_SWEEP_MS":      {"sweep.strand_interval", millis},
+	"THATCH_RUNTIME_STATE_TTL_MS": {"sweep.runtime_state_ttl", millis},
+}
+
+// millis turns a whole number of milliseconds into a duration's text; any
+// other text is kept, for the duration decoder to report.
+func millis(v string) string {
+	t := strings.TrimSpace(v)
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil && n >= 0 {
+		return t + "ms"
+	}
+	return v
 }
 
 // findFile picks the config file: the explicit path, else $THATCH_CONFIG,

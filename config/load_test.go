@@ -72,6 +72,23 @@ interval = "2m"
 			},
 		},
 		{
+			name: "the seed's sweep variables are aliases",
+			env:  []string{"THATCH_STRAND_SWEEP=off", "THATCH_STRAND_SWEEP_MS=2500", "THATCH_RUNTIME_STATE_TTL_MS=60000"},
+			check: func(t *testing.T, c *Config) {
+				want(t, "sweep.strand", c.Sweep.Strand, false)
+				want(t, "sweep.strand_interval", c.Sweep.StrandInterval, 2500*time.Millisecond)
+				want(t, "sweep.runtime_state_ttl", c.Sweep.RuntimeStateTTL, time.Minute)
+			},
+		},
+		{
+			name: "a flag beats an alias",
+			env:  []string{"THATCH_STRAND_SWEEP=off"},
+			args: []string{"--sweep-strand=true"},
+			check: func(t *testing.T, c *Config) {
+				want(t, "sweep.strand", c.Sweep.Strand, true)
+			},
+		},
+		{
 			name: "flag set to its default value still counts",
 			file: true,
 			args: []string{"--log-level=info"},
@@ -148,6 +165,10 @@ var everyKey = map[string]struct {
 	"memory.stale_after":         {"720h", "720h"},
 	"sweep.interval":             {"30s", "30s"},
 	"sweep.runtime_state_ttl":    {"1h", "1h"},
+	"sweep.deleted_session_ttl":  {"2h", "2h"},
+	"sweep.strand":               {"false", false},
+	"sweep.strand_interval":      {"90s", "1m30s"},
+	"sweep.opencode_db":          {"/srv/oc.db", "/srv/oc.db"},
 	"im.allowed_users":           {"42,7", []string{"42", "7"}},
 	"im.open":                    {"true", true},
 	"im.roots":                   {"/srv,/home/u", []string{"/srv", "/home/u"}},

@@ -124,6 +124,8 @@ func (c *Config) Validate() error {
 
 	v.positive("sweep.interval", c.Sweep.Interval)
 	v.positive("sweep.runtime_state_ttl", c.Sweep.RuntimeStateTTL)
+	v.positive("sweep.deleted_session_ttl", c.Sweep.DeletedSessionTTL)
+	v.positive("sweep.strand_interval", c.Sweep.StrandInterval)
 
 	v.im(&c.IM)
 

@@ -87,6 +87,9 @@ func NewWorld() *World {
 		"npm_config_update_notifier=false",
 		// The plugin looks for a restarted daemon this often.
 		"OPENCODE_THATCH_POLL_MS=200",
+		// No strand sweep unless a spec arms it (sweep_test.go): a sweep
+		// must never act on an opencode database by mistake.
+		"THATCH_STRAND_SWEEP=off",
 	}
 	w.ThatchConfig = filepath.Join(root, "thatch.toml")
 	w.WriteThatchConfig()

@@ -8,40 +8,146 @@ import (
 	"github.com/thatch-run/thatch/messages"
 )
 
-func TestRoundsAndTimer(t *testing.T) {
-	k := Kind{Interval: 5 * time.Minute, RuntimeStateTTL: time.Hour}
-	s := k.Initial(ID)
-	now := time.Unix(1_800_000_000, 0)
+var t0 = time.Unix(1_800_000_000, 0).UTC()
 
-	d := k.Decide(s, &actors.Recovered{}, now)
-	if len(d.Events) != 0 || len(d.Effects) != 1 || d.Effects[0].(*actors.StartTimer).After != 0 {
-		t.Fatalf("first recovery should sweep at once: %+v", d)
-	}
-	d = k.Decide(s, &actors.Tick{Name: "other"}, now)
-	if len(d.Events)+len(d.Effects) != 0 {
-		t.Fatalf("foreign tick acted: %+v", d)
-	}
-	d = k.Decide(s, &actors.Tick{Name: timer}, now)
-	if len(d.Events) != 1 || len(d.Effects) != 4 {
-		t.Fatalf("round: %+v", d)
-	}
-	if c := d.Effects[0].(*messages.SweepRuntimeState).Cutoff; !c.Equal(now.Add(-time.Hour)) {
-		t.Fatalf("cutoff %v", c)
-	}
-	if st := d.Effects[3].(*actors.StartTimer); st.After != 5*time.Minute {
-		t.Fatalf("re-arm %v", st.After)
-	}
+func apply(k Kind, s *State, d actors.Decision) *State {
 	for _, ev := range d.Events {
 		s = k.Apply(s, ev)
 	}
-	if s.Runs != 1 || !s.LastRun.Equal(now) {
+	return s
+}
+
+func timers(d actors.Decision) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, e := range d.Effects {
+		if st, ok := e.(*actors.StartTimer); ok {
+			out[st.Name] = st.After
+		}
+	}
+	return out
+}
+
+func TestRecoveryArmsBothSweepsAndTheStrandOneAtEveryStart(t *testing.T) {
+	k := Kind{Interval: 5 * time.Minute, StrandInterval: 10 * time.Minute}
+	for _, tc := range []struct {
+		name              string
+		runs              int64
+		restarted         bool
+		runtime, strandAt time.Duration
+	}{
+		{"first start ever", 0, false, 0, 0},
+		{"later start", 3, false, 5 * time.Minute, 0},
+		{"entity restart", 3, true, 5 * time.Minute, 10 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &State{Runs: tc.runs}
+			d := k.Decide(s, &actors.Recovered{Restarted: tc.restarted}, t0)
+			got := timers(d)
+			if got[timerRuntime] != tc.runtime || got[timerStrand] != tc.strandAt || len(got) != 2 {
+				t.Fatalf("timers %v, want runtime %v strand %v", got, tc.runtime, tc.strandAt)
+			}
+			s = apply(k, s, d)
+			if n := s.Sweeps[messages.SweepStrand].Next; !n.Equal(t0.Add(tc.strandAt)) {
+				t.Fatalf("strand next %v", n)
+			}
+		})
+	}
+}
+
+func TestDisarmedStrandSweepNeverRuns(t *testing.T) {
+	k := Kind{NoStrand: true}
+	s := k.Initial(ID)
+	d := k.Decide(s, &actors.Recovered{}, t0)
+	if _, armed := timers(d)[timerStrand]; armed {
+		t.Fatalf("strand timer armed: %+v", d)
+	}
+	s = apply(k, s, d)
+	if !s.Sweeps[messages.SweepStrand].Disarmed {
+		t.Fatalf("status does not show the strand sweep off: %+v", s.Sweeps[messages.SweepStrand])
+	}
+	if d := k.Decide(s, &actors.Tick{Name: timerStrand}, t0); len(d.Effects)+len(d.Events) != 0 {
+		t.Fatalf("a stray strand tick acted: %+v", d)
+	}
+	v := k.View(s).(View)
+	for _, sv := range v.Sweeps {
+		if sv.Sweeper == messages.SweepStrand && (sv.NextRun != nil || !sv.Disarmed) {
+			t.Fatalf("disarmed sweep shows a next run: %+v", sv)
+		}
+	}
+}
+
+func TestRoundsCarryTheirCutoffsAndRearm(t *testing.T) {
+	k := Kind{Interval: 5 * time.Minute, RuntimeStateTTL: time.Hour, DeletedTTL: 2 * time.Hour, StrandInterval: 7 * time.Minute}
+	s := k.Initial(ID)
+	d := k.Decide(s, &actors.Tick{Name: timerRuntime}, t0)
+	var rs *messages.SweepRuntimeState
+	for _, e := range d.Effects {
+		if x, ok := e.(*messages.SweepRuntimeState); ok {
+			rs = x
+		}
+	}
+	if rs == nil || !rs.Cutoff.Equal(t0.Add(-time.Hour)) || !rs.DeletedCutoff.Equal(t0.Add(-2*time.Hour)) {
+		t.Fatalf("runtime round %+v", d)
+	}
+	if timers(d)[timerRuntime] != 5*time.Minute {
+		t.Fatalf("re-arm %v", timers(d))
+	}
+	s = apply(k, s, d)
+	d = k.Decide(s, &actors.Tick{Name: timerStrand}, t0.Add(time.Minute))
+	if _, ok := d.Effects[0].(*messages.SweepStrandedSessions); !ok || timers(d)[timerStrand] != 7*time.Minute {
+		t.Fatalf("strand round %+v", d)
+	}
+	s = apply(k, s, d)
+	if s.Runs != 2 || !s.LastRun.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("state %+v", s)
 	}
-	d = k.Decide(s, &actors.Recovered{Restarted: true}, now)
-	if d.Effects[0].(*actors.StartTimer).After != 5*time.Minute {
-		t.Fatalf("later recovery should wait one interval: %+v", d)
+	st := s.Sweeps[messages.SweepStrand]
+	if st.Runs != 1 || !st.Next.Equal(t0.Add(8*time.Minute)) {
+		t.Fatalf("strand record %+v", st)
+	}
+	if d := k.Decide(s, &actors.Tick{Name: "other"}, t0); len(d.Events)+len(d.Effects) != 0 {
+		t.Fatalf("foreign tick acted: %+v", d)
 	}
 	if !k.Active(s) {
 		t.Fatal("the sweeper must always be rehydrated")
+	}
+}
+
+func TestReportsAreJournaledAndShown(t *testing.T) {
+	k := Kind{}
+	s := k.Initial(ID)
+	r := &messages.SweepReport{Sweep: messages.SweepStrand, Started: t0, Finished: t0.Add(1500 * time.Millisecond)}
+	r.Add(&r.Moved, messages.SweepItem{ID: "ses_a", From: "/gone", To: "/main"})
+	d := k.Decide(s, r, t0)
+	if len(d.Events) != 1 || d.Unhandled {
+		t.Fatalf("report not journaled: %+v", d)
+	}
+	s = apply(k, s, d)
+	// Changing the sender's report afterwards must not change the state.
+	r.Moved[0].ID = "changed"
+	v := k.View(s).(View)
+	if len(v.Sweeps) != 1 || v.Sweeps[0].TookMS != 1500 || v.Sweeps[0].Last.Moved[0].ID != "ses_a" {
+		t.Fatalf("view %+v", v)
+	}
+	if d := k.Decide(s, &messages.SweepReport{}, t0); len(d.Events) != 0 {
+		t.Fatalf("a report that names no sweep was journaled: %+v", d)
+	}
+}
+
+func TestOlderJournalsRoundReadsAsTheRuntimeSweep(t *testing.T) {
+	k := Kind{}
+	s := k.Apply(k.Initial(ID), &messages.SweepRan{At: t0})
+	if sw := s.Sweeps[messages.SweepRuntime]; sw == nil || sw.Runs != 1 || s.Runs != 1 {
+		t.Fatalf("state %+v", s)
+	}
+}
+
+func TestReportListsStayBoundedAndCountsStayExact(t *testing.T) {
+	var r messages.SweepReport
+	for range messages.MaxReportItems + 10 {
+		r.Add(&r.Dropped, messages.SweepItem{ID: "x"})
+	}
+	if len(r.Dropped) != messages.MaxReportItems || r.Counts.Dropped != messages.MaxReportItems+10 || !r.Acted() {
+		t.Fatalf("list %d count %d", len(r.Dropped), r.Counts.Dropped)
 	}
 }

@@ -19,8 +19,10 @@ import (
 
 	"github.com/thatch-run/thatch"
 	"github.com/thatch-run/thatch/actors/ocfamily"
+	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/messages"
 )
 
 func versionString() string {
@@ -164,6 +166,10 @@ func printStatus(st *thatch.Status, all bool) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Live, k.Passivated, k.Persisted, k.Active)
 	}
 	tw.Flush()
+	if len(st.Sweepers) > 0 {
+		fmt.Printf("\nsweepers:\n")
+		writeSweepers(os.Stdout, st.Sweepers)
+	}
 	if len(st.Sessions) > 0 {
 		fmt.Printf("\nsessions: %d (--json shows every field):\n", st.SessionsTotal)
 		writeSessions(os.Stdout, st.Sessions, all)
@@ -185,6 +191,56 @@ func printStatus(st *thatch.Status, all bool) {
 		fmt.Printf("\nlast errors:\n")
 		for _, e := range st.LastErrors {
 			fmt.Printf("  %s  %s  %s: %s\n", e.Time.Local().Format(time.DateTime), e.Action, e.Entity, strings.TrimSpace(e.Error))
+		}
+	}
+}
+
+// writeSweepers prints each sweeper: when it last ran, how long it took,
+// what its last round did and skipped (with ids and reasons), and when it
+// runs next.
+func writeSweepers(w io.Writer, sweeps []sweeper.SweepView) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SWEEPER\tLAST RUN\tTOOK\tMOVED\tDELETED\tDROPPED\tSKIPPED\tERRORS\tNEXT RUN")
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.Local().Format(time.DateTime)
+	}
+	for _, sw := range sweeps {
+		next := at(sw.NextRun)
+		if sw.Disarmed {
+			next = "off"
+		}
+		var c messages.SweepCounts
+		if sw.Last != nil {
+			c = sw.Last.Counts
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", sw.Sweeper, at(sw.LastRun),
+			(time.Duration(sw.TookMS) * time.Millisecond).String(), c.Moved, c.Deleted, c.Dropped, c.Skipped, c.Errors, next)
+	}
+	tw.Flush()
+	for _, sw := range sweeps {
+		if sw.Last == nil {
+			continue
+		}
+		for _, l := range []struct {
+			what  string
+			items []messages.SweepItem
+		}{{"moved", sw.Last.Moved}, {"deleted", sw.Last.Deleted}, {"dropped", sw.Last.Dropped}, {"skipped", sw.Last.Skipped}} {
+			for _, it := range l.items {
+				line := fmt.Sprintf("  %s %s %s", sw.Sweeper, l.what, it.ID)
+				if it.To != "" {
+					line += " to " + it.To
+				}
+				if it.Reason != "" {
+					line += ": " + it.Reason
+				}
+				fmt.Fprintln(w, line)
+			}
+		}
+		for _, n := range sw.Last.Notes {
+			fmt.Fprintf(w, "  %s: %s\n", sw.Sweeper, n)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors/ocfamily"
+	"github.com/thatch-run/thatch/actors/sweeper"
+	"github.com/thatch-run/thatch/messages"
 )
 
 func TestWriteSessionsShowsWhatEachFamilyHolds(t *testing.T) {
@@ -61,5 +63,29 @@ func TestWriteSessionsAllListsRestingAndDeleted(t *testing.T) {
 	}
 	if strings.Contains(out, "not listed") {
 		t.Errorf("--all still hides sessions:\n%s", out)
+	}
+}
+
+func TestWriteSweepersShowsWhatEachSweepDidAndWhenItRunsNext(t *testing.T) {
+	last := time.Date(2026, 11, 30, 10, 0, 0, 0, time.Local)
+	next := last.Add(5 * time.Minute)
+	rep := &messages.SweepReport{Sweep: messages.SweepStrand, Started: last, Finished: last.Add(1200 * time.Millisecond)}
+	rep.Add(&rep.Moved, messages.SweepItem{ID: "ses_top", To: "/src/main", Reason: "top-level session in a deleted directory"})
+	rep.Add(&rep.Skipped, messages.SweepItem{ID: "ses_task", Reason: "task child"})
+	var buf bytes.Buffer
+	writeSweepers(&buf, []sweeper.SweepView{
+		{Sweeper: messages.SweepRuntime, Disarmed: false, LastRun: &last, NextRun: &next},
+		{Sweeper: messages.SweepStrand, LastRun: &last, NextRun: &next, TookMS: 1200, Last: rep},
+		{Sweeper: "other", Disarmed: true},
+	})
+	out := buf.String()
+	for _, want := range []string{
+		"NEXT RUN", "1.2s", "10:05:00", "off",
+		"strand moved ses_top to /src/main: top-level session in a deleted directory",
+		"strand skipped ses_task: task child",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -49,4 +49,12 @@
 // TUI commands) is logged and returns nil. A route the server lacks, or
 // one it says is not available yet, also becomes ErrNotInV2. The event
 // stream stays on the v1 Client.
+//
+// # Sessions across directories
+//
+// ListProjectSessions lists every session of a project, whatever
+// directory each records (the strand sweep's v1 enumeration), and
+// MoveSessionChecked moves one within its project, turning opencode's
+// refusal into ErrMoveRefused. ReadSessionDB reads opencode's own
+// database read-only for machine-wide rows, which the v2 API cannot list.
 package opencode

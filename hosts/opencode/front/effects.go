@@ -238,22 +238,12 @@ func (o *FrontEnd) recordFamilyDeleted(_ context.Context, from actors.Identity, 
 	return &messages.DeletionNoted{SessionID: e.SessionID}
 }
 
-func (o *FrontEnd) sweepRuntimeState(ctx context.Context, from actors.Identity, e *messages.SweepRuntimeState) any {
-	log := o.effectLog(from, e)
-	n, err := o.rows.DeleteWrittenBefore(tableWatcherDeaths, e.Cutoff)
-	if err != nil {
-		log.Error("runtime-state sweep failed", "table", tableWatcherDeaths, "error", err)
-	} else if n > 0 {
-		log.Info("aged out runtime-state rows", "table", tableWatcherDeaths, "rows", n)
+func (o *FrontEnd) sweepRuntimeState(ctx context.Context, _ actors.Identity, e *messages.SweepRuntimeState) any {
+	deleted := e.DeletedCutoff
+	if deleted.IsZero() {
+		deleted = e.Cutoff
 	}
-	forgot, err := o.forgetDeletedFamilies(ctx, e.Cutoff)
-	if err != nil {
-		log.Error("cannot forget deleted sessions", "error", err)
-	}
-	if forgot > 0 {
-		log.Info("forgot the journals of deleted sessions", "sessions", forgot)
-	}
-	return nil
+	return o.sweepRuntime(ctx, e.Cutoff, deleted)
 }
 
 func (o *FrontEnd) sweepStaleClaims(context.Context, actors.Identity, *messages.SweepStaleClaims) any {
@@ -270,18 +260,19 @@ func (o *FrontEnd) sweepStaleClaims(context.Context, actors.Identity, *messages.
 	return nil
 }
 
+// sweepStranded runs one strand round over every connected host; its
+// report goes back to the sweeper.
 func (o *FrontEnd) sweepStranded(ctx context.Context, _ actors.Identity, _ *messages.SweepStrandedSessions) any {
-	o.healStranded(ctx)
-	return nil
+	return o.healStranded(ctx, "")
 }
 
 // forgetDeletedFamilies forgets the journal of every family whose parent
-// was deleted before cutoff: a tombstone only has to outlive the late
-// events of its session. A family that is live (woken since) waits for
-// the next sweep; the tree checks and forgets in one step, so no entity
-// wakes in between. Its directory rows (child links a late create answer
-// may have added) go with it.
-func (o *FrontEnd) forgetDeletedFamilies(ctx context.Context, cutoff time.Time) (int, error) {
+// was deleted before cutoff, and returns their ids: a tombstone only has
+// to outlive the late events of its session. A family that is live (woken
+// since) waits for the next sweep; the tree checks and forgets in one
+// step, so no entity wakes in between. Its directory rows (child links a
+// late create answer may have added) and its stamp go with it.
+func (o *FrontEnd) forgetDeletedFamilies(ctx context.Context, cutoff time.Time) ([]string, error) {
 	var due []string
 	err := o.rows.Scan(tableDeletedFamilies, func(row persistence.Row) error {
 		if row.WrittenAt.Before(cutoff) {
@@ -290,26 +281,29 @@ func (o *FrontEnd) forgetDeletedFamilies(ctx context.Context, cutoff time.Time) 
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var done []string
 	for _, id := range due {
 		forgotten, err := o.tree.ForgetPassive(familyID(id), 5*time.Second)
 		if err != nil {
-			return n, err
+			return done, err
 		}
 		if !forgotten {
 			continue
 		}
-		n++
+		done = append(done, id)
 		if err := o.dir.forget(ctx, id); err != nil {
-			return n, err
+			return done, err
+		}
+		if err := o.forgetTouch(id); err != nil {
+			return done, err
 		}
 		if err := o.rows.Delete(tableDeletedFamilies, id); err != nil {
-			return n, err
+			return done, err
 		}
 	}
-	return n, nil
+	return done, nil
 }
 
 func errText(err error) string {

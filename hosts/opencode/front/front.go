@@ -70,6 +70,13 @@ type FrontEnd struct {
 
 	mu    sync.Mutex
 	hosts map[string]*hostConn
+
+	// strandMu keeps strand rounds from overlapping.
+	strandMu sync.Mutex
+	// touched rate-limits the runtime-state stamps; inherit is what
+	// resumed opencode processes inherited.
+	touched touches
+	inherit inherited
 }
 
 var (
@@ -264,10 +271,13 @@ func (o *FrontEnd) connect(ctx context.Context, s config.Server, pid int, direct
 	h := &hostConn{name: s.Name, url: s.URL, client: client, pid: pid, directory: directory, info: info}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.stream, err = opencode.NewStream(opencode.StreamOptions{
-		Client:    client,
-		Handler:   func(msg any) { o.onEvent(h, msg) },
-		OnConnect: func(ctx context.Context) { o.reconcileRetrying(ctx, h.name, client) },
-		Logger:    o.log.Named("stream").With("host", s.Name),
+		Client:  client,
+		Handler: func(msg any) { o.onEvent(h, msg) },
+		OnConnect: func(ctx context.Context) {
+			o.reconcileRetrying(ctx, h.name, client)
+			o.strandOnConnect(ctx, h.name)
+		},
+		Logger: o.log.Named("stream").With("host", s.Name),
 	})
 	if err != nil {
 		return nil, err

@@ -168,6 +168,11 @@ func (o *FrontEnd) deliver(ctx context.Context, msg any) error {
 	if err := o.tree.DeliverContext(ctx, id, msg, deliverTimeout); err != nil {
 		return err
 	}
+	switch msg.(type) {
+	case *messages.ToolExecuted, *messages.SessionCreated:
+		// The family's state was written: its runtime-state TTL restarts.
+		o.touchFamily(id.ID)
+	}
 	if d, ok := msg.(*messages.SessionDeleted); ok && d.SessionID == id.ID {
 		// The parent is gone and its family journaled that: its children's
 		// links and its host record route nothing any more. The event is

@@ -191,7 +191,7 @@ var _ = Describe("Session deleted", func() {
 		known := lists(w.oc.JournalForTest().EntityIDs)
 		Expect(known()).To(BeTrue())
 
-		w.clock.Advance(w.cfg.Sweep.RuntimeStateTTL - time.Hour) // sweeps run; the deletion is younger
+		w.clock.Advance(w.cfg.Sweep.DeletedSessionTTL - time.Hour) // sweeps run; the deletion is younger
 		w.never(known, BeTrue(), "a recent tombstone still answers its session's late events")
 
 		w.clock.Advance(2 * time.Hour)

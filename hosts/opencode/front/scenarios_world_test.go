@@ -102,6 +102,9 @@ func (w *world) start2(hosts map[string]front.HostInfo) {
 	cfg.Control.TokenFile = filepath.Join(w.dir, "control.token")
 	cfg.Control.StateFile = filepath.Join(w.dir, "control.json")
 	cfg.Log.Level = "debug"
+	// No strand sweep unless a story arms it: a sweep must never act on a
+	// real opencode database by mistake.
+	cfg.Sweep.Strand = false
 	Expect(cfg.Validate()).To(Succeed())
 	w.cfg = cfg
 	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Debug, Output: GinkgoWriter})
