@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -104,6 +105,173 @@ var _ = Describe("IM front end", Label("im"), func() {
 			}
 		}
 		Expect(next).To(Equal(183))
+	})
+
+	It("asks before renaming when the topic was renamed, and renames on Rename", func() {
+		start()
+		thread := iw.Setup("api", "claude", "api", "hi")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
+		iw.TG.EditTopic(imChat, thread, "api v2")
+		iw.TG.Message(imChat, thread, imUser, "after the rename")
+		p := iw.Prompt(thread, "is now called")
+		Expect(iw.UserLines("claude")()).NotTo(ContainElement("after the rename"), "held while the prompt is open")
+		iw.Press(thread, imUser, p, "Rename")
+		Eventually(iw.UserLines("claude")).Should(ContainElement("after the rename"))
+		Eventually(func() string { return iw.Tagged()[0].Name }).Should(Equal("api v2"))
+	})
+
+	It("accepts the rename when nobody answers within im.rename_timeout", func() {
+		start(`rename_timeout = "2s"`)
+		thread := iw.Setup("web", "claude", "web", "hi")
+		iw.TG.EditTopic(imChat, thread, "web (old)")
+		iw.TG.Message(imChat, thread, imUser, "one")
+		iw.Prompt(thread, "is now called")
+		iw.TG.Message(imChat, thread, imUser, "two")
+		Eventually(iw.UserLines("claude")).Should(Equal([]string{"hi", "one", "two"}), "both, in order, once the rename is accepted")
+		Eventually(func() string { return iw.Tagged()[0].Name }).Should(Equal("web (old)"))
+	})
+
+	It("asks when another agent runs in the window, and Update Binding follows it", func() {
+		start()
+		thread := iw.Setup("mixed", "claude", "api", "hi")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
+		iw.TG.Message(imChat, thread, imUser, "exit") // the fake claude quits
+		win := iw.Tagged()[0].ID
+		Eventually(func() string {
+			out, _ := iw.Tmux("display-message", "-p", "-t", win, "#{pane_current_command}")
+			return out
+		}).
+			ShouldNot(ContainSubstring("claude"))
+		_, err := iw.Tmux("send-keys", "-t", win, "-l", filepath.Join(iw.Root, "bin", "codex"))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = iw.Tmux("send-keys", "-t", win, "Enter")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			out, _ := iw.Tmux("display-message", "-p", "-t", win, "#{pane_current_command}")
+			return out
+		}).
+			Should(ContainSubstring("codex"))
+		iw.TG.Message(imChat, thread, imUser, "who runs here")
+		p := iw.Prompt(thread, "but codex runs in its window")
+		iw.Press(thread, imUser, p, "Update Binding")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: who runs here"), "typed into codex, and codex's reply relayed")
+	})
+
+	It("offers Recover when the window is gone, and resumes the same session in a new one", func() {
+		start()
+		thread := iw.Setup("gone", "claude", "docs", "first")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: first"))
+		_, err := iw.Tmux("kill-window", "-t", iw.Tagged()[0].ID)
+		Expect(err).NotTo(HaveOccurred())
+		iw.TG.Message(imChat, thread, imUser, "still there?")
+		iw.Press(thread, imUser, iw.Prompt(thread, "window of this session is gone"), "Recover")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: still there?"))
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"first", "still there?"}), "one transcript: the session was resumed")
+		Expect(iw.Tagged()).To(HaveLen(1))
+	})
+
+	It("recovers after the whole tmux server was killed", func() {
+		start()
+		thread := iw.Setup("server", "claude", "web", "first")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: first"))
+		_, err := iw.Tmux("kill-server")
+		Expect(err).NotTo(HaveOccurred())
+		iw.TG.Message(imChat, thread, imUser, "after the crash")
+		iw.Press(thread, imUser, iw.Prompt(thread, "window of this session is gone"), "Recover")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: after the crash"))
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"first", "after the crash"}))
+	})
+
+	It("offers the agent's earlier sessions in that directory and resumes the one picked", func() {
+		start()
+		dir := filepath.Join(iw.Projects, "api")
+		cmd := exec.Command(filepath.Join(iw.Root, "bin", "claude"))
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, iw.Env, strings.NewReader("an earlier task\n")
+		Expect(cmd.Run()).To(Succeed())
+		thread := iw.TG.CreateTopic(imChat, "resume")
+		iw.TG.Message(imChat, thread, imUser, "continue")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "claude")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), "api")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+dir), "Use this directory")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Resume one?"), "an earlier task")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: continue"))
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"an earlier task", "continue"}), "the picked session, not a new one")
+	})
+
+	It("offers zoxide's ranked directories first", func() {
+		if _, err := exec.LookPath("zoxide"); err != nil {
+			Fail("zoxide is not installed (.ci/run installs it): apt-get install zoxide")
+		}
+		start()
+		add := exec.Command("zoxide", "add", filepath.Join(iw.Projects, "docs", "src"))
+		add.Env = iw.Env
+		Expect(add.Run()).To(Succeed())
+		thread := iw.TG.CreateTopic(imChat, "jump")
+		iw.TG.Message(imChat, thread, imUser, "hi")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "claude")
+		p := iw.Prompt(thread, "Working directory: "+iw.Projects)
+		Expect(p.Buttons[0][0].Text).To(ContainSubstring(filepath.Join(iw.Projects, "docs", "src")))
+	})
+
+	It("resumes a setup after a SIGKILL and never makes two windows", func() {
+		start()
+		thread := iw.TG.CreateTopic(imChat, "crashy")
+		iw.TG.Message(imChat, thread, imUser, "survive this")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "claude")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), "web")
+		p := iw.Prompt(thread, "Working directory: "+filepath.Join(iw.Projects, "web"))
+		d.Kill()
+		d = StartDaemon(iw.World)
+		iw.Press(thread, imUser, p, "Use this directory")
+		Eventually(iw.Said(thread)).Should(ContainElement("Session ready!"))
+		d.Kill()
+		d = StartDaemon(iw.World)
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: survive this"))
+		Expect(iw.Tagged()).To(HaveLen(1))
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"survive this"}))
+	})
+
+	It("handles no update twice and loses none across SIGKILLs", func() {
+		start()
+		thread := iw.Setup("steady", "claude", "docs", "m0")
+		for i := 1; i <= 3; i++ {
+			iw.TG.Message(imChat, thread, imUser, fmt.Sprintf("m%d", i))
+		}
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: m3"))
+		d.Kill()
+		for i := 4; i <= 6; i++ {
+			iw.TG.Message(imChat, thread, imUser, fmt.Sprintf("m%d", i))
+		}
+		d = StartDaemon(iw.World)
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: m6"))
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"m0", "m1", "m2", "m3", "m4", "m5", "m6"}))
+		var echoes []string
+		for _, s := range iw.Said(thread)() {
+			if strings.HasPrefix(s, "echo: ") {
+				echoes = append(echoes, s)
+			}
+		}
+		Expect(echoes).To(Equal([]string{"echo: m0", "echo: m1", "echo: m2", "echo: m3", "echo: m4", "echo: m5", "echo: m6"}),
+			"each reply once, in order")
+	})
+
+	It("loses and reorders nothing in a 429 storm, and waits as told", func() {
+		start()
+		thread := iw.Setup("storm", "claude", "api", "m0")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: m0"))
+		iw.TG.Fail429(6, 1)
+		for i := 1; i <= 5; i++ {
+			iw.TG.Message(imChat, thread, imUser, fmt.Sprintf("m%d", i))
+		}
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: m5"))
+		var echoes []string
+		for _, s := range iw.Said(thread)() {
+			if strings.HasPrefix(s, "echo: ") {
+				echoes = append(echoes, s)
+			}
+		}
+		Expect(echoes).To(Equal([]string{"echo: m0", "echo: m1", "echo: m2", "echo: m3", "echo: m4", "echo: m5"}))
+		Expect(iw.TG.Early()).To(BeZero(), "no send came before retry_after had passed")
 	})
 
 	AfterEach(func() {

@@ -904,7 +904,7 @@ func (*Kind) Apply(s *State, ev any) *State {
 			n.Transcript, n.Offset = "", 0
 		}
 	case *messages.IMBound:
-		n.Phase, n.Setup, n.Checking = PhaseBound, nil, false
+		n.Phase, n.Setup = PhaseBound, nil // a check in flight stays in flight
 		n.Chat.DisplayName, n.Chat.SessionID = e.DisplayName, e.SessionID
 		if s.Actor != 0 {
 			n.Chat.UserID = s.Actor

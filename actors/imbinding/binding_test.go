@@ -347,6 +347,14 @@ func TestUpdateBindingTakesTheDetectedAgent(t *testing.T) {
 	}
 	only[messages.IMFindAgentSession](t, eff)
 	only[messages.IMCheckWindow](t, eff)
+	// The session of the new agent is found before the check answers.
+	if eff := h.send(&messages.IMAgentSessionFound{WindowID: "@1", SessionID: "cx-1", Transcript: "/t/cx.jsonl", Offset: 9}); len(eff) == 0 {
+		t.Fatal("the new agent's transcript is not followed")
+	}
+	eff = h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "codex"})
+	if st := only[messages.IMSendToWindow](t, eff); st.Text != "hi" {
+		t.Fatalf("typed %q", st.Text)
+	}
 }
 
 func TestNewSessionKeepsTheQueueAndStartsSetup(t *testing.T) {

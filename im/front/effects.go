@@ -66,7 +66,9 @@ func (f *FrontEnd) checkWindow(ctx context.Context, _ actors.Identity, e *messag
 	if e.Tag != "" && w.Tag != e.Tag {
 		return &messages.IMWindowChecked{WindowID: e.WindowID} // the id now names another window
 	}
-	return &messages.IMWindowChecked{WindowID: e.WindowID, Alive: true, Name: w.Name, Agent: f.detect(w)}
+	agent := f.detect(w)
+	f.log.Trace("window checked", "window", e.WindowID, "name", w.Name, "agent", agent)
+	return &messages.IMWindowChecked{WindowID: e.WindowID, Alive: true, Name: w.Name, Agent: agent}
 }
 
 // detect names the agent running in a window's pane ("" for none).
@@ -83,6 +85,7 @@ func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messa
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
 	err := f.tmux.SendText(ctx, e.WindowID, e.Text)
+	f.log.Trace("typed into a window", "window", e.WindowID, "update", e.UpdateID, "error", err)
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err)}
 }
 
@@ -227,10 +230,12 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *m
 					out.Offset = st.Size() // replies from now on, not the history
 				}
 			}
+			f.log.Debug("found the agent's session", "window", e.WindowID, "agent", e.Agent, "session", out.SessionID, "how", out.How, "transcript", out.Transcript)
 			return out
 		}
 		select {
 		case <-ctx.Done():
+			f.log.Debug("found no session of the agent", "window", e.WindowID, "agent", e.Agent, "known", e.Known)
 			if e.Known != "" {
 				out.SessionID = e.Known
 				out.Transcript, _ = a.Transcript(e.Dir, e.Known)

@@ -259,6 +259,7 @@ func (f *follower) read(ctx context.Context, path string, item followed) (int64,
 		replies = append(replies, f.parse(item.agent, line)...)
 	}
 	to := item.offset + int64(end) + 1
+	f.log.Trace("transcript read", "path", path, "from", item.offset, "to", to, "replies", len(replies))
 	if len(replies) > 0 {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		defer cancel()
