@@ -86,6 +86,9 @@ func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messa
 	defer cancel()
 	err := f.tmux.SendText(ctx, e.WindowID, e.Text)
 	f.log.Trace("typed into a window", "window", e.WindowID, "update", e.UpdateID, "error", err)
+	if err == nil && f.opts.Trace != nil {
+		f.opts.Trace("typed", e.UpdateID)
+	}
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err)}
 }
 

@@ -72,6 +72,11 @@ type Options struct {
 	// Zoxide is the zoxide binary for quick jumps; "" looks it up on PATH,
 	// "-" disables quick jumps from zoxide.
 	Zoxide string
+	// Trace, when set, is called as an update passes each stage:
+	// "received" (the bot handed it over) and "typed" (its text was typed
+	// into the window). Benchmarks measure latency with it. It must not
+	// block.
+	Trace func(stage string, updateID int64)
 }
 
 // FrontEnd is the IM front end.

@@ -27,6 +27,9 @@ const (
 // confirms nothing that a crash could lose; an error makes the bot offer
 // the same update again.
 func (f *FrontEnd) handle(ctx context.Context, in telegram.Inbound) error {
+	if f.opts.Trace != nil {
+		f.opts.Trace("received", in.UpdateID)
+	}
 	if err := f.route(ctx, in); err != nil {
 		return err
 	}
