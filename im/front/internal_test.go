@@ -1,0 +1,196 @@
+package front
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/persistence"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder collects what the follower delivers; fail makes deliveries
+// fail until it is cleared.
+type recorder struct {
+	mu   sync.Mutex
+	got  []*messages.IMTranscriptRead
+	fail bool
+}
+
+func (r *recorder) deliver(_ context.Context, binding string, m *messages.IMTranscriptRead) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail {
+		return errors.New("journal unavailable")
+	}
+	if binding != "b1" {
+		return errors.New("delivered to the wrong binding " + binding)
+	}
+	r.got = append(r.got, m)
+	return nil
+}
+
+func (r *recorder) replies() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, m := range r.got {
+		out = append(out, m.Replies...)
+	}
+	return out
+}
+
+// parseEcho takes every line "R:<text>" as a reply.
+func parseEcho(_ string, line []byte) []string {
+	if t, ok := strings.CutPrefix(string(line), "R:"); ok {
+		return []string{t}
+	}
+	return nil
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func appendLine(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func TestFollowerRelaysCompleteLinesOnceFromTheJournaledOffset(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	appendLine(t, path, "R:old\n")
+	offset := int64(len("R:old\n"))
+	rec := &recorder{}
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Follow("b1", path, "claude", offset)
+	appendLine(t, path, "tool noise\nR:one\nR:tw")
+	waitFor(t, "the first reply", func() bool { return len(rec.replies()) == 1 })
+	appendLine(t, path, "o\n")
+	waitFor(t, "the second reply", func() bool { return len(rec.replies()) == 2 })
+	if got := strings.Join(rec.replies(), ","); got != "one,two" {
+		t.Fatalf("replies %q: the history before the offset is not relayed, a partial line waits for its end", got)
+	}
+	last := rec.got[len(rec.got)-1]
+	st, _ := os.Stat(path)
+	if last.To != st.Size() {
+		t.Fatalf("read to %d of %d", last.To, st.Size())
+	}
+}
+
+func TestFollowerRetriesAFailedDeliveryWithoutLosingIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	rec := &recorder{fail: true}
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Follow("b1", path, "claude", 0)
+	appendLine(t, path, "R:kept\n")
+	time.Sleep(50 * time.Millisecond) // let a delivery fail (not an assertion)
+	rec.mu.Lock()
+	rec.fail = false
+	rec.mu.Unlock()
+	waitFor(t, "the retried reply", func() bool { return len(rec.replies()) == 1 })
+}
+
+func TestFollowerWaitsForAFileNotWrittenYet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "later.jsonl")
+	rec := &recorder{}
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Follow("b1", path, "claude", 0)
+	appendLine(t, path, "R:first\n")
+	waitFor(t, "a reply from a file created after Follow", func() bool { return len(rec.replies()) == 1 })
+}
+
+func TestTheBrowserNeverLeavesTheRoots(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{"a", "b", ".hidden"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := persistence.Open(t.TempDir(), persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &FrontEnd{roots: []string{root}, opts: Options{Zoxide: "-"}, log: hclog.NewNullLogger(), rows: st.Rows()}
+	cases := []struct{ ask, want string }{
+		{"", root},
+		{filepath.Join(root, "a"), filepath.Join(root, "a")},
+		{filepath.Dir(root), root},                   // ".." from a root
+		{outside, root},                              // a path outside
+		{filepath.Join(root, "a", "..", ".."), root}, // climbing out by ..
+		{filepath.Join(root, "escape"), root},        // a link pointing out
+		{"relative/path", root},
+		{filepath.Join(root, "missing"), root},
+	}
+	for _, tc := range cases {
+		res := f.listDirectory(context.Background(), bindingID("t"), &messages.IMListDirectory{Path: tc.ask})
+		got := res.(*messages.IMDirectoryListed)
+		if got.Path != tc.want {
+			t.Errorf("asked for %q, listed %q, want %q", tc.ask, got.Path, tc.want)
+		}
+	}
+	top := f.listDirectory(context.Background(), bindingID("t"), &messages.IMListDirectory{}).(*messages.IMDirectoryListed)
+	if strings.Join(top.Dirs, ",") != "a,b" || !top.AtRoot {
+		t.Errorf("root lists %v (at root %v): hidden directories and links out of the roots are not offered", top.Dirs, top.AtRoot)
+	}
+}
+
+func TestCleanTextKeepsWhatCanBeJournaled(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"nul\x00byte", "nulbyte"},
+		{"bad \xff utf8", "bad \uFFFD utf8"},
+	}
+	for _, tc := range cases {
+		if got := cleanText(tc.in, 100); got != tc.want {
+			t.Errorf("cleanText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := strings.Repeat("é", 100)
+	got := cleanText(long, 64)
+	if len(got) > 64 || !strings.HasSuffix(got, "too long]") {
+		t.Errorf("a long text is cut to the limit with a note: %q (%d bytes)", got, len(got))
+	}
+}
