@@ -28,6 +28,7 @@ import (
 	"github.com/thatch-run/thatch/actors/ocregistry"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/opencode"
+	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
 	"github.com/thatch-run/thatch/supervisor/frontend"
@@ -336,7 +337,35 @@ func (o *FrontEnd) onEvent(h *hostConn, msg any) {
 	case *opencode.Connected, *opencode.Heartbeat, nil:
 		return
 	}
+	if err := checkEventIDs(msg); err != nil {
+		// What a family journals it must replay: an id the plugin's routes
+		// would refuse is refused here too, and the stream goes on.
+		o.log.Warn("dropped a host event with an invalid id", "host", h.name, "event", fmt.Sprintf("%T", msg), "error", err)
+		return
+	}
 	if err := o.deliver(h.ctx, msg); err != nil {
 		o.log.Error("cannot deliver host event", "host", h.name, "event", fmt.Sprintf("%T", msg), "error", err)
 	}
+}
+
+// checkEventIDs checks the session ids of an event from a host's stream
+// the way the plugin's routes check theirs (checkID).
+func checkEventIDs(msg any) error {
+	switch m := msg.(type) {
+	case *messages.SessionCreated:
+		return checkIDs(idField{"sessionID", m.SessionID, true}, idField{"parentID", m.ParentID, false})
+	case *messages.SessionIdle:
+		return checkID("sessionID", m.SessionID, true)
+	case *messages.SessionErrored:
+		return checkID("sessionID", m.SessionID, true)
+	case *messages.SessionDeleted:
+		return checkID("sessionID", m.SessionID, true)
+	case *messages.SessionCompacted:
+		return checkID("sessionID", m.SessionID, true)
+	case *messages.CommandExecuting:
+		return checkID("sessionID", m.SessionID, true)
+	case *messages.ToolExecuted:
+		return checkIDs(idField{"sessionID", m.Interaction.SessionID, true}, idField{"callID", m.Interaction.ID, false})
+	}
+	return nil
 }
