@@ -274,6 +274,16 @@ var _ = Describe("IM front end", Label("im"), func() {
 		Expect(iw.TG.Early()).To(BeZero(), "no send came before retry_after had passed")
 	})
 
+	It("relays the replies of an agent without a transcript from its pane", func() {
+		start()
+		thread := iw.TG.CreateTopic(imChat, "no transcript")
+		iw.TG.Message(imChat, thread, imUser, "hello mimo")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "mimo")
+		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), "Use this directory")
+		Eventually(iw.Said(thread)).Should(ContainElement("Session ready!"))
+		Eventually(iw.Said(thread)).Should(ContainElement(ContainSubstring("echo: hello mimo")))
+	})
+
 	AfterEach(func() {
 		if CurrentSpecReport().Failed() && d != nil {
 			GinkgoWriter.Println(d.Log())

@@ -148,6 +148,9 @@ type IMFindAgentSession struct {
 	// Fresh: the agent was started just now, so its transcript is read
 	// from the start; otherwise from its current end.
 	Fresh bool `json:"fresh,omitempty"`
+	// Brief asks for a short search: the agent is running already and
+	// later effects of the binding wait behind this one.
+	Brief bool `json:"brief,omitempty"`
 }
 
 // IMRenameWindow renames the window. Result: *IMWindowRenamed.

@@ -571,7 +571,7 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	}
 	if s.Info.SessionID == "" && !rest {
 		// An agent writes its transcript only after its first prompt.
-		p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true})
+		p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true})
 	}
 }
 

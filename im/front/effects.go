@@ -217,6 +217,18 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *m
 	if limit <= 0 {
 		limit = 15 * time.Second
 	}
+	if e.Brief {
+		limit = min(limit, 2*time.Second)
+	}
+	if !a.HasTranscript() {
+		// No transcript to find: the pane is followed instead, and its
+		// text may still name the session.
+		if found, ok := f.findOnce(ctx, a, e); ok {
+			out.SessionID, out.How = found.ID, found.How
+		}
+		out.Transcript = panePrefix + e.WindowID
+		return out
+	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,9 @@ type follower struct {
 	log     hclog.Logger
 	parse   func(agent string, line []byte) []string
 	deliver func(ctx context.Context, binding string, m *messages.IMTranscriptRead) error
+	// capture reads a window's pane, for agents that keep no transcript.
+	capture func(ctx context.Context, window string) (string, error)
+	panes   map[string]*paneFollow // by path ("pane:@3")
 
 	mu    sync.Mutex
 	files map[string]*followed // by path
@@ -52,13 +56,14 @@ type follower struct {
 }
 
 func newFollower(log hclog.Logger, parse func(string, []byte) []string,
-	deliver func(context.Context, string, *messages.IMTranscriptRead) error) (*follower, error) {
+	deliver func(context.Context, string, *messages.IMTranscriptRead) error,
+	capture func(context.Context, string) (string, error)) (*follower, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{log: log, parse: parse, deliver: deliver, files: map[string]*followed{}, dirs: map[string]int{},
+	f := &follower{log: log, parse: parse, deliver: deliver, capture: capture, panes: map[string]*paneFollow{}, files: map[string]*followed{}, dirs: map[string]int{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), w: w, stop: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f, nil
@@ -68,6 +73,10 @@ func newFollower(log hclog.Logger, parse func(string, []byte) []string,
 func (f *follower) Follow(binding, path, agent string, offset int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if strings.HasPrefix(path, panePrefix) {
+		f.followPaneLocked(binding, path, offset)
+		return
+	}
 	if cur, ok := f.files[path]; ok {
 		cur.binding, cur.agent = binding, agent
 		if offset > cur.offset {
@@ -90,6 +99,7 @@ func (f *follower) Follow(binding, path, agent string, offset int64) {
 func (f *follower) Stop(path string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	delete(f.panes, path)
 	if _, ok := f.files[path]; !ok {
 		return
 	}
@@ -106,7 +116,7 @@ func (f *follower) Stop(path string) {
 func (f *follower) Count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.files)
+	return len(f.files) + len(f.panes)
 }
 
 func (f *follower) markLocked(path string) {
@@ -128,10 +138,15 @@ func (f *follower) run(ctx context.Context) {
 	defer close(f.done)
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
+	poll := time.NewTicker(panePoll)
+	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-poll.C:
+			f.pollPanes(ctx)
+			continue
 		case ev, ok := <-f.w.Events:
 			if !ok {
 				return

@@ -207,7 +207,8 @@ const (
 // Mount records the tree; the IM front end adds no control routes.
 func (f *FrontEnd) Mount(_ context.Context, t *supervisor.Tree, _ frontend.Mux) error {
 	f.tree = t
-	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies)
+	capture := func(ctx context.Context, window string) (string, error) { return f.tmux.Capture(ctx, window, paneLines) }
+	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture)
 	if err != nil {
 		return fmt.Errorf("im: transcript watcher: %w", err)
 	}

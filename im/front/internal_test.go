@@ -87,7 +87,7 @@ func TestFollowerRelaysCompleteLinesOnceFromTheJournaledOffset(t *testing.T) {
 	appendLine(t, path, "R:old\n")
 	offset := int64(len("R:old\n"))
 	rec := &recorder{}
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver)
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestFollowerRelaysCompleteLinesOnceFromTheJournaledOffset(t *testing.T) {
 func TestFollowerRetriesAFailedDeliveryWithoutLosingIt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	rec := &recorder{fail: true}
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver)
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestFollowerRetriesAFailedDeliveryWithoutLosingIt(t *testing.T) {
 func TestFollowerWaitsForAFileNotWrittenYet(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "later.jsonl")
 	rec := &recorder{}
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver)
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,5 +192,27 @@ func TestCleanTextKeepsWhatCanBeJournaled(t *testing.T) {
 	got := cleanText(long, 64)
 	if len(got) > 64 || !strings.HasSuffix(got, "too long]") {
 		t.Errorf("a long text is cut to the limit with a note: %q (%d bytes)", got, len(got))
+	}
+}
+
+func TestNewLinesOfAPane(t *testing.T) {
+	cases := []struct {
+		name     string
+		old, cur []string
+		want     []string
+	}{
+		{"grown", []string{"$ mimo", "> hi"}, []string{"$ mimo", "> hi", "echo: hi"}, []string{"echo: hi"}},
+		{"unchanged", []string{"a", "b"}, []string{"a", "b"}, nil},
+		{"scrolled", []string{"a", "b", "c"}, []string{"b", "c", "d", "e"}, []string{"d", "e"}},
+		{"a repeated last line is matched with the one before it", []string{"x", "ok"}, []string{"y", "ok", "x", "ok", "new"}, []string{"new"}},
+		{"redrawn, not grown", []string{"a", "b"}, []string{"c"}, nil},
+		{"scrolled past everything", []string{"a"}, []string{"p", "q"}, []string{"p", "q"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := newLines(tc.old, tc.cur); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Fatalf("newLines = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
