@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/actors/ocfamily"
 	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/messages"
@@ -86,6 +87,33 @@ func TestWriteSweepersShowsWhatEachSweepDidAndWhenItRunsNext(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestWriteBindingsShowsEachThread(t *testing.T) {
+	views := []any{
+		imbinding.View{Thread: "tg:-100:5", DisplayName: "api", Agent: "claude", Window: "@3", State: "bound",
+			LastMessage: "2026-12-01T10:00:00Z"},
+		imbinding.View{Thread: "tg:-100:7", DisplayName: "web", Agent: "codex", State: "setup", Step: "dir", Queued: 2},
+		map[string]string{"thread": "tg:-100:9", "error": "supervisor: request: no answer in time"},
+	}
+	var buf bytes.Buffer
+	writeBindings(&buf, views)
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want a header and 3 rows, got:\n%s", buf.String())
+	}
+	for i, want := range [][]string{
+		{"THREAD", "NAME", "AGENT", "WINDOW", "STATE", "LAST MESSAGE"},
+		{"tg:-100:5", "api", "claude", "@3", "bound", "2026-12-01T10:00:00Z"},
+		{"tg:-100:7", "web", "codex", "setup (dir), 2 queued"},
+		{"tg:-100:9", "error: supervisor: request: no answer in time"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("line %d %q lacks %q", i, lines[i], w)
+			}
 		}
 	}
 }
