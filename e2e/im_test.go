@@ -39,6 +39,9 @@ var _ = Describe("IM front end", Label("im"), func() {
 		iw.TG.Message(imChat, thread, imUser, "second")
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: second"))
 		Expect(iw.UserLines("claude")()).To(Equal([]string{"hello there", "second"}))
+
+		By("thatch status lists the binding")
+		Expect(iw.StatusTable()).To(MatchRegexp(`tg:-1001234:%d\s+api work\s+claude\s+@\d+\s+bound`, thread))
 	})
 
 	It("types text into the agent literally: nothing reaches a shell", func() {

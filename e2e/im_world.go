@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -258,8 +257,11 @@ func userTexts(file string) []string {
 	return out
 }
 
-// eventuallyQuiet waits until the daemon has nothing queued with the fake
-// server: every update confirmed and no long poll missing.
-func (iw *IMWorld) eventuallyConfirmed(id int64) {
-	Eventually(iw.TG.Confirmed, 60*time.Second).Should(BeNumerically(">=", id))
+// StatusTable runs `thatch status` (the table a person reads) and returns it.
+func (iw *IMWorld) StatusTable() string {
+	cmd := exec.Command(bins.Thatch, "status", "--config", iw.ThatchConfig)
+	cmd.Env = iw.Env
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "thatch status: %s", out)
+	return string(out)
 }
