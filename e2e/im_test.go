@@ -248,12 +248,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 		d = StartDaemon(iw.World)
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: m6"))
 		Expect(iw.UserLines("claude")()).To(Equal([]string{"m0", "m1", "m2", "m3", "m4", "m5", "m6"}))
-		var echoes []string
-		for _, s := range iw.Said(thread)() {
-			if strings.HasPrefix(s, "echo: ") {
-				echoes = append(echoes, s)
-			}
-		}
+		echoes := iw.Echoes(thread)
 		Expect(echoes).To(Equal([]string{"echo: m0", "echo: m1", "echo: m2", "echo: m3", "echo: m4", "echo: m5", "echo: m6"}),
 			"each reply once, in order")
 	})
@@ -267,12 +262,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 			iw.TG.Message(imChat, thread, imUser, fmt.Sprintf("m%d", i))
 		}
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: m5"))
-		var echoes []string
-		for _, s := range iw.Said(thread)() {
-			if strings.HasPrefix(s, "echo: ") {
-				echoes = append(echoes, s)
-			}
-		}
+		echoes := iw.Echoes(thread)
 		Expect(echoes).To(Equal([]string{"echo: m0", "echo: m1", "echo: m2", "echo: m3", "echo: m4", "echo: m5"}))
 		Expect(iw.TG.Early()).To(BeZero(), "no send came before retry_after had passed")
 	})

@@ -265,3 +265,15 @@ func (iw *IMWorld) StatusTable() string {
 	Expect(err).NotTo(HaveOccurred(), "thatch status: %s", out)
 	return string(out)
 }
+
+// Echoes returns the fake agents' replies ("echo: ...") the thread got, in
+// order.
+func (iw *IMWorld) Echoes(thread int64) []string {
+	var out []string
+	for _, s := range iw.Said(thread)() {
+		if strings.HasPrefix(s, "echo: ") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
