@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -207,7 +206,9 @@ const (
 // Mount records the tree; the IM front end adds no control routes.
 func (f *FrontEnd) Mount(_ context.Context, t *supervisor.Tree, _ frontend.Mux) error {
 	f.tree = t
-	capture := func(ctx context.Context, window string) (string, error) { return f.tmux.Capture(ctx, window, paneLines) }
+	capture := func(ctx context.Context, window string) (string, error) {
+		return f.tmux.Capture(ctx, window, paneLines)
+	}
 	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture)
 	if err != nil {
 		return fmt.Errorf("im: transcript watcher: %w", err)
@@ -257,24 +258,7 @@ func (f *FrontEnd) ReportBindings(limit int) ([]any, int) {
 	if f.tree == nil {
 		return nil, 0
 	}
-	seen := map[string]bool{}
-	var ids []string
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	if live, err := f.tree.LiveIDs(imbinding.KindName, 5*time.Second); err == nil {
-		for _, id := range live {
-			add(id)
-		}
-	}
-	_ = f.jr.EntityIDs(imbinding.KindName, func(id persistence.Identity) error {
-		add(id.ID)
-		return nil
-	})
-	sort.Strings(ids)
+	ids := frontend.KnownIDs(f.tree, f.jr, imbinding.KindName, 5*time.Second)
 	total := len(ids)
 	if limit > 0 && len(ids) > limit {
 		ids = ids[:limit]

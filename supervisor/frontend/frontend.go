@@ -24,6 +24,8 @@ package frontend
 import (
 	"context"
 	"net/http"
+	"sort"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -92,4 +94,28 @@ type BindingReporter interface {
 	// ReportBindings returns the status views of the bindings, at most
 	// limit of them (0: no limit), and how many there are in all.
 	ReportBindings(limit int) (views []any, total int)
+}
+
+// KnownIDs lists the ids of kind's entities, sorted: every live one and
+// every one with a journal, for the status views a front end reports.
+func KnownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout time.Duration) []string {
+	seen := map[string]bool{}
+	var ids []string
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if live, err := t.LiveIDs(kind, timeout); err == nil {
+		for _, id := range live {
+			add(id)
+		}
+	}
+	_ = j.EntityIDs(kind, func(id persistence.Identity) error {
+		add(id.ID)
+		return nil
+	})
+	sort.Strings(ids)
+	return ids
 }

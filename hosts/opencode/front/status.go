@@ -1,12 +1,11 @@
 package front
 
 import (
-	"sort"
 	"time"
 
 	"github.com/thatch-run/thatch/actors/ocfamily"
-	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
+	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
 // inspectTimeout bounds how long status waits for one family's view.
@@ -17,24 +16,7 @@ const inspectTimeout = 5 * time.Second
 // is woken to answer, which is fine for a command a person runs; a family
 // that cannot answer shows its error instead of its view.
 func (o *FrontEnd) Report(limit int) ([]any, int) {
-	seen := map[string]bool{}
-	var ids []string
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	if live, err := o.tree.LiveIDs(ocfamily.KindName, inspectTimeout); err == nil {
-		for _, id := range live {
-			add(id)
-		}
-	}
-	_ = o.jr.EntityIDs(ocfamily.KindName, func(id persistence.Identity) error {
-		add(id.ID)
-		return nil
-	})
-	sort.Strings(ids)
+	ids := frontend.KnownIDs(o.tree, o.jr, ocfamily.KindName, inspectTimeout)
 	total := len(ids)
 	if limit > 0 && len(ids) > limit {
 		ids = ids[:limit]
