@@ -66,8 +66,17 @@ func writeBindings(w io.Writer, bindings []any) {
 // stdin) for the window thatch launched it in, so that the IM front end
 // can find the session id when nothing else tells it.
 func runHook(args []string) int {
+	if len(args) == 2 && args[0] == "claude" && args[1] == "--settings" {
+		// What to add to ~/.claude/settings.json to register the hook.
+		exe, err := os.Executable()
+		if err != nil {
+			exe = "thatch"
+		}
+		fmt.Println(agents.ClaudeHookSettings(exe))
+		return 0
+	}
 	if len(args) != 1 || args[0] != "claude" {
-		fmt.Fprintln(os.Stderr, "usage: thatch hook claude   (reads Claude Code's SessionStart hook JSON on stdin)")
+		fmt.Fprintln(os.Stderr, "usage: thatch hook claude              (Claude Code's SessionStart hook: reads its JSON on stdin)\n       thatch hook claude --settings   (print the settings.json snippet that registers it)")
 		return 2
 	}
 	window := os.Getenv("THATCH_IM_WINDOW")
