@@ -72,7 +72,15 @@ var _ = Describe("IM front end", Label("im"), func() {
 		iw.Press(thread, stranger, p, "claude")
 		iw.Press(thread, imUser, p, "codex")
 		Eventually(iw.Said(thread)).Should(ContainElement(ContainSubstring("Working directory:")))
-		Expect(strings.Join(iw.Said(thread)(), "|")).NotTo(ContainSubstring("claude has sessions"))
+		Expect(iw.StatusTable()).To(MatchRegexp(`tg:-1001234:%d\s+mine\s+codex\s+setup \(dir\)`, thread),
+			"the flow took the allowed user's choice, not the stranger's")
+		answered := 0
+		for _, s := range iw.TG.Sent() {
+			if s.Method == "answerCallbackQuery" {
+				answered++
+			}
+		}
+		Expect(answered).To(Equal(2), "both presses were answered, so no spinner hangs")
 	})
 
 	It("splits a long reply in order, under Telegram's limit", func() {
@@ -117,8 +125,11 @@ var _ = Describe("IM front end", Label("im"), func() {
 		iw.TG.EditTopic(imChat, thread, "api v2")
 		iw.TG.Message(imChat, thread, imUser, "after the rename")
 		p := iw.Prompt(thread, "is now called")
-		Expect(iw.UserLines("claude")()).NotTo(ContainElement("after the rename"), "held while the prompt is open")
+		iw.TG.Message(imChat, thread, imUser, "while asked")
+		Eventually(iw.StatusTable).Should(MatchRegexp(`prompting, 2 queued`), "both held while the prompt is open")
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"hi"}))
 		iw.Press(thread, imUser, p, "Rename")
+		Eventually(iw.UserLines("claude")).Should(Equal([]string{"hi", "after the rename", "while asked"}))
 		Eventually(iw.UserLines("claude")).Should(ContainElement("after the rename"))
 		Eventually(func() string { return iw.Tagged()[0].Name }).Should(Equal("api v2"))
 	})
@@ -226,12 +237,13 @@ var _ = Describe("IM front end", Label("im"), func() {
 		d.Kill()
 		d = StartDaemon(iw.World)
 		iw.Press(thread, imUser, p, "Use this directory")
-		Eventually(iw.Said(thread)).Should(ContainElement("Session ready!"))
+		By("killed again once its window exists, before the session is ready")
+		Eventually(iw.Tagged).Should(HaveLen(1))
 		d.Kill()
 		d = StartDaemon(iw.World)
+		Eventually(iw.Said(thread)).Should(ContainElement("Session ready!"))
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: survive this"))
-		Expect(iw.Tagged()).To(HaveLen(1))
-		Expect(iw.UserLines("claude")()).To(Equal([]string{"survive this"}))
+		Expect(iw.Tagged()).To(HaveLen(1), "the window made before the kill was found by its tag, not made again")
 	})
 
 	It("handles no update twice and loses none across SIGKILLs", func() {

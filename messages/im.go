@@ -52,6 +52,9 @@ type IMTranscriptRead struct {
 	From    int64    `json:"from"`
 	To      int64    `json:"to"`
 	Replies []string `json:"replies"`
+	// Ends are the offsets where each reply's line ends, so that a batch
+	// read again after a delivery that did land is not relayed twice.
+	Ends []int64 `json:"ends,omitempty"`
 }
 
 // Effects of a binding, carried out by the IM front end. Each names what
@@ -132,7 +135,9 @@ type IMListAgentSessions struct {
 // IMLaunchAgent starts Agent in the window (resuming SessionID when it is
 // set), unless the agent already runs there. Result: *IMAgentLaunched.
 type IMLaunchAgent struct {
-	WindowID  string `json:"windowID"`
+	WindowID string `json:"windowID"`
+	// Tag keys what the agent's hook records for this window.
+	Tag       string `json:"tag,omitempty"`
 	Agent     string `json:"agent"`
 	SessionID string `json:"sessionID,omitempty"`
 }
@@ -141,6 +146,7 @@ type IMLaunchAgent struct {
 // window, without disturbing it. Result: *IMAgentSessionFound.
 type IMFindAgentSession struct {
 	WindowID string `json:"windowID"`
+	Tag      string `json:"tag,omitempty"`
 	Agent    string `json:"agent"`
 	Dir      string `json:"dir"`
 	// Known is the id the agent was resumed with, if any.
@@ -196,6 +202,9 @@ type IMChatSent struct {
 	Seq       uint64 `json:"seq"`
 	MessageID int    `json:"messageID"`
 	Err       string `json:"err,omitempty"`
+	// Permanent: Telegram refused the message for good (the topic is
+	// gone, the bot was removed, nothing to show); trying again is futile.
+	Permanent bool `json:"permanent,omitempty"`
 }
 
 // IMDirectoryListed is a listing for the browser: Path is the directory
@@ -213,7 +222,10 @@ type IMDirectoryListed struct {
 type IMWindowCreated struct {
 	Tag      string `json:"tag"`
 	WindowID string `json:"windowID,omitempty"`
-	Err      string `json:"err,omitempty"`
+	// Name is the window's name as tmux keeps it (it escapes some
+	// characters), which later checks compare with.
+	Name string `json:"name,omitempty"`
+	Err  string `json:"err,omitempty"`
 }
 
 // IMAgentSession is one session an agent keeps, for the picker.
@@ -246,7 +258,8 @@ type IMAgentSessionFound struct {
 	Offset int64 `json:"offset,omitempty"`
 }
 
-// IMWindowRenamed reports an IMRenameWindow.
+// IMWindowRenamed reports an IMRenameWindow; Name is the name as tmux
+// keeps it.
 type IMWindowRenamed struct {
 	Name string `json:"name"`
 	Err  string `json:"err,omitempty"`
@@ -289,10 +302,18 @@ type IMOutEntry struct {
 	Prompt   uint64       `json:"prompt,omitempty"`
 }
 
-// IMOutboxSent drops a sent entry; MessageID is recorded for its prompt.
+// IMOutboxSent drops a sent entry (or one Telegram refused for good:
+// Refused); MessageID is recorded for its prompt.
 type IMOutboxSent struct {
 	Seq       uint64 `json:"seq"`
 	MessageID int    `json:"messageID"`
+	Refused   string `json:"refused,omitempty"`
+}
+
+// IMOutboxReleased records the outbox entry Seq handed to the front end:
+// one is in flight at a time, so replies go out in order.
+type IMOutboxReleased struct {
+	Seq uint64 `json:"seq"`
 }
 
 // IMPromptOpened records a prompt waiting for the user: its Kind, its
@@ -304,6 +325,9 @@ type IMPromptOpened struct {
 	Choices []string `json:"choices,omitempty"`
 	// Detected is the agent found in the window (agent mismatch).
 	Detected string `json:"detected,omitempty"`
+	// Window is a window still alive that a Recover reuses (its agent
+	// exited).
+	Window string `json:"window,omitempty"`
 }
 
 // IMPromptClosed records a prompt answered (or timed out).
@@ -313,14 +337,15 @@ type IMPromptClosed struct {
 
 // IMSetupStep records progress of the setup or recovery flow.
 type IMSetupStep struct {
-	Phase  string `json:"phase"`
-	Gen    uint64 `json:"gen,omitempty"`
-	Step   string `json:"step"`
-	Agent  string `json:"agent,omitempty"`
-	Dir    string `json:"dir,omitempty"`
-	Tag    string `json:"tag,omitempty"`
-	Window string `json:"window,omitempty"`
-	Resume string `json:"resume,omitempty"`
+	Phase      string `json:"phase"`
+	WindowName string `json:"windowName,omitempty"`
+	Gen        uint64 `json:"gen,omitempty"`
+	Step       string `json:"step"`
+	Agent      string `json:"agent,omitempty"`
+	Dir        string `json:"dir,omitempty"`
+	Tag        string `json:"tag,omitempty"`
+	Window     string `json:"window,omitempty"`
+	Resume     string `json:"resume,omitempty"`
 }
 
 // IMBound records the binding made (or remade): the three records the
@@ -330,15 +355,18 @@ type IMBound struct {
 	SessionID   string `json:"sessionID,omitempty"`
 	WindowID    string `json:"windowID"`
 	Tag         string `json:"tag,omitempty"`
+	WindowName  string `json:"windowName,omitempty"`
 	Cwd         string `json:"cwd"`
 	Agent       string `json:"agent"`
 	Transcript  string `json:"transcript,omitempty"`
 	Offset      int64  `json:"offset,omitempty"`
 }
 
-// IMRenamed records the display name (and window name) changed.
+// IMRenamed records the display name changed (and the window's, unless
+// WindowOnly: then only the window's name as tmux keeps it).
 type IMRenamed struct {
-	Name string `json:"name"`
+	Name       string `json:"name"`
+	WindowOnly bool   `json:"windowOnly,omitempty"`
 }
 
 // IMAgentChanged records the binding's agent type updated to the agent
@@ -373,6 +401,7 @@ func init() {
 	Register[IMUpdateSeen]("im.update_seen", 1)
 	Register[IMOutboxAdded]("im.outbox_added", 1)
 	Register[IMOutboxSent]("im.outbox_sent", 1)
+	Register[IMOutboxReleased]("im.outbox_released", 1)
 	Register[IMPromptOpened]("im.prompt_opened", 1)
 	Register[IMPromptClosed]("im.prompt_closed", 1)
 	Register[IMSetupStep]("im.setup_step", 1)

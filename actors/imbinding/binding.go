@@ -130,16 +130,18 @@ type SessionInfo struct {
 
 // Setup is the progress of a setup or recovery flow.
 type Setup struct {
-	Step   string `json:"step"`
-	Agent  string `json:"agent,omitempty"`
-	Dir    string `json:"dir,omitempty"`
-	Tag    string `json:"tag,omitempty"`
-	Window string `json:"window,omitempty"`
-	Resume string `json:"resume,omitempty"`
+	Step       string `json:"step"`
+	WindowName string `json:"windowName,omitempty"`
+	Agent      string `json:"agent,omitempty"`
+	Dir        string `json:"dir,omitempty"`
+	Tag        string `json:"tag,omitempty"`
+	Window     string `json:"window,omitempty"`
+	Resume     string `json:"resume,omitempty"`
 }
 
 // Prompt is a question with buttons waiting for the user.
 type Prompt struct {
+	Window    string   `json:"window,omitempty"`
 	Kind      string   `json:"kind"`
 	Nonce     uint64   `json:"nonce"`
 	UserID    int64    `json:"userID"`
@@ -189,6 +191,8 @@ type State struct {
 	Queue    []Queued `json:"queue,omitempty"`
 	Outbox   []Out    `json:"outbox,omitempty"`
 	NextSeq  uint64   `json:"nextSeq,omitempty"`
+	// OutFlight is the outbox entry being sent, plus one (0: none).
+	OutFlight uint64 `json:"outFlight,omitempty"`
 }
 
 func init() { messages.Register[State]("im.binding.state", 1) }
@@ -259,11 +263,20 @@ func (p *plan) effect(e ...any) { p.effects = append(p.effects, e...) }
 
 // say queues chat messages and releases them.
 func (p *plan) say(entries ...messages.IMOutEntry) {
-	seq := p.s.NextSeq
-	p.event(&messages.IMOutboxAdded{Seq: seq, Entries: entries})
-	for i, e := range entries {
-		p.effect(p.s.send(seq+uint64(i), e))
+	p.event(&messages.IMOutboxAdded{Seq: p.s.NextSeq, Entries: entries})
+	p.releaseOutbox()
+}
+
+// releaseOutbox hands the outbox's head to the front end unless an entry
+// is in flight: one at a time, so that the chat gets them in order and a
+// retry never overtakes or repeats the ones after it.
+func (p *plan) releaseOutbox() {
+	if p.s.OutFlight != 0 || len(p.s.Outbox) == 0 {
+		return
 	}
+	head := p.s.Outbox[0]
+	p.event(&messages.IMOutboxReleased{Seq: head.Seq})
+	p.effect(p.s.send(head.Seq, head.IMOutEntry))
 }
 
 func (s *State) send(seq uint64, e messages.IMOutEntry) *messages.IMSendChat {
@@ -273,6 +286,11 @@ func (s *State) send(seq uint64, e messages.IMOutEntry) *messages.IMSendChat {
 
 // ask opens a prompt with buttons; each button's data is "<nonce>:<action>".
 func (p *plan) ask(kind, text string, user int64, choices []string, detected string, rows [][]messages.IMButton) {
+	p.askIn(kind, text, user, choices, detected, "", rows)
+}
+
+// askIn is ask for a prompt that remembers a live window to reuse.
+func (p *plan) askIn(kind, text string, user int64, choices []string, detected, window string, rows [][]messages.IMButton) {
 	nonce := p.s.Nonce + 1
 	for _, row := range rows {
 		for i := range row {
@@ -280,7 +298,7 @@ func (p *plan) ask(kind, text string, user int64, choices []string, detected str
 		}
 	}
 	p.closePrompt()
-	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, UserID: user, Choices: choices, Detected: detected})
+	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, UserID: user, Choices: choices, Detected: detected, Window: window})
 	p.say(messages.IMOutEntry{Text: text, Buttons: rows, Prompt: nonce})
 }
 
@@ -328,8 +346,11 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	case *messages.IMAgentSessionFound:
 		p.found(m)
 	case *messages.IMWindowRenamed:
-		if m.Err != "" {
+		switch {
+		case m.Err != "":
 			p.say(messages.IMOutEntry{Text: "Could not rename the window: " + m.Err})
+		case m.Name != "" && m.Name != s.Info.WindowName:
+			p.event(&messages.IMRenamed{Name: m.Name, WindowOnly: true})
 		}
 	case *messages.IMTranscriptRead:
 		p.transcript(m)
@@ -481,12 +502,22 @@ func (p *plan) answer(pr *Prompt, verb string, user int64) {
 		p.rename()
 	case pr.Kind == PromptMismatch && verb == "update":
 		p.closePrompt()
+		if p.s.Transcript != "" {
+			p.effect(&messages.IMStopFollowing{Path: p.s.Transcript})
+		}
 		p.event(&messages.IMAgentChanged{Agent: pr.Detected})
-		p.effect(&messages.IMFindAgentSession{WindowID: p.s.Window.WindowID, Agent: pr.Detected, Dir: p.s.Info.Cwd})
+		p.effect(&messages.IMFindAgentSession{WindowID: p.s.Window.WindowID, Tag: p.s.Tag, Agent: pr.Detected, Dir: p.s.Info.Cwd})
 		p.recheck()
 	case pr.Kind == PromptDead && verb == "recover":
 		p.closePrompt()
 		s := p.s
+		if pr.Window != "" && pr.Window == s.Window.WindowID {
+			// The window is alive and its agent exited: start it again there.
+			p.event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
+				Tag: s.Tag, Window: s.Window.WindowID, WindowName: s.Info.WindowName, Resume: s.Info.SessionID})
+			p.launch(s.Info.SessionID)
+			return
+		}
 		p.event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
 			Gen: s.Gen + 1, Tag: tag(s.Key, s.Gen+1), Resume: s.Info.SessionID})
 		p.effect(&messages.IMCreateWindow{Tag: p.s.Setup.Tag, Name: s.Chat.DisplayName, Dir: s.Info.Cwd})
@@ -521,18 +552,18 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 	switch {
 	case !m.Alive || m.Agent == "":
 		p.event(&messages.IMChecked{})
-		why := "The window of this session is gone."
+		why, window := "The window of this session is gone.", ""
 		if m.Alive {
-			why = "The agent is no longer running in its window."
+			why, window = "The agent is no longer running in its window.", m.WindowID
 		}
-		p.ask(PromptDead, why+" Your message is kept.", user, nil, "",
+		p.askIn(PromptDead, why+" Your message is kept.", user, nil, "", window,
 			[][]messages.IMButton{{{Text: "Recover", Data: "recover"}, {Text: "New Session", Data: "new"}}})
 	case m.Agent != s.Info.AgentType:
 		p.event(&messages.IMChecked{})
 		p.ask(PromptMismatch, fmt.Sprintf("This thread is bound to %s, but %s runs in its window. Your message is kept.", s.Info.AgentType, m.Agent),
 			user, nil, m.Agent,
 			[][]messages.IMButton{{{Text: "Update Binding", Data: "update"}, {Text: "New Session", Data: "new"}}})
-	case s.Name() != s.Chat.DisplayName || m.Name != s.Chat.DisplayName:
+	case s.Name() != s.Chat.DisplayName || m.Name != s.windowName():
 		p.event(&messages.IMChecked{})
 		p.ask(PromptRename, fmt.Sprintf("This thread is now called %q; its session is %q. Rename the session? (Renamed in %s without an answer.)",
 			s.Name(), s.Chat.DisplayName, p.k.cfg.RenameTimeout),
@@ -544,12 +575,21 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 	}
 }
 
-// forward types every queued message into the window, in order.
+// windowName is the name the bound window should have, as tmux keeps it.
+func (s *State) windowName() string {
+	if s.Info.WindowName != "" {
+		return s.Info.WindowName
+	}
+	return s.Chat.DisplayName
+}
+
+// forward types the oldest queued message into the window. One message
+// per check: the one before may have ended the agent, and the next must
+// not reach the shell left behind.
 func (p *plan) forward() {
 	p.event(&messages.IMChecked{Forward: true})
-	for _, q := range p.s.Queue {
-		p.effect(&messages.IMSendToWindow{WindowID: p.s.Window.WindowID, UpdateID: q.UpdateID, Text: q.Text})
-	}
+	q := p.s.Queue[0]
+	p.effect(&messages.IMSendToWindow{WindowID: p.s.Window.WindowID, UpdateID: q.UpdateID, Text: q.Text})
 }
 
 func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
@@ -563,27 +603,31 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag})
 		return
 	}
-	rest := slices.ContainsFunc(s.Queue, func(q Queued) bool { return q.UpdateID != m.UpdateID && q.Sent })
-	check := !rest && len(s.Queue) > 1 && s.Phase == PhaseBound
+	check := len(s.Queue) > 1 && s.Phase == PhaseBound
 	p.event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
+	if s.Info.SessionID == "" {
+		// An agent writes its transcript only after its first prompt.
+		p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true})
+	}
 	if check {
 		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag})
-	}
-	if s.Info.SessionID == "" && !rest {
-		// An agent writes its transcript only after its first prompt.
-		p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true})
 	}
 }
 
 func (p *plan) chatSent(m *messages.IMChatSent) {
-	if !slices.ContainsFunc(p.s.Outbox, func(o Out) bool { return o.Seq == m.Seq }) {
-		return
+	if p.s.OutFlight != m.Seq+1 {
+		return // not the entry in flight: an answer from before a restart
 	}
-	if m.Err != "" {
+	switch {
+	case m.Err != "" && !m.Permanent:
 		p.effect(&actors.StartTimer{Name: timerOutbox, After: outboxRetry})
 		return
+	case m.Err != "":
+		p.event(&messages.IMOutboxSent{Seq: m.Seq, Refused: m.Err})
+	default:
+		p.event(&messages.IMOutboxSent{Seq: m.Seq, MessageID: m.MessageID})
 	}
-	p.event(&messages.IMOutboxSent{Seq: m.Seq, MessageID: m.MessageID})
+	p.releaseOutbox()
 }
 
 // listed shows a directory listing in the browser.
@@ -594,7 +638,13 @@ func (p *plan) listed(m *messages.IMDirectoryListed) {
 	}
 	if m.Err != "" {
 		p.say(messages.IMOutEntry{Text: "Cannot list " + m.Path + ": " + m.Err})
-		if s.Prompt == nil {
+		if m.AtRoot {
+			// The root itself cannot be listed: nothing to browse. The
+			// queued messages wait; the next one starts the setup again.
+			p.say(messages.IMOutEntry{Text: "Check im.roots in thatch's config, then send a message to start again."})
+			p.closePrompt()
+			p.event(&messages.IMSetupStep{Phase: PhaseUnbound})
+		} else if s.Prompt == nil {
 			p.effect(&messages.IMListDirectory{})
 		}
 		return
@@ -647,7 +697,7 @@ func (p *plan) windowCreated(m *messages.IMWindowCreated) {
 		return
 	}
 	st := *s.Setup
-	st.Window = m.WindowID
+	st.Window, st.WindowName = m.WindowID, m.Name
 	if s.Phase == PhaseSetup && p.k.cfg.Resumable[st.Agent] {
 		st.Step = StepSessions
 		p.event(setupEvent(s.Phase, st))
@@ -659,7 +709,8 @@ func (p *plan) windowCreated(m *messages.IMWindowCreated) {
 }
 
 func setupEvent(phase string, st Setup) *messages.IMSetupStep {
-	return &messages.IMSetupStep{Phase: phase, Step: st.Step, Agent: st.Agent, Dir: st.Dir, Tag: st.Tag, Window: st.Window, Resume: st.Resume}
+	return &messages.IMSetupStep{Phase: phase, Step: st.Step, Agent: st.Agent, Dir: st.Dir, Tag: st.Tag, Window: st.Window,
+		WindowName: st.WindowName, Resume: st.Resume}
 }
 
 // failFlow ends a setup or recovery that cannot go on: a setup starts
@@ -709,7 +760,7 @@ func (p *plan) launch(id string) {
 	st := *p.s.Setup
 	st.Step, st.Resume = StepLaunch, id
 	p.event(setupEvent(p.s.Phase, st))
-	p.effect(&messages.IMLaunchAgent{WindowID: st.Window, Agent: st.Agent, SessionID: id})
+	p.effect(&messages.IMLaunchAgent{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, SessionID: id})
 }
 
 func (p *plan) launched(m *messages.IMAgentLaunched) {
@@ -725,7 +776,7 @@ func (p *plan) launched(m *messages.IMAgentLaunched) {
 	st := *s.Setup
 	st.Step = StepFind
 	p.event(setupEvent(s.Phase, st))
-	p.effect(&messages.IMFindAgentSession{WindowID: st.Window, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""})
+	p.effect(&messages.IMFindAgentSession{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""})
 }
 
 // found finishes a flow (Session ready!) or records a session id found
@@ -735,7 +786,11 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 	switch {
 	case s.Setup != nil && s.Setup.Step == StepFind && m.WindowID == s.Setup.Window:
 		st := s.Setup
-		p.bind(&messages.IMBound{DisplayName: s.Name(), SessionID: m.SessionID, WindowID: st.Window, Tag: st.Tag, Cwd: st.Dir,
+		wname := st.WindowName
+		if wname == "" {
+			wname = s.Name()
+		}
+		p.bind(&messages.IMBound{DisplayName: s.Name(), WindowName: wname, SessionID: m.SessionID, WindowID: st.Window, Tag: st.Tag, Cwd: st.Dir,
 			Agent: st.Agent, Transcript: m.Transcript, Offset: m.Offset})
 		p.say(messages.IMOutEntry{Text: "Session ready!"})
 		// The queued messages take the usual route: a check first, so
@@ -745,7 +800,7 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 		if m.WindowID != s.Window.WindowID || m.SessionID == "" || (m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript) {
 			return
 		}
-		p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, SessionID: m.SessionID, WindowID: s.Window.WindowID, Tag: s.Tag,
+		p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, WindowName: s.Info.WindowName, SessionID: m.SessionID, WindowID: s.Window.WindowID, Tag: s.Tag,
 			Cwd: s.Info.Cwd, Agent: s.Info.AgentType, Transcript: m.Transcript, Offset: m.Offset})
 	}
 }
@@ -769,7 +824,10 @@ func (p *plan) transcript(m *messages.IMTranscriptRead) {
 	}
 	p.event(&messages.IMRepliesRead{To: m.To})
 	var out []messages.IMOutEntry
-	for _, r := range m.Replies {
+	for i, r := range m.Replies {
+		if len(m.Ends) == len(m.Replies) && m.Ends[i] <= s.Offset {
+			continue // relayed before: the batch was read again after a delivery that landed
+		}
 		if strings.TrimSpace(r) != "" {
 			out = append(out, messages.IMOutEntry{Text: r, Markdown: true})
 		}
@@ -790,11 +848,15 @@ func (p *plan) tick(m *actors.Tick) {
 	}
 }
 
-// resend releases every unsent chat message again.
+// resend releases the outbox's head again: after a failed send (the
+// entry in flight is the head), or after a restart (nothing is in flight).
 func (p *plan) resend() {
-	for _, o := range p.s.Outbox {
-		p.effect(p.s.send(o.Seq, o.IMOutEntry))
+	if len(p.s.Outbox) == 0 {
+		return
 	}
+	head := p.s.Outbox[0]
+	p.event(&messages.IMOutboxReleased{Seq: head.Seq})
+	p.effect(p.s.send(head.Seq, head.IMOutEntry))
 }
 
 // recovered re-issues what a crash may have cut short: unsent chat
@@ -831,9 +893,9 @@ func (p *plan) recovered() {
 	case StepSessions:
 		p.effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
 	case StepLaunch:
-		p.effect(&messages.IMLaunchAgent{WindowID: st.Window, Agent: st.Agent, SessionID: st.Resume})
+		p.effect(&messages.IMLaunchAgent{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, SessionID: st.Resume})
 	case StepFind:
-		p.effect(&messages.IMFindAgentSession{WindowID: st.Window, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""})
+		p.effect(&messages.IMFindAgentSession{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""})
 	}
 }
 
@@ -865,10 +927,15 @@ func (*Kind) Apply(s *State, ev any) *State {
 			n.Outbox = append(n.Outbox, Out{Seq: e.Seq + uint64(i), IMOutEntry: entry})
 		}
 		n.NextSeq = e.Seq + uint64(len(e.Entries))
+	case *messages.IMOutboxReleased:
+		n.OutFlight = e.Seq + 1
 	case *messages.IMOutboxSent:
+		if s.OutFlight == e.Seq+1 {
+			n.OutFlight = 0
+		}
 		i := slices.IndexFunc(s.Outbox, func(o Out) bool { return o.Seq == e.Seq })
 		if i < 0 {
-			return s
+			return &n
 		}
 		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce {
 			c := *pr
@@ -878,7 +945,7 @@ func (*Kind) Apply(s *State, ev any) *State {
 		n.Outbox = slices.Delete(slices.Clone(s.Outbox), i, i+1)
 	case *messages.IMPromptOpened:
 		n.Nonce = e.Nonce
-		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, UserID: e.UserID, Choices: e.Choices, Detected: e.Detected}
+		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, UserID: e.UserID, Choices: e.Choices, Detected: e.Detected, Window: e.Window}
 		switch e.Kind {
 		case PromptRename, PromptMismatch, PromptDead:
 			n.Phase = PhasePrompting
@@ -894,7 +961,7 @@ func (*Kind) Apply(s *State, ev any) *State {
 		n.Phase = e.Phase
 		n.Setup = nil
 		if e.Step != "" {
-			n.Setup = &Setup{Step: e.Step, Agent: e.Agent, Dir: e.Dir, Tag: e.Tag, Window: e.Window, Resume: e.Resume}
+			n.Setup = &Setup{Step: e.Step, Agent: e.Agent, Dir: e.Dir, Tag: e.Tag, Window: e.Window, WindowName: e.WindowName, Resume: e.Resume}
 		}
 		if e.Gen > n.Gen {
 			n.Gen = e.Gen
@@ -904,28 +971,37 @@ func (*Kind) Apply(s *State, ev any) *State {
 			n.Transcript, n.Offset = "", 0
 		}
 	case *messages.IMBound:
-		n.Phase, n.Setup = PhaseBound, nil // a check in flight stays in flight
+		if s.Phase == PhaseSetup || s.Phase == PhaseRecovering {
+			n.Phase, n.Setup = PhaseBound, nil // a check in flight stays in flight
+		}
 		n.Chat.DisplayName, n.Chat.SessionID = e.DisplayName, e.SessionID
 		if s.Actor != 0 {
 			n.Chat.UserID = s.Actor
 		}
 		n.Window = WindowBinding{SessionID: e.SessionID, WindowID: e.WindowID}
 		n.Tag = e.Tag
-		n.Info = SessionInfo{SessionID: e.SessionID, Cwd: e.Cwd, WindowName: e.DisplayName, AgentType: e.Agent}
+		wname := e.WindowName
+		if wname == "" {
+			wname = e.DisplayName
+		}
+		n.Info = SessionInfo{SessionID: e.SessionID, Cwd: e.Cwd, WindowName: wname, AgentType: e.Agent}
 		if e.Transcript != s.Transcript {
 			n.Transcript, n.Offset = e.Transcript, e.Offset
 		}
 	case *messages.IMRenamed:
-		n.Chat.DisplayName, n.Info.WindowName = e.Name, e.Name
+		if !e.WindowOnly {
+			n.Chat.DisplayName = e.Name
+		}
+		n.Info.WindowName = e.Name
 	case *messages.IMAgentChanged:
-		n.Info.AgentType = e.Agent
+		// The old agent's session is not this one's: it is found anew.
+		n.Info.AgentType, n.Info.SessionID, n.Window.SessionID, n.Chat.SessionID = e.Agent, "", "", ""
+		n.Transcript, n.Offset = "", 0
 	case *messages.IMChecked:
 		n.Checking = false
-		if e.Forward {
+		if e.Forward && len(s.Queue) > 0 {
 			n.Queue = slices.Clone(s.Queue)
-			for i := range n.Queue {
-				n.Queue[i].Sent = true
-			}
+			n.Queue[0].Sent = true
 		}
 	case *messages.IMDelivered:
 		i := slices.IndexFunc(s.Queue, func(q Queued) bool { return q.UpdateID == e.UpdateID })

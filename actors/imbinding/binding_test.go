@@ -300,16 +300,40 @@ func TestRenameTimeoutAcceptsTheRenameAndDeliversInOrder(t *testing.T) {
 	if h.s.Chat.DisplayName != "api" || h.s.Info.WindowName != "api" {
 		t.Fatalf("binding not renamed: %+v", h.s.Chat)
 	}
-	eff = h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "api", Agent: "claude"})
-	var texts []string
-	for _, e := range eff {
-		if st, ok := e.(*messages.IMSendToWindow); ok {
-			texts = append(texts, st.Text)
+	h.send(&messages.IMWindowRenamed{Name: "api"})
+	if got := h.typeAll(); strings.Join(got, ",") != "one,two" {
+		t.Fatalf("delivered %v, want one,two in order", got)
+	}
+}
+
+// typeAll answers window checks (all well) and typing until the queue is
+// empty, and returns what was typed, in order: one message per check.
+func (h *harness) typeAll() []string {
+	h.t.Helper()
+	var typed []string
+	eff := h.send(&messages.IMWindowChecked{WindowID: h.s.Window.WindowID, Alive: true, Name: h.s.windowName(), Agent: h.s.Info.AgentType})
+	for range MaxQueued {
+		var st *messages.IMSendToWindow
+		for _, e := range eff {
+			if x, ok := e.(*messages.IMSendToWindow); ok {
+				if st != nil {
+					h.t.Fatalf("two messages typed after one check: %s", describe(eff))
+				}
+				st = x
+			}
 		}
+		if st == nil {
+			return typed
+		}
+		typed = append(typed, st.Text)
+		eff = h.send(&messages.IMSentToWindow{UpdateID: st.UpdateID})
+		if len(h.s.Queue) == 0 {
+			return typed
+		}
+		only[messages.IMCheckWindow](h.t, eff)
+		eff = h.send(&messages.IMWindowChecked{WindowID: h.s.Window.WindowID, Alive: true, Name: h.s.windowName(), Agent: h.s.Info.AgentType})
 	}
-	if strings.Join(texts, ",") != "one,two" {
-		t.Fatalf("delivered %v, want one,two in order", texts)
-	}
+	return typed
 }
 
 func TestRecoverRemakesTheWindowAndResumesTheSession(t *testing.T) {
@@ -439,39 +463,58 @@ func TestTopicNames(t *testing.T) {
 func TestTranscriptRepliesGoOutOnceAndInOrder(t *testing.T) {
 	h := newHarness(t)
 	h.bind()
-	eff := h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 80, Replies: []string{"one", "two"}})
-	var texts []string
-	for _, e := range eff {
-		sc := e.(*messages.IMSendChat)
-		texts = append(texts, sc.Text)
-		if !sc.Markdown {
-			t.Fatalf("a reply is rendered as Markdown")
-		}
-	}
-	if strings.Join(texts, ",") != "one,two" || h.s.Offset != 80 || len(h.s.Outbox) != 2 {
-		t.Fatalf("texts %v offset %d outbox %d", texts, h.s.Offset, len(h.s.Outbox))
+	eff := h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 80, Replies: []string{"one", "two"}, Ends: []int64{40, 80}})
+	sc := only[messages.IMSendChat](t, eff)
+	if sc.Text != "one" || !sc.Markdown || h.s.Offset != 80 || len(h.s.Outbox) != 2 {
+		t.Fatalf("first send %+v offset %d outbox %d: one in flight, rendered as Markdown", sc, h.s.Offset, len(h.s.Outbox))
 	}
 	// Read again after a restart: nothing new.
 	if eff := h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 80, Replies: []string{"one", "two"}}); len(eff) != 0 {
 		t.Fatalf("a reread sent %s", describe(eff))
 	}
-	// A crash before they were sent: Recovered sends them again, in order.
+	// A batch read again with a new reply after it: only the new one.
+	h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 40, To: 120, Replies: []string{"two", "three"}, Ends: []int64{80, 120}})
+	if len(h.s.Outbox) != 3 || h.s.Outbox[2].Text != "three" {
+		t.Fatalf("outbox %+v", h.s.Outbox)
+	}
+	// A crash before they were sent: Recovered sends the head again.
 	eff = h.send(&actors.Recovered{})
-	texts = nil
-	for _, e := range eff {
-		if sc, ok := e.(*messages.IMSendChat); ok {
-			texts = append(texts, sc.Text)
-		}
+	if sc := only[messages.IMSendChat](t, eff); sc.Text != "one" {
+		t.Fatalf("after recovery %q", sc.Text)
 	}
-	if strings.Join(texts, ",") != "one,two" {
-		t.Fatalf("after recovery %v", texts)
-	}
-	if ft := only[messages.IMFollowTranscript](t, eff); ft.Offset != 80 {
+	if ft := only[messages.IMFollowTranscript](t, eff); ft.Offset != 120 {
 		t.Fatalf("follow from %d", ft.Offset)
 	}
-	h.deliverChat(eff)
-	if len(h.s.Outbox) != 0 {
-		t.Fatalf("outbox %v", h.s.Outbox)
+	var texts []string
+	for len(eff) > 0 {
+		var next []any
+		for _, e := range eff {
+			if sc, ok := e.(*messages.IMSendChat); ok {
+				texts = append(texts, sc.Text)
+				next = append(next, h.send(&messages.IMChatSent{Seq: sc.Seq, MessageID: 1})...)
+			}
+		}
+		eff = next
+	}
+	if strings.Join(texts, ",") != "one,two,three" || len(h.s.Outbox) != 0 {
+		t.Fatalf("sent %v, outbox %v", texts, h.s.Outbox)
+	}
+}
+
+func TestAFailedSendIsRetriedAloneAndARefusedOneDropped(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	first := only[messages.IMSendChat](t, h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", To: 10, Replies: []string{"r1", "r2"}}))
+	eff := h.send(&messages.IMChatSent{Seq: first.Seq, Err: "network down"})
+	none[messages.IMSendChat](t, eff)
+	only[actors.StartTimer](t, eff)
+	again := only[messages.IMSendChat](t, h.send(&actors.Tick{Name: timerOutbox}))
+	if again.Text != "r1" {
+		t.Fatalf("retried %q: r2 must not overtake r1", again.Text)
+	}
+	next := only[messages.IMSendChat](t, h.send(&messages.IMChatSent{Seq: again.Seq, Err: "Bad Request: message thread not found", Permanent: true}))
+	if next.Text != "r2" || len(h.s.Outbox) != 1 {
+		t.Fatalf("after a refusal: next %q, outbox %v", next.Text, h.s.Outbox)
 	}
 }
 
@@ -498,9 +541,9 @@ func TestQueueIsBounded(t *testing.T) {
 	for range MaxQueued {
 		h.message("m")
 	}
-	eff := h.message("one too many")
-	if sc := only[messages.IMSendChat](t, eff); !strings.Contains(sc.Text, "not queued") {
-		t.Fatalf("reply %q", sc.Text)
+	h.message("one too many")
+	if last := h.s.Outbox[len(h.s.Outbox)-1]; !strings.Contains(last.Text, "not queued") {
+		t.Fatalf("reply %q", last.Text)
 	}
 	if len(h.s.Queue) != MaxQueued {
 		t.Fatalf("queue %d", len(h.s.Queue))
@@ -570,5 +613,78 @@ func TestAnAgentThatDidNotStartGetsNoTyping(t *testing.T) {
 	none[messages.IMSendToWindow](t, eff)
 	if h.s.Prompt == nil || h.s.Prompt.Kind != PromptDead || len(h.s.Queue) != 1 {
 		t.Fatalf("prompt %+v queue %v: the message must wait, not reach the shell", h.s.Prompt, h.s.Queue)
+	}
+}
+
+func TestTypingStopsAtAShellBetweenTwoQueuedMessages(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("/exit")
+	h.message("git push -f")
+	eff := h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"})
+	st := only[messages.IMSendToWindow](t, eff)
+	only[messages.IMCheckWindow](t, h.send(&messages.IMSentToWindow{UpdateID: st.UpdateID}))
+	// The first message ended the agent: a shell is left in the window.
+	eff = h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5"})
+	none[messages.IMSendToWindow](t, eff)
+	if h.s.Prompt == nil || h.s.Prompt.Kind != PromptDead || h.s.Prompt.Window != "@1" {
+		t.Fatalf("prompt %+v: the second message waits and Recover reuses the window", h.s.Prompt)
+	}
+	h.deliverChat(eff)
+	la := only[messages.IMLaunchAgent](t, h.press("Recover"))
+	if la.WindowID != "@1" || la.SessionID != "s-1" {
+		t.Fatalf("launch %+v: the agent is started again in its window, resuming its session", la)
+	}
+}
+
+func TestAFailedTypingIsRetriedAfterACheckNotDoubled(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("a")
+	h.message("b")
+	st := only[messages.IMSendToWindow](t, h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"}))
+	only[messages.IMCheckWindow](t, h.send(&messages.IMSentToWindow{UpdateID: st.UpdateID, Err: "tmux: timeout"}))
+	if got := h.typeAll(); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("typed %v, want a then b, once each", got)
+	}
+}
+
+func TestUpdateBindingForgetsTheOldAgentsSession(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("hi")
+	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "codex"}))
+	eff := h.press("Update Binding")
+	if sp := only[messages.IMStopFollowing](t, eff); sp.Path != "/t/s-1.jsonl" {
+		t.Fatalf("stop %+v", sp)
+	}
+	if h.s.Info.SessionID != "" || h.s.Transcript != "" {
+		t.Fatalf("the old session is kept: %+v %q", h.s.Info, h.s.Transcript)
+	}
+}
+
+func TestARenamedWindowIsComparedByTheNameTmuxKeeps(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.nextUpd++
+	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, TopicName: `fix C:\temp`, NameSource: messages.NameEdited})
+	h.message("x")
+	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"}))
+	h.press("Rename")
+	h.send(&messages.IMWindowRenamed{Name: `fix C:\\temp`}) // tmux escapes the backslash
+	st := only[messages.IMSendToWindow](t, h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: `fix C:\\temp`, Agent: "claude"}))
+	if st.Text != "x" {
+		t.Fatalf("typed %q", st.Text)
+	}
+}
+
+func TestARootThatCannotBeListedEndsTheSetup(t *testing.T) {
+	h := newHarness(t)
+	h.deliverChat(h.message("hi"))
+	h.deliverChat(h.press("claude"))
+	eff := h.send(&messages.IMDirectoryListed{Path: "/gone", AtRoot: true, Err: "no such directory"})
+	none[messages.IMListDirectory](t, eff)
+	if h.s.Phase != PhaseUnbound || len(h.s.Queue) != 1 {
+		t.Fatalf("phase %s queue %v", h.s.Phase, h.s.Queue)
 	}
 }

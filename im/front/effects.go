@@ -92,8 +92,26 @@ func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messa
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err)}
 }
 
-func (f *FrontEnd) sendChat(ctx context.Context, _ actors.Identity, e *messages.IMSendChat) any {
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+// sendChat sends one outbox entry on a goroutine of its own and returns at
+// once: a send may wait out 429s for minutes, and the binding's other
+// effects (typing a message, answering a press) must not wait behind it.
+// The binding has one entry in flight at a time, so order is kept; the
+// result comes back as a message.
+func (f *FrontEnd) sendChat(_ context.Context, from actors.Identity, e *messages.IMSendChat) any {
+	f.sends.Add(1)
+	go func() {
+		defer f.sends.Done()
+		res := f.sendNow(e)
+		if f.runCtx.Err() == nil {
+			f.tree.Send(from, res)
+		}
+	}()
+	return nil
+}
+
+// sendNow sends e and says how it went.
+func (f *FrontEnd) sendNow(e *messages.IMSendChat) *messages.IMChatSent {
+	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
 	m := telegram.Outbound{ChatID: e.ChatID, ThreadID: e.ThreadID, Topic: e.Topic, Text: e.Text, Markdown: e.Markdown}
 	for _, row := range e.Buttons {
@@ -105,6 +123,10 @@ func (f *FrontEnd) sendChat(ctx context.Context, _ actors.Identity, e *messages.
 	}
 	ids, err := f.bot.Send(ctx, m)
 	if err != nil {
+		if telegram.Permanent(err) {
+			f.log.Error("telegram refused a chat message for good; it is dropped", "chat", e.ChatID, "thread", e.ThreadID, "error", err)
+			return &messages.IMChatSent{Seq: e.Seq, Err: err.Error(), Permanent: true}
+		}
 		f.log.Warn("cannot send a chat message; it stays in the outbox", "chat", e.ChatID, "thread", e.ThreadID, "error", err)
 		return &messages.IMChatSent{Seq: e.Seq, Err: err.Error()}
 	}
@@ -144,15 +166,22 @@ func (f *FrontEnd) createWindow(ctx context.Context, _ actors.Identity, e *messa
 	if !f.inRoots(e.Dir) {
 		return &messages.IMWindowCreated{Tag: e.Tag, Err: "the directory is outside im.roots"}
 	}
-	if w, ok, err := f.tmux.FindTagged(ctx, e.Tag); err == nil && ok {
-		return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID}
+	w, ok, err := f.tmux.FindTagged(ctx, e.Tag)
+	switch {
+	case err != nil:
+		// Not knowing whether the window exists, making one could make two.
+		return &messages.IMWindowCreated{Tag: e.Tag, Err: err.Error()}
+	case ok:
+		return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID, Name: w.Name}
 	}
-	w, err := f.tmux.NewWindow(ctx, e.Name, e.Dir, e.Tag, nil)
-	if err != nil {
+	if w, err = f.tmux.NewWindow(ctx, e.Name, e.Dir, e.Tag, nil); err != nil {
 		return &messages.IMWindowCreated{Tag: e.Tag, Err: err.Error()}
 	}
 	f.rememberDir(e.Dir)
-	return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID}
+	if got, err := f.tmux.Window(ctx, w.ID); err == nil {
+		w = got
+	}
+	return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID, Name: w.Name}
 }
 
 func (f *FrontEnd) listAgentSessions(_ context.Context, _ actors.Identity, e *messages.IMListAgentSessions) any {
@@ -196,9 +225,10 @@ func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messag
 			return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: err.Error()}
 		}
 	}
-	if f.hookFile != "" {
-		// The claude hook keys what it records by this window.
-		cmd = "THATCH_IM_WINDOW=" + e.WindowID + " " + cmd
+	if f.hookFile != "" && validTag(e.Tag) {
+		// The claude hook keys what it records by the window's tag: tmux
+		// numbers windows anew after a restart, a tag is never reused.
+		cmd = "THATCH_IM_WINDOW=" + e.Tag + " " + cmd
 	}
 	err = f.tmux.SendText(ctx, e.WindowID, cmd)
 	return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: errText(err)}
@@ -270,18 +300,34 @@ func (f *FrontEnd) findOnce(ctx context.Context, a *agents.Agent, e *messages.IM
 		return agents.Found{}, false
 	}
 	text, _ := f.tmux.Capture(ctx, e.WindowID, 200)
-	return f.agents.FindSession(ctx, a, w.PanePID, text, f.hookFile, e.WindowID)
+	key := e.Tag
+	if key == "" {
+		key = e.WindowID
+	}
+	return f.agents.FindSession(ctx, a, w.PanePID, text, f.hookFile, key)
 }
 
 func (f *FrontEnd) renameWindow(ctx context.Context, _ actors.Identity, e *messages.IMRenameWindow) any {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	err := f.tmux.Rename(ctx, e.WindowID, e.Name)
-	return &messages.IMWindowRenamed{Name: e.Name, Err: errText(err)}
+	if err := f.tmux.Rename(ctx, e.WindowID, e.Name); err != nil {
+		return &messages.IMWindowRenamed{Name: e.Name, Err: err.Error()}
+	}
+	// tmux keeps some characters escaped: the name it answers with is the
+	// one later checks see.
+	name := e.Name
+	if w, err := f.tmux.Window(ctx, e.WindowID); err == nil {
+		name = w.Name
+	}
+	return &messages.IMWindowRenamed{Name: name}
 }
 
-func (f *FrontEnd) followTranscript(_ context.Context, from actors.Identity, e *messages.IMFollowTranscript) any {
+func (f *FrontEnd) followTranscript(ctx context.Context, from actors.Identity, e *messages.IMFollowTranscript) any {
 	f.follow.Follow(from.ID, e.Path, e.Agent, e.Offset)
+	if strings.HasPrefix(e.Path, panePrefix) {
+		// Before the binding types anything: the effects after this one wait.
+		f.follow.baseline(ctx, e.Path)
+	}
 	return nil
 }
 
@@ -306,6 +352,27 @@ func (f *FrontEnd) parseLine(agent string, line []byte) []string {
 }
 
 // deliverReplies hands replies read from a transcript to their binding.
+// A binding that refuses them (quarantined) gets none: the follower
+// moves on rather than retrying forever.
 func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m *messages.IMTranscriptRead) error {
-	return f.tree.DeliverContext(ctx, bindingID(binding), m, deliverTimeout)
+	err := f.tree.DeliverContext(ctx, bindingID(binding), m, deliverTimeout)
+	if err != nil && refused(err) {
+		f.log.Error("a binding refused its agent's replies; they are not relayed", "thread", binding, "path", m.Path, "error", err)
+		return nil
+	}
+	return err
+}
+
+// validTag reports whether a window tag is safe to type into a shell as
+// a variable's value (thatch makes them: "thatch:tg:<chat>:<thread>:<gen>").
+func validTag(tag string) bool {
+	if tag == "" {
+		return false
+	}
+	for _, r := range tag {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == ':' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }

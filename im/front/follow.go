@@ -47,8 +47,11 @@ type follower struct {
 	mu    sync.Mutex
 	files map[string]*followed // by path
 	dirs  map[string]int       // watched directories, by how many files in them are followed
-	dirty map[string]bool      // paths to read now
-	wake  chan struct{}
+	// missing are directories of followed files that could not be watched
+	// (not created yet): tried again every poll, read once watched.
+	missing map[string]bool
+	dirty   map[string]bool // paths to read now
+	wake    chan struct{}
 
 	w    *fsnotify.Watcher
 	stop context.CancelFunc
@@ -63,7 +66,7 @@ func newFollower(log hclog.Logger, parse func(string, []byte) []string,
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{log: log, parse: parse, deliver: deliver, capture: capture, panes: map[string]*paneFollow{}, files: map[string]*followed{}, dirs: map[string]int{},
+	f := &follower{log: log, parse: parse, deliver: deliver, capture: capture, panes: map[string]*paneFollow{}, files: map[string]*followed{}, dirs: map[string]int{}, missing: map[string]bool{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), w: w, stop: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f, nil
@@ -85,9 +88,10 @@ func (f *follower) Follow(binding, path, agent string, offset int64) {
 	} else {
 		f.files[path] = &followed{binding: binding, agent: agent, offset: offset}
 		dir := filepath.Dir(path)
-		if f.dirs[dir] == 0 {
+		if f.dirs[dir] == 0 && !f.missing[dir] {
 			if err := f.w.Add(dir); err != nil {
-				f.log.Warn("cannot watch transcript directory; replies come only when it is read again", "dir", dir, "error", err)
+				f.log.Debug("cannot watch a transcript directory yet; trying again", "dir", dir, "error", err)
+				f.missing[dir] = true
 			}
 		}
 		f.dirs[dir]++
@@ -108,7 +112,10 @@ func (f *follower) Stop(path string) {
 	dir := filepath.Dir(path)
 	if f.dirs[dir]--; f.dirs[dir] <= 0 {
 		delete(f.dirs, dir)
-		_ = f.w.Remove(dir)
+		if !f.missing[dir] {
+			_ = f.w.Remove(dir)
+		}
+		delete(f.missing, dir)
 	}
 }
 
@@ -124,6 +131,24 @@ func (f *follower) markLocked(path string) {
 	select {
 	case f.wake <- struct{}{}:
 	default:
+	}
+}
+
+// watchMissing watches the directories that did not exist before, and
+// reads their followed files once they do.
+func (f *follower) watchMissing() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for dir := range f.missing {
+		if err := f.w.Add(dir); err != nil {
+			continue
+		}
+		delete(f.missing, dir)
+		for p := range f.files {
+			if filepath.Dir(p) == dir {
+				f.markLocked(p)
+			}
+		}
 	}
 }
 
@@ -145,8 +170,8 @@ func (f *follower) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
+			f.watchMissing()
 			f.pollPanes(ctx)
-			continue
 		case ev, ok := <-f.w.Events:
 			if !ok {
 				return
@@ -267,18 +292,24 @@ func (f *follower) read(ctx context.Context, path string, item followed) (int64,
 		return item.offset, false, nil // a partial line: wait for its end
 	}
 	var replies []string
+	var ends []int64
+	at := item.offset
 	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
+		at += int64(len(line)) + 1
 		if len(line) == 0 || len(line) > maxLine {
 			continue
 		}
-		replies = append(replies, f.parse(item.agent, line)...)
+		for _, r := range f.parse(item.agent, line) {
+			replies = append(replies, r)
+			ends = append(ends, at)
+		}
 	}
 	to := item.offset + int64(end) + 1
 	f.log.Trace("transcript read", "path", path, "from", item.offset, "to", to, "replies", len(replies))
 	if len(replies) > 0 {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		defer cancel()
-		err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: item.offset, To: to, Replies: replies})
+		err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: item.offset, To: to, Replies: replies, Ends: ends})
 		if err != nil {
 			return item.offset, false, err
 		}

@@ -100,6 +100,10 @@ type FrontEnd struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// runCtx ends at Stop; chat sends run under it, counted by sends.
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	sends     sync.WaitGroup
 }
 
 var (
@@ -146,6 +150,12 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	}
 	f.opts.Home = home
 	f.roots = expandRoots(im.Roots, home)
+	for _, r := range f.roots {
+		if !isDir(r) {
+			f.log.Warn("an im.roots directory does not exist; the setup browser cannot show it", "root", r)
+		}
+	}
+	f.runCtx, f.runCancel = context.WithCancel(context.Background())
 	f.hookFile = filepath.Join(f.cfg.Data.Dir, "im", "claude-sessions.json")
 
 	specs := map[string]agents.Spec{}
@@ -242,6 +252,10 @@ func (f *FrontEnd) Stop(context.Context) error {
 		cancel()
 	}
 	f.wg.Wait()
+	if f.runCancel != nil {
+		f.runCancel()
+	}
+	f.sends.Wait()
 	var errs []error
 	if f.follow != nil {
 		errs = append(errs, f.follow.Close())

@@ -2,9 +2,12 @@ package front
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/thatch-run/thatch/supervisor"
 
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/im/telegram"
@@ -31,7 +34,15 @@ func (f *FrontEnd) handle(ctx context.Context, in telegram.Inbound) error {
 		f.opts.Trace("received", in.UpdateID)
 	}
 	if err := f.route(ctx, in); err != nil {
-		return err
+		if !refused(err) {
+			return err // a timeout, a stop: the bot offers the update again
+		}
+		// The thread's binding refuses every message (it is quarantined,
+		// or stopped after failing again and again): holding the update
+		// would stop every other thread's too. It is dropped, said so.
+		f.log.Error("a thread's binding refused an update; it is dropped (see thatch status and thatch repair)",
+			"thread", imbinding.Key(in.ChatID, in.ThreadID), "update", in.UpdateID, "error", err)
+		f.notice(ctx, in, "thatch cannot handle this thread now: its state needs repair (thatch status, thatch repair). Your message was not delivered.")
 	}
 	// The offset row is a hint for the next start; the bindings' own
 	// update ids are what keeps an update from being handled twice.
@@ -73,6 +84,25 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 		return nil
 	}
 	return f.tree.DeliverContext(ctx, bindingID(key), up, deliverTimeout)
+}
+
+// refused reports whether a delivery was refused by the binding itself,
+// as opposed to not answered in time.
+func refused(err error) bool {
+	var rej *supervisor.Rejected
+	return errors.As(err, &rej) || errors.Is(err, supervisor.ErrQuarantined)
+}
+
+// notice tells a thread something without its binding (best effort).
+func (f *FrontEnd) notice(ctx context.Context, in telegram.Inbound, text string) {
+	nctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	if _, err := f.bot.Send(nctx, telegram.Outbound{ChatID: in.ChatID, ThreadID: in.ThreadID, Topic: in.Topic, Text: text}); err != nil {
+		f.log.Debug("cannot send a notice", "error", err)
+	}
+	if in.Callback != nil {
+		f.answer(ctx, in.Callback.ID)
+	}
 }
 
 // answer answers a press that is not acted on, so the user's spinner stops.

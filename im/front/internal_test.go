@@ -22,15 +22,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // recorder collects what the follower delivers; fail makes deliveries
 // fail until it is cleared.
 type recorder struct {
-	mu   sync.Mutex
-	got  []*messages.IMTranscriptRead
-	fail bool
+	mu     sync.Mutex
+	got    []*messages.IMTranscriptRead
+	fail   bool
+	failed int
 }
 
 func (r *recorder) deliver(_ context.Context, binding string, m *messages.IMTranscriptRead) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail {
+		r.failed++
 		return errors.New("journal unavailable")
 	}
 	if binding != "b1" {
@@ -117,7 +119,7 @@ func TestFollowerRetriesAFailedDeliveryWithoutLosingIt(t *testing.T) {
 	defer f.Close()
 	f.Follow("b1", path, "claude", 0)
 	appendLine(t, path, "R:kept\n")
-	time.Sleep(50 * time.Millisecond) // let a delivery fail (not an assertion)
+	waitFor(t, "a failed delivery", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.failed > 0 })
 	rec.mu.Lock()
 	rec.fail = false
 	rec.mu.Unlock()
@@ -215,4 +217,23 @@ func TestNewLinesOfAPane(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestFollowerReadsAFileWhoseDirectoryIsMadeLater(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "projects", "-home-u-api")
+	path := filepath.Join(dir, "s.jsonl")
+	rec := &recorder{}
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Follow("b1", path, "claude", 0)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(t, path, "R:made later\n")
+	waitFor(t, "a reply in a directory made after Follow", func() bool { return len(rec.replies()) == 1 })
+	appendLine(t, path, "R:and watched\n")
+	waitFor(t, "the next reply, by the watch", func() bool { return len(rec.replies()) == 2 })
 }

@@ -43,6 +43,25 @@ func (f *follower) followPaneLocked(binding, path string, offset int64) {
 	f.panes[path] = &paneFollow{binding: binding, count: offset}
 }
 
+// baseline records what a followed pane shows now, before anything is
+// typed into it, so that a reply that comes before the first poll is new.
+func (f *follower) baseline(ctx context.Context, path string) {
+	if f.capture == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	text, err := f.capture(cctx, strings.TrimPrefix(path, panePrefix))
+	cancel()
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.panes[path]; ok && p.last == nil {
+		p.last = screenLines(text)
+	}
+}
+
 // pollPanes captures every followed pane and delivers settled new lines.
 func (f *follower) pollPanes(ctx context.Context) {
 	if f.capture == nil {
@@ -92,7 +111,8 @@ func (f *follower) pollPane(ctx context.Context, path string) {
 		f.mu.Unlock()
 		return
 	}
-	m := &messages.IMTranscriptRead{Path: path, From: p.count, To: p.count + 1, Replies: []string{strings.Join(p.pending, "\n")}}
+	m := &messages.IMTranscriptRead{Path: path, From: p.count, To: p.count + 1, Replies: []string{strings.Join(p.pending, "\n")},
+		Ends: []int64{p.count + 1}}
 	binding := p.binding
 	f.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, deliverTimeout)

@@ -310,3 +310,14 @@ func alreadySo(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "message is not modified") || strings.Contains(msg, "message to delete not found")
 }
+
+// Permanent reports whether Send failed in a way that sending again
+// cannot mend: Telegram refused the request (400 Bad Request: the topic or
+// chat is gone, the text cannot be sent; 403 Forbidden: the bot was
+// removed or blocked), or the message has nothing to send. A 429, a
+// network failure or a timeout is not permanent.
+func Permanent(err error) bool {
+	return errors.Is(err, tgbot.ErrorBadRequest) || errors.Is(err, tgbot.ErrorForbidden) ||
+		errors.Is(err, tgbot.ErrorNotFound) || errors.Is(err, ErrEmptyText) || errors.Is(err, ErrTooLong) ||
+		errors.Is(err, ErrButtonData)
+}
