@@ -287,6 +287,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), "Use this directory")
 		Eventually(iw.Said(thread)).Should(ContainElement("Session ready!"))
 		Eventually(iw.Said(thread)).Should(ContainElement(ContainSubstring("echo: hello mimo")))
+		Expect(iw.Said(thread)()).NotTo(ContainElement(ContainSubstring("(fake) session:")), "what the agent printed at start is not a reply")
 	})
 
 	AfterEach(func() {

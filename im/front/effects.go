@@ -250,17 +250,19 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *m
 	if e.Brief {
 		limit = min(limit, 2*time.Second)
 	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	if !a.HasTranscript() {
-		// No transcript to find: the pane is followed instead, and its
-		// text may still name the session.
+		// No transcript to find: the pane is followed instead, once the
+		// agent runs (what it prints at start is not a reply); its text
+		// may still name the session.
+		f.waitForAgent(ctx, e.WindowID, e.Agent)
 		if found, ok := f.findOnce(ctx, a, e); ok {
 			out.SessionID, out.How = found.ID, found.How
 		}
 		out.Transcript = panePrefix + e.WindowID
 		return out
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -289,6 +291,27 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *m
 				}
 			}
 			return out
+		case <-tick.C:
+		}
+	}
+}
+
+// waitForAgent waits until agent runs in the window, or ctx ends, and a
+// moment more for it to draw its first screen.
+func (f *FrontEnd) waitForAgent(ctx context.Context, window, agent string) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if w, err := f.tmux.Window(ctx, window); err == nil && f.detect(w) == agent {
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
 		case <-tick.C:
 		}
 	}
