@@ -21,6 +21,7 @@ import (
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/e2e/faketelegram"
+	"github.com/thatch-run/thatch/im/agents"
 	imfront "github.com/thatch-run/thatch/im/front"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
@@ -235,6 +236,7 @@ type imBinding struct {
 	thread     int64
 	topic      string // the topic's name; "" for none known (a topic the fake server did not create)
 	window     string // tmux window id
+	panePID    int    // the window's pane process (cat); 0 when there is no window
 	transcript string // "" for none
 }
 
@@ -329,7 +331,7 @@ func (w *imWorld) window(ctx context.Context, cl *tmux.Client, bs []imBinding, i
 		w.c.Logf("im: window %s of %s read back only by its tag: %v", found.ID, b.name(), err)
 		win = found
 	}
-	b.window = win.ID
+	b.window, b.panePID = win.ID, win.PanePID
 	bs[i] = b
 	return nil
 }
@@ -412,7 +414,12 @@ func benchIMKeys(c *Config) ([]Record, error) {
 	if _, err := w.typeRound(bs, n, time.Second, "w", true); err != nil {
 		return nil, err
 	}
-	bare, err := bareSendKeys(w.socket, bs[0].window, imBareRuns)
+	probes, err := w.probes(bs[0])
+	if err != nil {
+		return nil, err
+	}
+	c.Logf("im: unloaded, %d messages over %v", c.Count(30, 30), c.Duration(6*time.Second, 6*time.Second))
+	idle, err := w.typeRound(bs, c.Count(30, 30), c.Duration(6*time.Second, 6*time.Second), "u", true)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +429,66 @@ func benchIMKeys(c *Config) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return run.records(n, total, d, bare), nil
+	return append(run.records(n, total, d, probes.bare), probes.records(idle)...), nil
+}
+
+// imProbes are the costs the update path is made of, each measured alone
+// on the loaded world: a forked send-keys, the pane's process tree read
+// as a window check reads it, and one synced write to the store.
+type imProbes struct {
+	bare, procTree, synced time.Duration // p50s
+	procs                  int           // processes on the machine
+}
+
+// probes measures the imProbes against binding b's window.
+func (w *imWorld) probes(b imBinding) (imProbes, error) {
+	var p imProbes
+	var err error
+	if p.bare, err = bareSendKeys(w.socket, b.window, imBareRuns); err != nil {
+		return p, err
+	}
+	if p.procTree, err = imP50(imBareRuns, func() error { _, err := agents.ProcTree(b.panePID); return err }); err != nil {
+		return p, fmt.Errorf("bench: im: process tree of %s: %w", b.window, err)
+	}
+	rows := w.fe.store.Rows()
+	if p.synced, err = imP50(imBareRuns, func() error { return rows.Put("bench.probe", "k", []byte("v")) }); err != nil {
+		return p, err
+	}
+	ents, err := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, aerr := strconv.Atoi(e.Name()); aerr == nil {
+			p.procs++
+		}
+	}
+	return p, err
+}
+
+// imP50 is the median time of runs calls of fn.
+func imP50(runs int, fn func() error) (time.Duration, error) {
+	times := make([]time.Duration, 0, runs)
+	for range runs {
+		start := time.Now()
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	return percentile(times, 50), nil
+}
+
+func (p imProbes) records(idle *keysRun) []Record {
+	return []Record{
+		newRecord("im.update_to_keys.unloaded", ms(percentile(idle.inside, 99)), "ms",
+			fmt.Sprintf("as im.update_to_keys, with the same windows, but %d messages over %v (no queue): %s",
+				len(idle.inside), idle.pushing.Round(time.Second), imLatencies(idle.inside))),
+		newRecord("im.proc_tree", ms(p.procTree), "ms",
+			fmt.Sprintf("p50 of %d agents.ProcTree calls on a window's pane, which every window check makes (it reads /proc/<pid>/stat "+
+				"and cmdline of every process on the machine: %d now)", imBareRuns, p.procs)),
+		newRecord("im.synced_write", ms(p.synced), "ms",
+			fmt.Sprintf("p50 of %d synced Rows.Put on the daemon's store; the bot handles updates one at a time and each costs a "+
+				"journal append and an offset row, both synced", imBareRuns)),
+	}
 }
 
 // keysRun is what one round of messages gave.
@@ -477,19 +543,15 @@ func (w *imWorld) typeRound(bs []imBinding, total int, d time.Duration, prefix s
 // bareSendKeys is the p50 of runs forked `tmux -L socket send-keys -t id
 // -l x` round trips.
 func bareSendKeys(socket, id string, runs int) (time.Duration, error) {
-	times := make([]time.Duration, 0, runs)
-	for range runs {
+	return imP50(runs, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		start := time.Now()
+		defer cancel()
 		out, err := exec.CommandContext(ctx, "tmux", "-L", socket, "send-keys", "-t", id, "-l", "x").CombinedOutput()
-		times = append(times, time.Since(start))
-		cancel()
 		if err != nil {
-			return 0, fmt.Errorf("bench: im: bare send-keys: %w: %s", err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("bench: im: bare send-keys: %w: %s", err, strings.TrimSpace(string(out)))
 		}
-	}
-	slices.Sort(times)
-	return percentile(times, 50), nil
+		return nil
+	})
 }
 
 func (r *keysRun) records(n, total int, d time.Duration, bare time.Duration) []Record {
