@@ -154,6 +154,45 @@ type imWorld struct {
 	fe     *imFront
 	rt     *thatch.Runtime
 	tracer *imTracer
+	log    *imLog
+}
+
+// imLog keeps the first lines the daemon logs (warnings and errors) and
+// counts the rest; close prints them. Config.Progress takes no
+// concurrent writes, and the daemon logs from its own goroutines.
+type imLog struct {
+	mu      sync.Mutex
+	lines   []string
+	dropped int
+}
+
+// imLogLines is how many of the daemon's lines a world keeps.
+const imLogLines = 20
+
+func (l *imLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) < imLogLines {
+		l.lines = append(l.lines, strings.TrimSpace(string(p)))
+	} else {
+		l.dropped++
+	}
+	return len(p), nil
+}
+
+func (l *imLog) note(format string, args ...any) { _, _ = fmt.Fprintf(l, format, args...) }
+
+// flush prints what was kept, from the caller's goroutine.
+func (l *imLog) flush(c *Config) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		c.Logf("im: logged: %s", line)
+	}
+	if l.dropped > 0 {
+		c.Logf("im: logged %d more lines", l.dropped)
+	}
+	l.lines, l.dropped = nil, 0
 }
 
 // newIMWorld makes the world's folder, the fake Bot API server and the
@@ -163,7 +202,7 @@ func newIMWorld(c *Config, name string, passivateAfter time.Duration) (*imWorld,
 	if err != nil {
 		return nil, err
 	}
-	w := &imWorld{c: c, dir: dir, remove: remove, tg: faketelegram.New(imToken), tracer: newIMTracer(),
+	w := &imWorld{c: c, dir: dir, remove: remove, tg: faketelegram.New(imToken), tracer: newIMTracer(), log: &imLog{},
 		socket: fmt.Sprintf("thatch-bench-%d-%d", os.Getpid(), imSockets.Add(1))}
 	cfg := config.Defaults()
 	cfg.Data.Dir = filepath.Join(dir, "data")
@@ -191,10 +230,7 @@ func newIMWorld(c *Config, name string, passivateAfter time.Duration) (*imWorld,
 
 // start builds the front end and the runtime and starts them.
 func (w *imWorld) start() error {
-	logger := hclog.NewNullLogger()
-	if w.c.Progress != nil {
-		logger = hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Warn, Output: w.c.Progress})
-	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Warn, Output: w.log})
 	w.fe = &imFront{FrontEnd: imfront.New(w.cfg, imfront.Options{
 		Home: w.dir, PollTimeout: time.Second, ChatInterval: -1, Zoxide: "-", Trace: w.tracer.trace,
 	})}
@@ -219,6 +255,7 @@ func (w *imWorld) close() {
 		}
 		cancel()
 	}
+	w.log.flush(w.c)
 	w.tg.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -328,7 +365,7 @@ func (w *imWorld) window(ctx context.Context, cl *tmux.Client, bs []imBinding, i
 		if ferr != nil || !ok {
 			return errors.Join(err, ferr)
 		}
-		w.c.Logf("im: window %s of %s read back only by its tag: %v", found.ID, b.name(), err)
+		w.log.note("window %s of %s read back only by its tag: %v", found.ID, b.name(), err)
 		win = found
 	}
 	b.window, b.panePID = win.ID, win.PanePID
