@@ -3,6 +3,7 @@ package agents_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,4 +189,30 @@ func waitForReplies(t *testing.T, a *agents.Agent, cwd, id string, want []string
 		return strings.Join(got, "\x00") == strings.Join(want, "\x00")
 	})
 	return path
+}
+
+// TestProcTreeByChildrenMatchesAFullScan holds the fast walk (the pane's
+// own processes, through /proc/<pid>/task/<tid>/children) to the full
+// scan of every process it replaces.
+func TestProcTreeByChildrenMatchesAFullScan(t *testing.T) {
+	p := startPane(t, t.TempDir(), t.TempDir(), `sh -c 'sleep 300; :'; :`)
+	root := p.cmd.Process.Pid
+	waitFor(t, "sh -> sh -> sleep", func() bool {
+		tree, err := agents.ProcTree(root)
+		return err == nil && len(tree) >= 3
+	})
+	fast, full, ok := agents.CompareTreesForTest(root)
+	if !ok {
+		t.Skip("this kernel has no /proc/<pid>/task/<tid>/children")
+	}
+	// Closing stdin does not end sleep: end it by its pid.
+	for _, pr := range full {
+		if pr.Name == "sleep" {
+			sleeper, _ := os.FindProcess(pr.PID)
+			defer func() { _ = sleeper.Kill() }()
+		}
+	}
+	if fmt.Sprint(fast) != fmt.Sprint(full) {
+		t.Fatalf("children walk %v, full scan %v", fast, full)
+	}
 }

@@ -44,6 +44,66 @@ func ProcTree(pid int) ([]Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if out, ok := childTree(root); ok {
+		return out, nil
+	}
+	return scanTree(root)
+}
+
+// childTree walks down from root through /proc/<pid>/task/<tid>/children
+// (Linux 3.5 and later, with CONFIG_PROC_CHILDREN): it reads the pane's
+// own processes only, where scanTree reads every process on the machine.
+// ok is false when the kernel does not offer the files.
+func childTree(root Proc) ([]Proc, bool) {
+	out := []Proc{root}
+	for i := 0; i < len(out) && len(out) < maxTree; i++ {
+		kids, ok := childPIDs(out[i].PID)
+		if !ok {
+			if i == 0 {
+				return nil, false
+			}
+			continue // it ended while we looked
+		}
+		for _, k := range kids {
+			if p, err := readProc(k); err == nil && p.PPID == out[i].PID {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, true
+}
+
+// maxTree bounds a pane's process tree (a fork bomb in a pane must not
+// stall a check).
+const maxTree = 4096
+
+// childPIDs lists the children of pid over all its threads, sorted.
+func childPIDs(pid int) ([]int, bool) {
+	tasks, err := os.ReadDir(filepath.Join(procRoot, strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil, false
+	}
+	var kids []int
+	found := false
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "task", t.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		found = true
+		for _, f := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, n)
+			}
+		}
+	}
+	sort.Ints(kids)
+	return kids, found
+}
+
+// scanTree finds root's descendants by reading every process's parent.
+func scanTree(root Proc) ([]Proc, error) {
+	pid := root.PID
 	es, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("agents: list %s: %w", procRoot, err)

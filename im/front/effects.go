@@ -57,6 +57,9 @@ func (f *FrontEnd) checkWindow(ctx context.Context, _ actors.Identity, e *messag
 	if errors.Is(err, tmux.ErrNoWindow) {
 		return &messages.IMWindowChecked{WindowID: e.WindowID}
 	}
+	if errors.Is(err, tmux.ErrClosed) || f.runCtx.Err() != nil {
+		return nil // shutting down: the check is made again after the restart
+	}
 	if err != nil {
 		// tmux did not answer: report the window gone, so that the user
 		// is asked (Recover) rather than the message typed blindly.

@@ -77,6 +77,17 @@ func (c *Client) Window(ctx context.Context, id string) (Window, error) {
 	if !validID(id) {
 		return Window{}, fmt.Errorf("%w: %q", ErrInvalidID, id)
 	}
+	w, err := c.window(ctx, id)
+	if errors.Is(err, errParse) {
+		// A field's length and its value are expanded one after the
+		// other; a pane whose command changed in between (a shell that
+		// just started a program) reads inconsistently once. Read again.
+		w, err = c.window(ctx, id)
+	}
+	return w, err
+}
+
+func (c *Client) window(ctx context.Context, id string) (Window, error) {
 	out, err := c.run(ctx, true, "display-message", "-p", "-t", id, windowFormat)
 	if err != nil {
 		return Window{}, fmt.Errorf("tmux: window %s: %w", id, err)
@@ -96,6 +107,21 @@ func (c *Client) Window(ctx context.Context, id string) (Window, error) {
 // Windows lists the session's windows in index order; none, and no
 // error, when the session or the server does not exist.
 func (c *Client) Windows(ctx context.Context) ([]Window, error) {
+	out, err := c.run(ctx, true, "list-windows", "-t", "="+c.o.Session, "-F", windowFormat)
+	if isNoServer(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tmux: list windows: %w", err)
+	}
+	ws, err := parseWindows(out)
+	if errors.Is(err, errParse) {
+		return c.windowsOnce(ctx) // see Window: read again once
+	}
+	return ws, err
+}
+
+func (c *Client) windowsOnce(ctx context.Context) ([]Window, error) {
 	out, err := c.run(ctx, true, "list-windows", "-t", "="+c.o.Session, "-F", windowFormat)
 	if isNoServer(err) {
 		return nil, nil

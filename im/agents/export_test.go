@@ -1,0 +1,13 @@
+package agents
+
+// CompareTreesForTest returns pid's tree by the children walk and by the
+// full scan; ok is false when the kernel lacks the children files.
+func CompareTreesForTest(pid int) (fast, full []Proc, ok bool) {
+	root, err := readProc(pid)
+	if err != nil {
+		return nil, nil, false
+	}
+	fast, ok = childTree(root)
+	full, _ = scanTree(root)
+	return fast, full, ok
+}
