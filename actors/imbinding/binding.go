@@ -971,8 +971,10 @@ func (*Kind) Apply(s *State, ev any) *State {
 			n.Transcript, n.Offset = "", 0
 		}
 	case *messages.IMBound:
-		if s.Phase == PhaseSetup || s.Phase == PhaseRecovering {
-			n.Phase, n.Setup = PhaseBound, nil // a check in flight stays in flight
+		if s.Phase != PhasePrompting {
+			// A session found while a prompt is open leaves it open; a
+			// check in flight stays in flight.
+			n.Phase, n.Setup = PhaseBound, nil
 		}
 		n.Chat.DisplayName, n.Chat.SessionID = e.DisplayName, e.SessionID
 		if s.Actor != 0 {
