@@ -67,6 +67,19 @@ type IMCheckWindow struct {
 	// Tag is the tag the window was made with: tmux numbers windows anew
 	// after its server restarts, so an id alone may name another window.
 	Tag string `json:"tag,omitempty"`
+	// Type, when set, is typed in the same step if the check finds all
+	// well (the window named Type.Name, running Type.Agent): the common
+	// case costs one effect, not a check and then a send.
+	Type *IMTypeIfWell `json:"type,omitempty"`
+}
+
+// IMTypeIfWell is the queued message an IMCheckWindow types when the
+// window is as the binding expects.
+type IMTypeIfWell struct {
+	UpdateID int64  `json:"updateID"`
+	Text     string `json:"text"`
+	Name     string `json:"name"`
+	Agent    string `json:"agent"`
 }
 
 // IMSendToWindow types Text into the window literally, then Enter.
@@ -188,6 +201,10 @@ type IMWindowChecked struct {
 	Name     string `json:"name,omitempty"`
 	Agent    string `json:"agent,omitempty"`
 	Err      string `json:"err,omitempty"`
+	// Typed is the update whose text was typed (IMCheckWindow.Type), 0
+	// for none; TypeErr says why typing it failed.
+	Typed   int64  `json:"typed,omitempty"`
+	TypeErr string `json:"typeErr,omitempty"`
 }
 
 // IMSentToWindow reports a message typed into the window.

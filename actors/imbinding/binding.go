@@ -394,7 +394,7 @@ func (p *plan) update(m *messages.IMUpdate) {
 	switch {
 	case text == "":
 	case check:
-		p.effect(&messages.IMCheckWindow{WindowID: p.s.Window.WindowID, Tag: p.s.Tag})
+		p.effect(p.check())
 	case p.s.Phase == PhaseUnbound:
 		p.startSetup(m.UserID)
 	}
@@ -539,7 +539,20 @@ func (p *plan) recheck() {
 		return
 	}
 	p.event(&messages.IMResumed{})
-	p.effect(&messages.IMCheckWindow{WindowID: p.s.Window.WindowID, Tag: p.s.Tag})
+	p.effect(p.check())
+}
+
+// check is the window check for the queue, with the oldest message to
+// type at once if the window is as expected (the chat-side name, which
+// the handler cannot see, is checked here).
+func (p *plan) check() *messages.IMCheckWindow {
+	s := p.s
+	c := &messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag}
+	if len(s.Queue) > 0 && s.Phase == PhaseBound && s.Name() == s.Chat.DisplayName {
+		q := s.Queue[0]
+		c.Type = &messages.IMTypeIfWell{UpdateID: q.UpdateID, Text: q.Text, Name: s.windowName(), Agent: s.Info.AgentType}
+	}
+	return c
 }
 
 // checked routes the queued messages by the window check's outcome.
@@ -547,6 +560,14 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 	s := p.s
 	if s.Phase != PhaseBound || !s.Checking || m.WindowID != s.Window.WindowID {
 		return // a check that no longer matters
+	}
+	if m.Typed != 0 {
+		// All was well and the check typed the oldest message.
+		if len(s.Queue) > 0 && s.Queue[0].UpdateID == m.Typed {
+			p.event(&messages.IMChecked{Forward: true})
+			p.sentToWindow(&messages.IMSentToWindow{UpdateID: m.Typed, Err: m.TypeErr})
+		}
+		return
 	}
 	user := s.Actor
 	switch {
@@ -600,7 +621,7 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	}
 	if m.Err != "" {
 		p.event(&messages.IMResumed{})
-		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag})
+		p.effect(p.check())
 		return
 	}
 	check := len(s.Queue) > 1 && s.Phase == PhaseBound
@@ -610,7 +631,7 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 		p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true})
 	}
 	if check {
-		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag})
+		p.effect(p.check())
 	}
 }
 
@@ -873,7 +894,7 @@ func (p *plan) recovered() {
 	}
 	if s.Phase == PhaseBound && len(s.Queue) > 0 {
 		p.event(&messages.IMResumed{})
-		p.effect(&messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag})
+		p.effect(p.check())
 	}
 	if s.Setup == nil || (s.Phase != PhaseSetup && s.Phase != PhaseRecovering) {
 		return

@@ -688,3 +688,29 @@ func TestARootThatCannotBeListedEndsTheSetup(t *testing.T) {
 		t.Fatalf("phase %s queue %v", h.s.Phase, h.s.Queue)
 	}
 }
+
+func TestACheckTypesTheMessageWhenAllIsWell(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	cw := only[messages.IMCheckWindow](t, h.message("fast path"))
+	if cw.Type == nil || cw.Type.Text != "fast path" || cw.Type.Name != "topic-5" || cw.Type.Agent != "claude" {
+		t.Fatalf("check %+v: the message rides with its check", cw.Type)
+	}
+	h.message("second")
+	eff := h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude", Typed: cw.Type.UpdateID})
+	none[messages.IMSendToWindow](t, eff)
+	next := only[messages.IMCheckWindow](t, eff)
+	if next.Type == nil || next.Type.Text != "second" || len(h.s.Queue) != 1 {
+		t.Fatalf("next check %+v, queue %v", next.Type, h.s.Queue)
+	}
+	// The chat side renamed: the handler cannot see that, so nothing rides.
+	h.nextUpd++
+	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, TopicName: "renamed", NameSource: messages.NameEdited})
+	h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude", Typed: next.Type.UpdateID})
+	if len(h.s.Queue) != 0 {
+		t.Fatalf("queue %v", h.s.Queue)
+	}
+	if cw := only[messages.IMCheckWindow](t, h.message("third")); cw.Type != nil {
+		t.Fatalf("a check typed %q while the thread's new name waits for a prompt", cw.Type.Text)
+	}
+}

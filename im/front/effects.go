@@ -71,7 +71,12 @@ func (f *FrontEnd) checkWindow(ctx context.Context, _ actors.Identity, e *messag
 	}
 	agent := f.detect(w)
 	f.log.Trace("window checked", "window", e.WindowID, "name", w.Name, "agent", agent)
-	return &messages.IMWindowChecked{WindowID: e.WindowID, Alive: true, Name: w.Name, Agent: agent}
+	res := &messages.IMWindowChecked{WindowID: e.WindowID, Alive: true, Name: w.Name, Agent: agent}
+	if t := e.Type; t != nil && w.Name == t.Name && agent == t.Agent {
+		res.Typed = t.UpdateID
+		res.TypeErr = errText(f.typeText(ctx, e.WindowID, t.UpdateID, t.Text))
+	}
+	return res
 }
 
 // detect names the agent running in a window's pane ("" for none).
@@ -87,12 +92,18 @@ func (f *FrontEnd) detect(w tmux.Window) string {
 func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messages.IMSendToWindow) any {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	err := f.tmux.SendText(ctx, e.WindowID, e.Text)
-	f.log.Trace("typed into a window", "window", e.WindowID, "update", e.UpdateID, "error", err)
-	if err == nil && f.opts.Trace != nil {
-		f.opts.Trace("typed", e.UpdateID)
-	}
+	err := f.typeText(ctx, e.WindowID, e.UpdateID, e.Text)
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err)}
+}
+
+// typeText types a message into a window, literally.
+func (f *FrontEnd) typeText(ctx context.Context, window string, update int64, text string) error {
+	err := f.tmux.SendText(ctx, window, text)
+	f.log.Trace("typed into a window", "window", window, "update", update, "error", err)
+	if err == nil && f.opts.Trace != nil {
+		f.opts.Trace("typed", update)
+	}
+	return err
 }
 
 // sendChat sends one outbox entry on a goroutine of its own and returns at

@@ -100,6 +100,10 @@ type FrontEnd struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// The update offset last handled, and when its row was written.
+	offMu      sync.Mutex
+	offNext    int64
+	offWritten time.Time
 	// runCtx ends at Stop; chat sends run under it, counted by sends.
 	runCtx    context.Context
 	runCancel context.CancelFunc
@@ -252,6 +256,9 @@ func (f *FrontEnd) Stop(context.Context) error {
 		cancel()
 	}
 	f.wg.Wait()
+	f.offMu.Lock()
+	f.writeOffsetLocked()
+	f.offMu.Unlock()
 	if f.runCancel != nil {
 		f.runCancel()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/thatch-run/thatch/supervisor"
@@ -44,12 +45,39 @@ func (f *FrontEnd) handle(ctx context.Context, in telegram.Inbound) error {
 			"thread", imbinding.Key(in.ChatID, in.ThreadID), "update", in.UpdateID, "error", err)
 		f.notice(ctx, in, "thatch cannot handle this thread now: its state needs repair (thatch status, thatch repair). Your message was not delivered.")
 	}
-	// The offset row is a hint for the next start; the bindings' own
-	// update ids are what keeps an update from being handled twice.
-	if err := f.rows.Put(offsetTable, offsetKey, []byte(strconv.FormatInt(in.UpdateID+1, 10))); err != nil {
-		f.log.Warn("cannot store the update offset", "error", err)
-	}
+	f.noteOffset(in.UpdateID + 1)
 	return nil
+}
+
+// offsetEvery is how often the update offset row is written while updates
+// stream in. The row is a hint for the next start (what to ask Telegram
+// for); the bindings' own update ids are what keeps an update from being
+// handled twice, so a row a second old costs nothing but a few updates
+// offered again, and not writing it per update keeps a synced write out
+// of every update's path.
+const offsetEvery = time.Second
+
+// noteOffset records the next update to ask for, writing the row at most
+// every offsetEvery (and at Stop).
+func (f *FrontEnd) noteOffset(next int64) {
+	f.offMu.Lock()
+	defer f.offMu.Unlock()
+	f.offNext = next
+	if time.Since(f.offWritten) < offsetEvery {
+		return
+	}
+	f.writeOffsetLocked()
+}
+
+func (f *FrontEnd) writeOffsetLocked() {
+	if f.offNext == 0 {
+		return
+	}
+	if err := f.rows.Put(offsetTable, offsetKey, []byte(strconv.FormatInt(f.offNext, 10))); err != nil {
+		f.log.Warn("cannot store the update offset", "error", err)
+		return
+	}
+	f.offWritten = time.Now()
 }
 
 // route checks an update at the edge and delivers it to its binding.
