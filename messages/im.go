@@ -345,6 +345,10 @@ type IMPromptOpened struct {
 	// Window is a window still alive that a Recover reuses (its agent
 	// exited).
 	Window string `json:"window,omitempty"`
+	// Text and Rows are the question and its buttons (data without the
+	// nonce), to ask it again of another user.
+	Text string       `json:"text,omitempty"`
+	Rows [][]IMButton `json:"rows,omitempty"`
 }
 
 // IMPromptClosed records a prompt answered (or timed out).

@@ -73,6 +73,7 @@ const (
 const (
 	timerRename = "rename"
 	timerOutbox = "outbox"
+	timerFind   = "find"
 )
 
 // Limits that keep a binding's state small.
@@ -85,6 +86,9 @@ const (
 	// outboxRetry is how long a chat message that could not be sent waits
 	// before it is tried again.
 	outboxRetry = 10 * time.Second
+	// findRetry is how often a binding whose agent's session was not
+	// found looks for it again (replies can only be relayed once it is).
+	findRetry = 30 * time.Second
 )
 
 // Key is the entity id of a chat thread: the chat and the thread id (a
@@ -141,13 +145,17 @@ type Setup struct {
 
 // Prompt is a question with buttons waiting for the user.
 type Prompt struct {
-	Window    string   `json:"window,omitempty"`
-	Kind      string   `json:"kind"`
-	Nonce     uint64   `json:"nonce"`
-	UserID    int64    `json:"userID"`
-	MessageID int      `json:"messageID,omitempty"`
-	Choices   []string `json:"choices,omitempty"`
-	Detected  string   `json:"detected,omitempty"`
+	// Text and Rows are what the prompt said, so that it can be asked
+	// again of another user (Rows' data without the nonce).
+	Text      string                `json:"text,omitempty"`
+	Rows      [][]messages.IMButton `json:"rows,omitempty"`
+	Window    string                `json:"window,omitempty"`
+	Kind      string                `json:"kind"`
+	Nonce     uint64                `json:"nonce"`
+	UserID    int64                 `json:"userID"`
+	MessageID int                   `json:"messageID,omitempty"`
+	Choices   []string              `json:"choices,omitempty"`
+	Detected  string                `json:"detected,omitempty"`
 }
 
 // Queued is a message waiting to be typed into the window. Sent marks one
@@ -291,6 +299,7 @@ func (p *plan) ask(kind, text string, user int64, choices []string, detected str
 
 // askIn is ask for a prompt that remembers a live window to reuse.
 func (p *plan) askIn(kind, text string, user int64, choices []string, detected, window string, rows [][]messages.IMButton) {
+	plain := cloneRows(rows)
 	nonce := p.s.Nonce + 1
 	for _, row := range rows {
 		for i := range row {
@@ -298,8 +307,31 @@ func (p *plan) askIn(kind, text string, user int64, choices []string, detected, 
 		}
 	}
 	p.closePrompt()
-	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, UserID: user, Choices: choices, Detected: detected, Window: window})
+	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, UserID: user, Choices: choices, Detected: detected, Window: window,
+		Text: text, Rows: plain})
 	p.say(messages.IMOutEntry{Text: text, Buttons: rows, Prompt: nonce})
+}
+
+func cloneRows(rows [][]messages.IMButton) [][]messages.IMButton {
+	out := make([][]messages.IMButton, len(rows))
+	for i, r := range rows {
+		out[i] = slices.Clone(r)
+	}
+	return out
+}
+
+// reask asks the open prompt again, of user: a prompt answers to one user
+// (its buttons do nothing for others), so when another allowed user
+// speaks in the thread, the question moves to them.
+func (p *plan) reask(user int64) {
+	pr := p.s.Prompt
+	if pr == nil || pr.UserID == user || pr.Text == "" {
+		return
+	}
+	p.askIn(pr.Kind, pr.Text, user, slices.Clone(pr.Choices), pr.Detected, pr.Window, cloneRows(pr.Rows))
+	if pr.Kind == PromptRename {
+		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+	}
 }
 
 // closePrompt closes the open prompt, if any, and removes its buttons.
@@ -397,6 +429,8 @@ func (p *plan) update(m *messages.IMUpdate) {
 		p.effect(p.check())
 	case p.s.Phase == PhaseUnbound:
 		p.startSetup(m.UserID)
+	default:
+		p.reask(m.UserID)
 	}
 }
 
@@ -814,11 +848,24 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 		p.bind(&messages.IMBound{DisplayName: s.Name(), WindowName: wname, SessionID: m.SessionID, WindowID: st.Window, Tag: st.Tag, Cwd: st.Dir,
 			Agent: st.Agent, Transcript: m.Transcript, Offset: m.Offset})
 		p.say(messages.IMOutEntry{Text: "Session ready!"})
+		if m.SessionID == "" && m.Transcript == "" {
+			p.say(messages.IMOutEntry{Text: "thatch has not found " + st.Agent + "'s session yet; its replies are relayed once it has (it keeps looking)."})
+			p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
+		}
 		// The queued messages take the usual route: a check first, so
 		// that nothing is typed into a shell if the agent did not start.
 		p.recheck()
 	case s.Phase == PhaseBound || s.Phase == PhasePrompting:
-		if m.WindowID != s.Window.WindowID || m.SessionID == "" || (m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript) {
+		if m.WindowID != s.Window.WindowID {
+			return
+		}
+		if m.SessionID == "" {
+			if s.lost() {
+				p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
+			}
+			return
+		}
+		if m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript {
 			return
 		}
 		p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, WindowName: s.Info.WindowName, SessionID: m.SessionID, WindowID: s.Window.WindowID, Tag: s.Tag,
@@ -866,6 +913,10 @@ func (p *plan) tick(m *actors.Tick) {
 		}
 	case timerOutbox:
 		p.resend()
+	case timerFind:
+		if s := p.s; s.lost() && (s.Phase == PhaseBound || s.Phase == PhasePrompting) {
+			p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true})
+		}
 	}
 }
 
@@ -880,6 +931,12 @@ func (p *plan) resend() {
 	p.effect(p.s.send(head.Seq, head.IMOutEntry))
 }
 
+// lost reports a bound binding whose agent's session is not known: its
+// replies cannot be relayed until it is found.
+func (s *State) lost() bool {
+	return s.Window.WindowID != "" && s.Info.SessionID == "" && s.Transcript == ""
+}
+
 // recovered re-issues what a crash may have cut short: unsent chat
 // messages, the transcript follower, a window check for queued messages,
 // and the effect of the flow's current step.
@@ -891,6 +948,9 @@ func (p *plan) recovered() {
 	}
 	if s.Prompt != nil && s.Prompt.Kind == PromptRename {
 		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+	}
+	if s.lost() && (s.Phase == PhaseBound || s.Phase == PhasePrompting) {
+		p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
 	}
 	if s.Phase == PhaseBound && len(s.Queue) > 0 {
 		p.event(&messages.IMResumed{})
@@ -966,7 +1026,8 @@ func (*Kind) Apply(s *State, ev any) *State {
 		n.Outbox = slices.Delete(slices.Clone(s.Outbox), i, i+1)
 	case *messages.IMPromptOpened:
 		n.Nonce = e.Nonce
-		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, UserID: e.UserID, Choices: e.Choices, Detected: e.Detected, Window: e.Window}
+		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, UserID: e.UserID, Choices: e.Choices, Detected: e.Detected, Window: e.Window,
+			Text: e.Text, Rows: e.Rows}
 		switch e.Kind {
 		case PromptRename, PromptMismatch, PromptDead:
 			n.Phase = PhasePrompting

@@ -714,3 +714,59 @@ func TestACheckTypesTheMessageWhenAllIsWell(t *testing.T) {
 		t.Fatalf("a check typed %q while the thread's new name waits for a prompt", cw.Type.Text)
 	}
 }
+
+func TestAPromptMovesToAnotherUserWhoSpeaks(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("hi")
+	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1"}))
+	first := h.s.Prompt
+	h.nextUpd++
+	eff := h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 7, ChatID: -100, ThreadID: 5, Text: "me too"})
+	only[messages.IMSendChat](t, eff)
+	h.deliverChat(eff)
+	if h.s.Prompt == nil || h.s.Prompt.UserID != 7 || h.s.Prompt.Kind != PromptDead || h.s.Prompt.Nonce == first.Nonce {
+		t.Fatalf("prompt %+v, want the dead prompt asked again of user 7", h.s.Prompt)
+	}
+	if len(h.s.Queue) != 2 {
+		t.Fatalf("queue %v", h.s.Queue)
+	}
+	data := h.buttonData("Recover")
+	h.nextUpd++
+	cw := only[messages.IMCreateWindow](t, h.send(&messages.IMPress{UpdateID: h.nextUpd, UserID: 7, ChatID: -100, ThreadID: 5,
+		MessageID: h.s.Prompt.MessageID, CallbackID: "c", Data: data}))
+	if cw.Dir != "/home/u/proj" {
+		t.Fatalf("recover %+v", cw)
+	}
+}
+
+func TestALostSessionIsLookedForAgainAndSaid(t *testing.T) {
+	h := newHarness(t)
+	h.deliverChat(h.message("hi"))
+	h.deliverChat(h.press("claude"))
+	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u", AtRoot: true}))
+	cw := only[messages.IMCreateWindow](t, h.deliverChat(h.press("Use this directory")))
+	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
+	h.send(&messages.IMAgentSessionsListed{})
+	h.send(&messages.IMAgentLaunched{WindowID: "@1"})
+	eff := h.send(&messages.IMAgentSessionFound{WindowID: "@1"})
+	if tm := only[actors.StartTimer](t, eff); tm.Name != timerFind {
+		t.Fatalf("timer %+v", tm)
+	}
+	found := false
+	for _, o := range h.s.Outbox {
+		found = found || strings.Contains(o.Text, "has not found claude's session")
+	}
+	if !found {
+		t.Fatalf("the user is not told: %+v", h.s.Outbox)
+	}
+	fa := only[messages.IMFindAgentSession](t, h.send(&actors.Tick{Name: timerFind}))
+	if !fa.Brief || fa.Tag != cw.Tag {
+		t.Fatalf("search %+v", fa)
+	}
+	only[actors.StartTimer](t, h.send(&messages.IMAgentSessionFound{WindowID: "@1"}))
+	eff = h.send(&messages.IMAgentSessionFound{WindowID: "@1", SessionID: "s-9", Transcript: "/t/s-9.jsonl"})
+	if ft := only[messages.IMFollowTranscript](t, eff); ft.Path != "/t/s-9.jsonl" || ft.Offset != 0 {
+		t.Fatalf("follow %+v", ft)
+	}
+}
