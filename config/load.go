@@ -87,7 +87,7 @@ func Load(o LoadOptions) (*Config, error) {
 		Prefix:      envPrefix,
 		EnvironFunc: func() []string { return o.Env },
 		TransformFunc: func(name, value string) (string, any) {
-			if name == envConfig {
+			if name == envConfig || notKeys[name] {
 				return "", nil
 			}
 			if key, ok := keys().byEnv[name]; ok {
@@ -276,6 +276,14 @@ func isEmpty(v any) bool {
 	}
 	m, ok := v.(map[string]any)
 	return ok && len(m) == 0
+}
+
+// notKeys are THATCH_* variables that are not config keys: the IM front
+// end sets them in the shells it starts agents in, so that thatch's own
+// hook (and any thatch command an agent runs) finds its way back.
+var notKeys = map[string]bool{
+	"THATCH_IM_WINDOW":    true,
+	"THATCH_IM_HOOK_FILE": true,
 }
 
 // envProblem explains an unknown THATCH_* variable without echoing its

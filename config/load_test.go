@@ -556,3 +556,11 @@ func TestServerPasswordFromEnvironment(t *testing.T) {
 		t.Errorf("empty OPENCODE_SERVER_PASSWORD filled a password")
 	}
 }
+
+func TestTheIMFrontEndsShellVariablesAreNotKeys(t *testing.T) {
+	o := isolated(t)
+	o.Env = append(o.Env, "THATCH_IM_WINDOW=thatch:tg:-1:2:1", "THATCH_IM_HOOK_FILE=/tmp/h.json")
+	if _, err := Load(o); err != nil {
+		t.Fatalf("an agent's shell (with the variables thatch set for its hook) cannot run thatch: %v", err)
+	}
+}

@@ -88,12 +88,17 @@ func runHook(args []string) int {
 		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
 		return 1
 	}
-	cfg, err := config.Load(config.LoadOptions{Env: os.Environ()})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
-		return 1
+	// The daemon names its hook file when it launches the agent; a claude
+	// started some other way records into the default data directory's.
+	file := os.Getenv("THATCH_IM_HOOK_FILE")
+	if file == "" {
+		cfg, err := config.Load(config.LoadOptions{Env: os.Environ()})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
+			return 1
+		}
+		file = filepath.Join(cfg.Data.Dir, "im", "claude-sessions.json")
 	}
-	file := filepath.Join(cfg.Data.Dir, "im", "claude-sessions.json")
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
 		return 1

@@ -242,7 +242,7 @@ func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messag
 	if f.hookFile != "" && validTag(e.Tag) {
 		// The claude hook keys what it records by the window's tag: tmux
 		// numbers windows anew after a restart, a tag is never reused.
-		cmd = "THATCH_IM_WINDOW=" + e.Tag + " " + cmd
+		cmd = "THATCH_IM_WINDOW=" + e.Tag + " THATCH_IM_HOOK_FILE=" + shellQuote(f.hookFile) + " " + cmd
 	}
 	err = f.tmux.SendText(ctx, e.WindowID, cmd)
 	return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: errText(err)}
@@ -412,4 +412,10 @@ func validTag(tag string) bool {
 		}
 	}
 	return true
+}
+
+// shellQuote quotes s for a POSIX shell: single quotes, with each single
+// quote written as '\''.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
