@@ -134,6 +134,12 @@ func load(n int, dur time.Duration, op func(worker int, i uint64) error) (loadRe
 	start := time.Now()
 	base := count.Load()
 	time.Sleep(dur)
+	// A window so short (tiny test runs) or a machine so loaded that no
+	// operation finished in it measures nothing: wait for the first one,
+	// a bounded while, and count the time it took.
+	for deadline := time.Now().Add(10 * time.Second); count.Load() == base && time.Now().Before(deadline); {
+		time.Sleep(dur/10 + time.Millisecond)
+	}
 	events := count.Load() - base
 	elapsed := time.Since(start)
 	stop.Store(true)
