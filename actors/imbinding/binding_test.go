@@ -608,7 +608,7 @@ func TestAnAgentThatDidNotStartGetsNoTyping(t *testing.T) {
 	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
 	h.send(&messages.IMAgentSessionsListed{})
 	h.send(&messages.IMAgentLaunched{WindowID: "@1"})
-	h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: "@1"})) // nothing found: the launch failed
+	h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: "@1"}))                   // nothing found: the launch failed
 	eff := h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5"}) // a shell, no agent
 	none[messages.IMSendToWindow](t, eff)
 	if h.s.Prompt == nil || h.s.Prompt.Kind != PromptDead || len(h.s.Queue) != 1 {

@@ -414,8 +414,8 @@ func validTag(tag string) bool {
 	return true
 }
 
-// shellQuote quotes s for a POSIX shell: single quotes, with each single
-// quote written as '\''.
+// shellQuote quotes s for a POSIX shell: in single quotes, each single
+// quote inside closed, escaped and opened again.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -8,11 +8,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/thatch-run/thatch/supervisor"
-
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/supervisor"
 )
 
 // Edge limits: what a binding journals stays small and replayable.
