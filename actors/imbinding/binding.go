@@ -983,6 +983,15 @@ func (p *plan) recovered() {
 // Apply returns the state after ev; s is left as it was.
 func (*Kind) Apply(s *State, ev any) *State {
 	n := *s
+	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) {
+		return &n
+	}
+	return s
+}
+
+// applyChat applies the events of the chat side (updates, the outbox,
+// prompts) to n, a copy of s; it reports whether ev was one of them.
+func applyChat(n, s *State, ev any) bool {
 	switch e := ev.(type) {
 	case *messages.IMUpdateSeen:
 		n.LastUpdate, n.LastAt = e.UpdateID, e.At
@@ -1016,7 +1025,7 @@ func (*Kind) Apply(s *State, ev any) *State {
 		}
 		i := slices.IndexFunc(s.Outbox, func(o Out) bool { return o.Seq == e.Seq })
 		if i < 0 {
-			return &n
+			return true
 		}
 		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce {
 			c := *pr
@@ -1039,6 +1048,15 @@ func (*Kind) Apply(s *State, ev any) *State {
 				n.Phase = PhaseBound
 			}
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// applyBinding applies the events of the binding and its window.
+func applyBinding(n, s *State, ev any) bool {
+	switch e := ev.(type) {
 	case *messages.IMSetupStep:
 		n.Phase = e.Phase
 		n.Setup = nil
@@ -1104,9 +1122,9 @@ func (*Kind) Apply(s *State, ev any) *State {
 		}
 		n.Checking = len(n.Queue) > 0 && s.Phase == PhaseBound
 	default:
-		return s
+		return false
 	}
-	return &n
+	return true
 }
 
 // View is what `thatch status` shows of a binding.
