@@ -6,8 +6,6 @@ package thatch
 
 import (
 	_ "github.com/asynkron/protoactor-go/actor"
-	_ "github.com/fsnotify/fsnotify"
-	_ "github.com/go-telegram/bot"
 	_ "github.com/hashicorp/go-hclog"
 	_ "github.com/knadh/koanf/parsers/toml/v2"
 	_ "github.com/knadh/koanf/parsers/yaml"

@@ -131,16 +131,31 @@ func describe(effects []any) string {
 	return "[" + b.String() + "]"
 }
 
-// bind runs the whole setup flow: claude, in /home/u/proj, a new session.
-func (h *harness) bind() {
+// toWindow runs the setup flow from first message to the window it asks
+// for: first, claude, dir (a root), Use this directory.
+func (h *harness) toWindow(first, dir string) *messages.IMCreateWindow {
 	h.t.Helper()
-	h.deliverChat(h.message("hello"))
+	h.deliverChat(h.message(first))
 	h.deliverChat(h.press("claude"))
-	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u/proj", AtRoot: true}))
-	cw := only[messages.IMCreateWindow](h.t, h.deliverChat(h.press("Use this directory")))
+	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: dir, AtRoot: true}))
+	return only[messages.IMCreateWindow](h.t, h.deliverChat(h.press("Use this directory")))
+}
+
+// toFind goes on from toWindow to the session search: window @1 made, no
+// earlier sessions, claude launched.
+func (h *harness) toFind(first, dir string) *messages.IMCreateWindow {
+	h.t.Helper()
+	cw := h.toWindow(first, dir)
 	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
 	h.send(&messages.IMAgentSessionsListed{})
 	h.send(&messages.IMAgentLaunched{WindowID: "@1"})
+	return cw
+}
+
+// bind runs the whole setup flow: claude, in /home/u/proj, a new session.
+func (h *harness) bind() {
+	h.t.Helper()
+	h.toFind("hello", "/home/u/proj")
 	effects := h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: "@1", SessionID: "s-1", Transcript: "/t/s-1.jsonl"}))
 	only[messages.IMCheckWindow](h.t, effects)
 	effects = h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: h.s.Name(), Agent: "claude"})
@@ -520,10 +535,7 @@ func TestAFailedSendIsRetriedAloneAndARefusedOneDropped(t *testing.T) {
 
 func TestRecoveredMidSetupRepeatsTheStepWithTheSameTag(t *testing.T) {
 	h := newHarness(t)
-	h.deliverChat(h.message("hi"))
-	h.deliverChat(h.press("claude"))
-	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u", AtRoot: true}))
-	cw := only[messages.IMCreateWindow](t, h.deliverChat(h.press("Use this directory")))
+	cw := h.toWindow("hi", "/home/u")
 	again := only[messages.IMCreateWindow](t, h.send(&actors.Recovered{Restarted: true}))
 	if *again != *cw {
 		t.Fatalf("after a crash %+v, want the same %+v (the handler reuses the tagged window)", again, cw)
@@ -601,13 +613,7 @@ func TestACheckCarriesTheWindowTag(t *testing.T) {
 
 func TestAnAgentThatDidNotStartGetsNoTyping(t *testing.T) {
 	h := newHarness(t)
-	h.deliverChat(h.message("rm -rf build"))
-	h.deliverChat(h.press("claude"))
-	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u", AtRoot: true}))
-	cw := only[messages.IMCreateWindow](t, h.deliverChat(h.press("Use this directory")))
-	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
-	h.send(&messages.IMAgentSessionsListed{})
-	h.send(&messages.IMAgentLaunched{WindowID: "@1"})
+	h.toFind("rm -rf build", "/home/u")
 	h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: "@1"}))                   // nothing found: the launch failed
 	eff := h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5"}) // a shell, no agent
 	none[messages.IMSendToWindow](t, eff)
@@ -742,13 +748,7 @@ func TestAPromptMovesToAnotherUserWhoSpeaks(t *testing.T) {
 
 func TestALostSessionIsLookedForAgainAndSaid(t *testing.T) {
 	h := newHarness(t)
-	h.deliverChat(h.message("hi"))
-	h.deliverChat(h.press("claude"))
-	h.deliverChat(h.send(&messages.IMDirectoryListed{Path: "/home/u", AtRoot: true}))
-	cw := only[messages.IMCreateWindow](t, h.deliverChat(h.press("Use this directory")))
-	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
-	h.send(&messages.IMAgentSessionsListed{})
-	h.send(&messages.IMAgentLaunched{WindowID: "@1"})
+	cw := h.toFind("hi", "/home/u")
 	eff := h.send(&messages.IMAgentSessionFound{WindowID: "@1"})
 	if tm := only[actors.StartTimer](t, eff); tm.Name != timerFind {
 		t.Fatalf("timer %+v", tm)

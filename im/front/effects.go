@@ -286,10 +286,8 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *m
 			if out.Transcript == "" {
 				out.Transcript, _ = a.Transcript(e.Dir, found.ID)
 			}
-			if !e.Fresh && out.Transcript != "" {
-				if st, err := os.Stat(out.Transcript); err == nil {
-					out.Offset = st.Size() // replies from now on, not the history
-				}
+			if !e.Fresh {
+				out.Offset = fileEnd(out.Transcript) // replies from now on, not the history
 			}
 			f.log.Debug("found the agent's session", "window", e.WindowID, "agent", e.Agent, "session", out.SessionID, "how", out.How, "transcript", out.Transcript)
 			return out
@@ -300,14 +298,25 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *m
 			if e.Known != "" {
 				out.SessionID = e.Known
 				out.Transcript, _ = a.Transcript(e.Dir, e.Known)
-				if st, err := os.Stat(out.Transcript); err == nil && out.Transcript != "" {
-					out.Offset = st.Size()
-				}
+				out.Offset = fileEnd(out.Transcript)
 			}
 			return out
 		case <-tick.C:
 		}
 	}
+}
+
+// fileEnd is path's size: where reading it from now on starts (0 when
+// there is no such file yet).
+func fileEnd(path string) int64 {
+	if path == "" {
+		return 0
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // waitForAgent waits until agent runs in the window, or ctx ends, and a

@@ -60,6 +60,18 @@ func parseEcho(_ string, line []byte) []string {
 	return nil
 }
 
+// startFollower starts a follower that reads "R:" lines as replies and
+// delivers them to rec; the test's cleanup closes it.
+func startFollower(t *testing.T, rec *recorder) *follower {
+	t.Helper()
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -89,11 +101,7 @@ func TestFollowerRelaysCompleteLinesOnceFromTheJournaledOffset(t *testing.T) {
 	appendLine(t, path, "R:old\n")
 	offset := int64(len("R:old\n"))
 	rec := &recorder{}
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := startFollower(t, rec)
 	f.Follow("b1", path, "claude", offset)
 	appendLine(t, path, "tool noise\nR:one\nR:tw")
 	waitFor(t, "the first reply", func() bool { return len(rec.replies()) == 1 })
@@ -112,11 +120,7 @@ func TestFollowerRelaysCompleteLinesOnceFromTheJournaledOffset(t *testing.T) {
 func TestFollowerRetriesAFailedDeliveryWithoutLosingIt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	rec := &recorder{fail: true}
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := startFollower(t, rec)
 	f.Follow("b1", path, "claude", 0)
 	appendLine(t, path, "R:kept\n")
 	waitFor(t, "a failed delivery", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.failed > 0 })
@@ -129,11 +133,7 @@ func TestFollowerRetriesAFailedDeliveryWithoutLosingIt(t *testing.T) {
 func TestFollowerWaitsForAFileNotWrittenYet(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "later.jsonl")
 	rec := &recorder{}
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := startFollower(t, rec)
 	f.Follow("b1", path, "claude", 0)
 	appendLine(t, path, "R:first\n")
 	waitFor(t, "a reply from a file created after Follow", func() bool { return len(rec.replies()) == 1 })
@@ -223,11 +223,7 @@ func TestFollowerReadsAFileWhoseDirectoryIsMadeLater(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "projects", "-home-u-api")
 	path := filepath.Join(dir, "s.jsonl")
 	rec := &recorder{}
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := startFollower(t, rec)
 	f.Follow("b1", path, "claude", 0)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
