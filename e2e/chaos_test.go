@@ -159,6 +159,10 @@ type chaos struct {
 	failedTotal, answeredErrors            int
 	recoveryKills, killed                  int
 	restartTime                            time.Duration
+	// progress sums the restarts since the last progress line (line
+	// number progressLine): how many, and their start and check times.
+	progressLine, progressN     int
+	progressStarts, progressChk time.Duration
 }
 
 func newChaos(kills int) *chaos {
@@ -333,8 +337,11 @@ func (c *chaos) run() {
 			c.recoveryKills++
 			c.startAndKillDuringRecovery()
 		}
+		t0 := time.Now()
 		c.start()
+		t1 := time.Now()
 		c.check(k)
+		c.progress(k, t1.Sub(t0), time.Since(t1))
 		locked = false
 		c.gate.Unlock()
 	}
@@ -586,6 +593,28 @@ func (c *chaos) check(k int) {
 }
 
 // report prints the totals of the run, passed or not.
+// chaosProgressEvery is how many kills go by between progress lines.
+const chaosProgressEvery = 50
+
+// progress prints a line each time the kills pass a multiple of
+// chaosProgressEvery, so that a long run shows it is moving and how its
+// restarts and checks grow with the data: kills so far, the calls and
+// memories acknowledged, and the mean restart and check time of the
+// restarts since the last line.
+func (c *chaos) progress(k int, restart, check time.Duration) {
+	c.progressN++
+	c.progressStarts += restart
+	c.progressChk += check
+	if k/chaosProgressEvery == c.progressLine && k != c.kills {
+		return
+	}
+	c.progressLine = k / chaosProgressEvery
+	n := time.Duration(c.progressN)
+	fmt.Fprintf(GinkgoWriter, "chaos progress: %d/%d kills, %d calls and %d memories acknowledged; last %d restarts: %v to start, %v to check on average\n",
+		k, c.kills, c.acked, c.memAcked, c.progressN, (c.progressStarts / n).Round(time.Millisecond), (c.progressChk / n).Round(time.Millisecond))
+	c.progressN, c.progressStarts, c.progressChk = 0, 0, 0
+}
+
 func (c *chaos) report(d time.Duration) {
 	line := fmt.Sprintf("chaos totals: %d kills (%d during recovery) in %s (restarts took %s): tool calls %d acknowledged, %d recovered, %d lost (%d more kept unacknowledged); memories %d acknowledged, %d recovered, %d lost (%d more kept unacknowledged); %d requests failed while the daemon was down, %d were answered with an error",
 		c.killed, c.recoveryKills, d.Round(time.Millisecond), c.restartTime.Round(time.Millisecond), c.acked, c.recovered, c.lost, c.extra,

@@ -147,15 +147,17 @@ type Setup struct {
 type Prompt struct {
 	// Text and Rows are what the prompt said, so that it can be asked
 	// again of another user (Rows' data without the nonce).
-	Text      string                `json:"text,omitempty"`
-	Rows      [][]messages.IMButton `json:"rows,omitempty"`
-	Window    string                `json:"window,omitempty"`
-	Kind      string                `json:"kind"`
-	Nonce     uint64                `json:"nonce"`
-	UserID    int64                 `json:"userID"`
-	MessageID int                   `json:"messageID,omitempty"`
-	Choices   []string              `json:"choices,omitempty"`
-	Detected  string                `json:"detected,omitempty"`
+	Text   string                `json:"text,omitempty"`
+	Rows   [][]messages.IMButton `json:"rows,omitempty"`
+	Window string                `json:"window,omitempty"`
+	Kind   string                `json:"kind"`
+	Nonce  uint64                `json:"nonce"`
+	UserID int64                 `json:"userID"`
+	// MessageIDs are the chat messages that carried the prompt: more
+	// than one when a crash cut a send short and it was sent again.
+	MessageIDs []int    `json:"messageIDs,omitempty"`
+	Choices    []string `json:"choices,omitempty"`
+	Detected   string   `json:"detected,omitempty"`
 }
 
 // Queued is a message waiting to be typed into the window. Sent marks one
@@ -341,8 +343,8 @@ func (p *plan) closePrompt() {
 		return
 	}
 	p.event(&messages.IMPromptClosed{Nonce: pr.Nonce})
-	if pr.MessageID != 0 {
-		p.effect(&messages.IMClearButtons{ChatID: p.s.Chat.ChatID, MessageID: pr.MessageID})
+	for _, id := range pr.MessageIDs {
+		p.effect(&messages.IMClearButtons{ChatID: p.s.Chat.ChatID, MessageID: id})
 	}
 	if pr.Kind == PromptRename {
 		p.effect(&actors.CancelTimer{Name: timerRename})
@@ -470,8 +472,9 @@ func (p *plan) press(m *messages.IMPress) {
 	nonceText, action, _ := strings.Cut(m.Data, ":")
 	nonce, err := strconv.ParseUint(nonceText, 10, 64)
 	pr := s.Prompt
-	ok := err == nil && pr != nil && nonce == pr.Nonce && m.UserID == pr.UserID &&
-		(pr.MessageID == 0 || m.MessageID == pr.MessageID)
+	// The nonce names the prompt: every copy of it in the chat (a send
+	// repeated after a crash makes two) answers alike.
+	ok := err == nil && pr != nil && nonce == pr.Nonce && m.UserID == pr.UserID
 	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
 		At: p.now.UnixMilli(), Actor: ok})
 	if !ok {
@@ -1027,9 +1030,9 @@ func applyChat(n, s *State, ev any) bool {
 		if i < 0 {
 			return true
 		}
-		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce {
+		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce && e.MessageID != 0 {
 			c := *pr
-			c.MessageID = e.MessageID
+			c.MessageIDs = append(slices.Clip(pr.MessageIDs), e.MessageID)
 			n.Prompt = &c
 		}
 		n.Outbox = slices.Delete(slices.Clone(s.Outbox), i, i+1)

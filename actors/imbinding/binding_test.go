@@ -67,7 +67,16 @@ func (h *harness) press(label string) []any {
 	data := h.buttonData(label)
 	h.nextUpd++
 	return h.send(&messages.IMPress{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5,
-		MessageID: h.s.Prompt.MessageID, CallbackID: "cb", Data: data})
+		MessageID: h.promptMessage(), CallbackID: "cb", Data: data})
+}
+
+// promptMessage is the newest chat message that carried the open
+// prompt (0 when none was sent yet).
+func (h *harness) promptMessage() int {
+	if h.s.Prompt == nil || len(h.s.Prompt.MessageIDs) == 0 {
+		return 0
+	}
+	return h.s.Prompt.MessageIDs[len(h.s.Prompt.MessageIDs)-1]
 }
 
 func (h *harness) buttonData(label string) string {
@@ -414,7 +423,6 @@ func TestForeignAndStalePressesOnlyAnswer(t *testing.T) {
 		edit func(p *messages.IMPress)
 	}{
 		{"another user", func(p *messages.IMPress) { p.UserID = 7 }},
-		{"another message", func(p *messages.IMPress) { p.MessageID = 1 }},
 		{"a stale nonce", func(p *messages.IMPress) { p.Data = "0:" + strings.SplitN(p.Data, ":", 2)[1] }},
 		{"garbage", func(p *messages.IMPress) { p.Data = "x" }},
 	}
@@ -422,7 +430,7 @@ func TestForeignAndStalePressesOnlyAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.deliverChat(h.message("hi"))
-			p := &messages.IMPress{UpdateID: 99, UserID: 42, ChatID: -100, ThreadID: 5, MessageID: h.s.Prompt.MessageID, CallbackID: "cb", Data: h.buttonData("claude")}
+			p := &messages.IMPress{UpdateID: 99, UserID: 42, ChatID: -100, ThreadID: 5, MessageID: h.promptMessage(), CallbackID: "cb", Data: h.buttonData("claude")}
 			tc.edit(p)
 			eff := h.send(p)
 			if len(eff) != 1 {
@@ -431,6 +439,31 @@ func TestForeignAndStalePressesOnlyAnswer(t *testing.T) {
 			only[messages.IMAnswerPress](t, eff)
 			if h.s.Setup.Step != StepAgent {
 				t.Fatalf("step %s", h.s.Setup.Step)
+			}
+		})
+	}
+}
+
+// A crash after a prompt was sent but before its sending was journaled
+// sends it again: the chat then shows two copies, and the user may press
+// either: both answer.
+func TestEitherCopyOfAPromptSentAgainAfterACrashAnswers(t *testing.T) {
+	for _, pressed := range []string{"the first copy", "the copy sent again"} {
+		t.Run(pressed, func(t *testing.T) {
+			h := newHarness(t)
+			// Sent as message 100, then the crash: that answer never came.
+			only[messages.IMSendChat](t, h.message("hi"))
+			again := only[messages.IMSendChat](t, h.send(&actors.Recovered{Restarted: true}))
+			h.send(&messages.IMChatSent{Seq: again.Seq, MessageID: 101})
+			msg := 101
+			if pressed == "the first copy" {
+				msg = 100
+			}
+			h.nextUpd++
+			eff := h.send(&messages.IMPress{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5,
+				MessageID: msg, CallbackID: "cb", Data: h.buttonData("claude")})
+			if h.s.Setup.Step != StepDir {
+				t.Fatalf("step %s after pressing %s, want the directory browser; effects %s", h.s.Setup.Step, pressed, describe(eff))
 			}
 		})
 	}
@@ -740,7 +773,7 @@ func TestAPromptMovesToAnotherUserWhoSpeaks(t *testing.T) {
 	data := h.buttonData("Recover")
 	h.nextUpd++
 	cw := only[messages.IMCreateWindow](t, h.send(&messages.IMPress{UpdateID: h.nextUpd, UserID: 7, ChatID: -100, ThreadID: 5,
-		MessageID: h.s.Prompt.MessageID, CallbackID: "c", Data: data}))
+		MessageID: h.promptMessage(), CallbackID: "c", Data: data}))
 	if cw.Dir != "/home/u/proj" {
 		t.Fatalf("recover %+v", cw)
 	}
