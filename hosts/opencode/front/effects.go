@@ -37,6 +37,11 @@ type HostInfo struct {
 	// API is "v1" or "v2"; on v2 noReply delivery is lost, so the start
 	// reminder is skipped.
 	API string
+	// PID is the opencode process whose own server this host is (a
+	// plugin registers it with its pid); 0 for a configured `opencode
+	// serve`. Only such a process is resumed with a session (-c, -s), so
+	// only its listing at connect marks state as inherited.
+	PID int
 }
 
 // handlers are the front end's effect handlers. Each effect of a family

@@ -3,7 +3,9 @@ package front
 import (
 	"context"
 	"errors"
+	"time"
 
+	"github.com/thatch-run/thatch/actors/ocfamily"
 	"github.com/thatch-run/thatch/persistence"
 )
 
@@ -29,4 +31,10 @@ func (o *FrontEnd) BreakRegistryForTest() {
 	o.dir.request = func(context.Context, any) (any, error) {
 		return nil, errors.New("registry: scripted failure")
 	}
+}
+
+// LiveFamiliesForTest lists the family entities that are awake now (not
+// passivated), without waking any.
+func (o *FrontEnd) LiveFamiliesForTest() ([]string, error) {
+	return o.tree.LiveIDs(ocfamily.KindName, 10*time.Second)
 }

@@ -104,7 +104,7 @@ func (o *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	o.dir = newDirectory()
 	o.memSvc = &memoryService{log: o.log.Named("memory"), mem: c.Memory, oc: o}
 	for name, h := range o.opts.Hosts {
-		o.hosts[name] = &hostConn{name: name, info: h}
+		o.hosts[name] = &hostConn{name: name, info: h, pid: h.PID}
 	}
 	grace := o.cfg.OpenCode.FinishGrace
 	if grace == 0 {
@@ -163,16 +163,21 @@ func (o *FrontEnd) DeliverHostEvent(msg any) error {
 }
 
 // ReconcileHost lists a connected host's sessions and reconciles every
-// family on it, as a (re)connect of its event stream does. A host supplied
-// in Options.Hosts is connected from Open but has no stream: call this
-// after Start, and after the host was unreachable, so that families
-// rehydrated by the start resume their host calls. Its client must also
-// offer ListSessions and SessionStatus.
+// family on it, and records what a resumed opencode process inherited, as
+// a (re)connect of its event stream does (the strand sweep then runs on
+// its interval). A host supplied in Options.Hosts is connected from Open
+// but has no stream: call this after Start, and after the host was
+// unreachable, so that families rehydrated by the start resume their host
+// calls. Its client must also offer ListSessions and SessionStatus.
 func (o *FrontEnd) ReconcileHost(ctx context.Context, host string) error {
 	if o.tree == nil {
 		return errNotStarted
 	}
-	return o.reconcileHost(ctx, host)
+	if err := o.reconcileHost(ctx, host); err != nil {
+		return err
+	}
+	o.noteInherited(ctx, host)
+	return nil
 }
 
 // Inspect returns the status view of the family entity named family (what `thatch

@@ -94,6 +94,7 @@ func TestPlanRuntimeSweep(t *testing.T) {
 		{"state a resumed opencode inherited stays, however old", runtimeFamily{Touched: old, Inherited: "opencode@127.0.0.1:4096"}, "keep", reasonInherited, "opencode@127.0.0.1:4096"},
 		{"inherited state stays even in a gone directory", runtimeFamily{Touched: old, DirGone: true, Inherited: "h"}, "keep", reasonInherited, "h"},
 		{"unfinished work is finished first", runtimeFamily{Touched: old, Active: true}, "keep", reasonActive, ""},
+		{"unfinished work is reported kept while the family is awake too", runtimeFamily{Touched: old, Active: true, Live: true}, "keep", reasonActive, ""},
 		{"a live family is being written", runtimeFamily{Touched: old, Live: true}, "", "", ""},
 		{"a tombstone is left to its own leg", runtimeFamily{Touched: old, Tombstone: true}, "", "", ""},
 		{"state of an older thatch starts its TTL now", runtimeFamily{}, "stamp", "", ""},

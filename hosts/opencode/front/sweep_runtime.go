@@ -121,19 +121,24 @@ const (
 
 // planRuntimeSweep applies the TTL rules. It is pure. State older than the
 // cutoff and state whose directory is gone is dropped; state a resumed
-// opencode inherited is kept, as is state that is being written (live) or
-// has unfinished work; a tombstone is left to its own leg. Families come
+// opencode inherited is kept, as is state that has unfinished work (both
+// reported) or is being written (live, not reported); a tombstone is left
+// to its own leg. Families come
 // out sorted by id.
 func planRuntimeSweep(fams []runtimeFamily, cutoff time.Time) runtimePlan {
 	var p runtimePlan
 	sort.Slice(fams, func(i, j int) bool { return fams[i].ID < fams[j].ID })
 	for _, f := range fams {
 		switch {
-		case f.Tombstone, f.Live:
+		case f.Tombstone:
 		case f.Inherited != "":
 			p.Kept = append(p.Kept, messages.SweepItem{ID: f.ID, Host: f.Inherited, Reason: reasonInherited})
 		case f.Active:
+			// Reported awake or not: a family held back by unfinished
+			// work (an entity with a timer stays awake) is what a user
+			// reading the report wants to see.
 			p.Kept = append(p.Kept, messages.SweepItem{ID: f.ID, Reason: reasonActive})
+		case f.Live:
 		case f.DirGone:
 			p.Drop = append(p.Drop, messages.SweepItem{ID: f.ID, Reason: reasonDirGone})
 		case f.Touched.IsZero():

@@ -84,8 +84,8 @@ func (s *strandHost) moved() map[string]string {
 var _ front.StrandHost = (*strandHost)(nil)
 
 // startSweepWorld starts the world's runtime with the config edited (the
-// other stories run the defaults) and the given host client.
-func startSweepWorld(w *world, client front.HostClient, edit func(*config.Config)) {
+// other stories run the defaults) and the given host.
+func startSweepWorld(w *world, host front.HostInfo, edit func(*config.Config)) {
 	GinkgoHelper()
 	cfg := config.Defaults()
 	cfg.Data.Dir = w.dir
@@ -95,7 +95,7 @@ func startSweepWorld(w *world, client front.HostClient, edit func(*config.Config
 	Expect(cfg.Validate()).To(Succeed())
 	w.cfg = cfg
 	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Debug, Output: GinkgoWriter})
-	oc := front.New(cfg, front.Options{Hosts: map[string]front.HostInfo{hostName: {Client: client, API: "v1"}}})
+	oc := front.New(cfg, front.Options{Hosts: map[string]front.HostInfo{hostName: host}})
 	rt, err := thatch.New(cfg, thatch.Options{Clock: w.clock, Logger: logger, FrontEnds: []frontend.FrontEnd{oc}})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(rt.Start(context.Background())).To(Succeed())
@@ -116,8 +116,49 @@ func sweepWorld(client func(*fakeHost) front.HostClient, edit func(*config.Confi
 			_ = rt.Stop(context.Background())
 		}
 	})
-	startSweepWorld(w, client(w.host), edit)
+	startSweepWorld(w, front.HostInfo{Client: client(w.host), API: "v1"}, edit)
 	return w
+}
+
+// restartSweepWorld stops the world's runtime and starts a new one on the
+// same directory and config edit, with host, as a daemon restart does
+// (timers do not survive it; the clock carries on). The host has not
+// reconnected yet: ReconcileHost is its reconnect.
+func restartSweepWorld(w *world, host front.HostInfo, edit func(*config.Config)) {
+	GinkgoHelper()
+	w.stop()
+	w.clock = actors.NewFakeClock(w.clock.Now())
+	startSweepWorld(w, host, edit)
+}
+
+// droppedIDs are the families a runtime-state report dropped.
+func droppedIDs(r *messages.SweepReport) []string {
+	var ids []string
+	if r != nil {
+		for _, it := range r.Dropped {
+			ids = append(ids, it.ID)
+		}
+	}
+	return ids
+}
+
+// skipped are the items a report skipped (or kept), with the reasons.
+func skipped(r *messages.SweepReport) []messages.SweepItem {
+	if r == nil {
+		return nil
+	}
+	return r.Skipped
+}
+
+// passivate advances the clock past the passivation timeout and waits
+// until no family is awake, so that the next sweep round sees them as
+// passivated state rather than state being written. (Advancing the clock
+// by hours at once fires the passivation and a sweep round together, and
+// the round may come first.)
+func passivate(w *world) {
+	GinkgoHelper()
+	w.clock.Advance(w.cfg.Actors.PassivateAfter + time.Minute)
+	Eventually(w.oc.LiveFamiliesForTest).Should(BeEmpty(), "the families passivate")
 }
 
 // lastReport is the newest report of a sweep in status.
@@ -150,12 +191,66 @@ func knownFamily(w *world, id string) func() bool {
 var _ = Describe("Runtime-state sweep", func() {
 	const ttl = 24 * time.Hour
 	var w *world
+	edit := func(c *config.Config) {
+		c.Sweep.Interval = time.Hour
+		c.Sweep.RuntimeStateTTL = ttl
+		c.Sweep.Strand = false
+	}
 	BeforeEach(func() {
-		w = sweepWorld(func(h *fakeHost) front.HostClient { return h }, func(c *config.Config) {
-			c.Sweep.Interval = time.Hour
-			c.Sweep.RuntimeStateTTL = ttl
-			c.Sweep.Strand = false
-		})
+		w = sweepWorld(func(h *fakeHost) front.HostClient { return h }, edit)
+	})
+
+	It("keeps the state a resumed opencode inherited, and ages the same state out under a configured server", func() {
+		w.parentCreated("ses_p")
+		w.tools("ses_p", "a", 2)
+		w.host.AddSession(opencode.Session{ID: "ses_p", Title: "a parent", Directory: "/src/project"})
+
+		By("the daemon restarts, and the opencode process resumed with the session (opencode -s) registers")
+		resumed := front.HostInfo{Client: w.host, API: "v1", PID: os.Getpid()}
+		restartSweepWorld(w, resumed, edit)
+		Expect(w.oc.ReconcileHost(context.Background(), hostName)).To(Succeed())
+		w.clock.Advance(ttl + 2*time.Hour)
+		Eventually(lastReport(w, messages.SweepRuntime)).Should(WithTransform(skipped,
+			ContainElement(HaveField("ID", "ses_p"))))
+		r := lastReport(w, messages.SweepRuntime)()
+		Expect(r.Skipped[0].Reason).To(ContainSubstring("inherited"))
+		Expect(r.Skipped[0].Host).To(Equal(hostName))
+		w.never(knownFamily(w, "ses_p"), BeTrue(), "the inherited state stays past the TTL")
+
+		By("the same state under a configured `opencode serve`, which resumes nothing")
+		restartSweepWorld(w, front.HostInfo{Client: w.host, API: "v1"}, edit)
+		Expect(w.oc.ReconcileHost(context.Background(), hostName)).To(Succeed())
+		w.clock.Advance(2 * time.Hour)
+		Eventually(knownFamily(w, "ses_p")).Should(BeFalse(), "nothing inherited it now: the TTL applies")
+	})
+
+	It("keeps a family whose extraction child the journal holds until the reconnect finished the child through the host, then drops it", func() {
+		// A TTL shorter than the stale window (15 minutes), so that the
+		// round comes while the child still holds its claim.
+		short := func(c *config.Config) {
+			edit(c)
+			c.Sweep.Interval = time.Minute
+			c.Sweep.RuntimeStateTTL = 5 * time.Minute
+		}
+		host := front.HostInfo{Client: w.host, API: "v1"}
+		restartSweepWorld(w, host, short)
+		w.parentCreated("ses_p")
+		w.tools("ses_p", "a", 2)
+		x := w.fetchingExtraction(2) // the child holds the claim; then the daemon dies
+		restartSweepWorld(w, host, short) // the host has not reconnected yet
+		w.clock.Advance(6 * time.Minute)
+		Eventually(lastReport(w, messages.SweepRuntime)).Should(WithTransform(skipped,
+			ContainElement(HaveField("Reason", ContainSubstring("unfinished work")))))
+		Expect(knownFamily(w, "ses_p")()).To(BeTrue(), "past the TTL, but its child still holds a claim")
+		Expect(w.callsOf(mDelete)()).To(BeEmpty())
+
+		By("the host comes back and lists the child idle: the rehydrated family finishes it")
+		w.reconcile(false, extractionChild(x, false))
+		w.clock.Advance(finishGrace)
+		Eventually(w.callsOf(mDelete)).Should(ConsistOf(HaveField("Session", x)), "the child is finished through the host")
+		passivate(w)
+		w.clock.Advance(time.Minute)
+		Eventually(knownFamily(w, "ses_p")).Should(BeFalse(), "with nothing unfinished, the TTL drops it")
 	})
 
 	It("drops state nobody wrote for the TTL, and a swept session writes it again on its next tool call", func() {
@@ -166,13 +261,7 @@ var _ = Describe("Runtime-state sweep", func() {
 
 		w.clock.Advance(3 * time.Hour)
 		Eventually(knownFamily(w, "ses_p")).Should(BeFalse(), "the sweep dropped the silent family's journal")
-		Eventually(lastReport(w, messages.SweepRuntime)).Should(WithTransform(func(r *messages.SweepReport) []string {
-			var ids []string
-			for _, it := range r.Dropped {
-				ids = append(ids, it.ID)
-			}
-			return ids
-		}, ContainElement("ses_p")))
+		Eventually(lastReport(w, messages.SweepRuntime)).Should(WithTransform(droppedIDs, ContainElement("ses_p")))
 
 		w.tools("ses_p", "b", 1)
 		Expect(w.view("ses_p").Pending).To(Equal(1), "the next tool call writes the state again")
@@ -189,7 +278,8 @@ var _ = Describe("Runtime-state sweep", func() {
 		w.tools("ses_p", "a", 1)
 		Expect(os.RemoveAll(dir)).To(Succeed())
 
-		w.clock.Advance(2 * time.Hour) // the families passivate, then a round runs
+		passivate(w)
+		w.clock.Advance(time.Hour) // a round runs
 		Eventually(knownFamily(w, "ses_wt")).Should(BeFalse(), "the worktree's state goes")
 		w.never(knownFamily(w, "ses_p"), BeTrue(), "a directory that never existed here is no evidence")
 	})
