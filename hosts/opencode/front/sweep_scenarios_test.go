@@ -236,7 +236,7 @@ var _ = Describe("Runtime-state sweep", func() {
 		restartSweepWorld(w, host, short)
 		w.parentCreated("ses_p")
 		w.tools("ses_p", "a", 2)
-		x := w.fetchingExtraction(2) // the child holds the claim; then the daemon dies
+		x := w.fetchingExtraction(2)      // the child holds the claim; then the daemon dies
 		restartSweepWorld(w, host, short) // the host has not reconnected yet
 		w.clock.Advance(6 * time.Minute)
 		Eventually(lastReport(w, messages.SweepRuntime)).Should(WithTransform(skipped,
