@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -53,6 +54,41 @@ func envelope(name string, version uint64, body string) []byte {
 	return append(b, body...)
 }
 
+// A formatV2 envelope carries a checksum of what Encode wrote: any changed
+// byte after the format byte is ErrCorrupt, not a wrong value, although its
+// body skips the JSON check.
+func TestAChangedByteOfAChecksummedEnvelopeIsCorrupt(t *testing.T) {
+	b, err := Encode(&testEventV2{Name: "a", Count: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != formatV2 {
+		t.Fatalf("Encode wrote format %#x, want %#x", b[0], formatV2)
+	}
+	for i := 1; i < len(b); i++ {
+		c := bytes.Clone(b)
+		c[i] ^= 0x20
+		if v, err := Decode(c); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("byte %d changed: Decode = %v, %v; want ErrCorrupt", i, v, err)
+		}
+	}
+	if _, err := Decode(b[:len(b)-1]); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("truncated: %v, want ErrCorrupt", err)
+	}
+}
+
+// Journals written before formatV2 hold formatV1 envelopes: they still
+// decode, and their bodies are still checked to be JSON.
+func TestFormatV1EnvelopesStillDecodeAndAreChecked(t *testing.T) {
+	got, err := DecodeAs[testEventV2](envelope("test.event", 2, `{"name":"a","count":3}`))
+	if err != nil || got.Name != "a" || got.Count != 3 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if _, err := Decode(envelope("test.event", 2, `{"name":"a","count":`)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a truncated formatV1 body: %v, want ErrCorrupt", err)
+	}
+}
+
 func TestUpgradeFromOlderVersion(t *testing.T) {
 	got, err := DecodeAs[testEventV2](envelope("test.event", 1, `{"title":"old"}`))
 	if err != nil {
@@ -99,7 +135,7 @@ func TestBodiesAreStandardJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, body, err := split(b)
+	_, _, body, _, err := split(b)
 	if err != nil {
 		t.Fatal(err)
 	}

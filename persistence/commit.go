@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -18,32 +19,42 @@ const commitWorkers = 4
 // batch per fsync. Pebble already shares one WAL sync among concurrent
 // synced commits, but each commit still pays its own way through the
 // commit pipeline; with a thousand entities appending one event each, that
-// per-commit cost, not the disk, becomes the limit. The committer's one
-// goroutine takes whatever accumulated while the previous sync ran and
-// commits it as a single synced batch, so the group grows with the load
-// and the disk's latency, and each Append stays atomic (its entries are
-// in one batch) and is acknowledged only after the sync.
+// per-commit cost, not the disk, becomes the limit. A committer goroutine
+// takes every append queued while the previous sync ran and commits them as
+// a single synced batch, so the group grows with the load and the disk's
+// latency, and each append stays atomic (its entries are in one batch) and
+// is acknowledged only after the sync.
+//
+// An append only queues a small record under the lock; the batch is built
+// by the committer goroutine that takes the group, so the lock a thousand
+// appenders contend for is held for a slice append, not for the copying.
 type committer struct {
-	s    *Store
-	mu   sync.Mutex
-	cur  *commitGroup
-	kick chan struct{}
-	quit chan struct{}
-	done chan struct{}
-	wg   sync.WaitGroup
+	s     *Store
+	mu    sync.Mutex
+	queue []appendReq
+	// spare is an emptied queue to swap in, so that steady load
+	// allocates no queue.
+	spare  []appendReq
+	closed bool
+	kick   chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	wg     sync.WaitGroup
 }
 
-type commitGroup struct {
-	b   *pebble.Batch
-	err error
-	// cbs are the adds' callbacks, called in order once the group is
-	// durable (or failed).
-	cbs []func(error)
+// appendReq is one queued append.
+type appendReq struct {
+	id     Identity
+	first  uint64
+	events [][]byte
+	mark   ActiveMark
+	// done is called once the group is durable (or failed); it must not
+	// block.
+	done func(error)
 }
 
 func newCommitter(s *Store) *committer {
 	c := &committer{s: s, kick: make(chan struct{}, commitWorkers), quit: make(chan struct{}), done: make(chan struct{})}
-	c.cur = c.newGroup()
 	c.wg.Add(commitWorkers)
 	for range commitWorkers {
 		go c.run()
@@ -55,38 +66,21 @@ func newCommitter(s *Store) *committer {
 	return c
 }
 
-func (c *committer) newGroup() *commitGroup {
-	return &commitGroup{b: c.s.db.NewBatch()}
-}
-
-// addAsync runs fill on the open group's batch (fill must only add to it)
-// and returns; cb is called, on a committer goroutine, once the group is
-// durable or failed. cb must not block.
-func (c *committer) addAsync(fill func(b *pebble.Batch) error, cb func(error)) {
-	if err := c.enqueue(fill, cb); err != nil {
-		cb(err)
-	}
-}
-
-func (c *committer) enqueue(fill func(b *pebble.Batch) error, cb func(error)) error {
+// add queues r for the next group and returns; r.done is called, on a
+// committer goroutine, once the group is durable or failed.
+func (c *committer) add(r appendReq) {
 	c.mu.Lock()
-	if c.cur == nil {
+	if c.closed {
 		c.mu.Unlock()
-		return ErrClosed
+		r.done(ErrClosed)
+		return
 	}
-	g := c.cur
-	if err := fill(g.b); err != nil {
-		// A half-filled append would commit with the group: fail the whole
-		// group rather than make part of one append durable.
-		g.err = fmt.Errorf("persistence: build batch: %w", err)
-	}
-	g.cbs = append(g.cbs, cb)
+	c.queue = append(c.queue, r)
 	c.mu.Unlock()
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 func (c *committer) run() {
@@ -106,53 +100,103 @@ func (c *committer) run() {
 func (c *committer) flushAll() {
 	for {
 		c.mu.Lock()
-		g := c.cur
-		if g == nil || len(g.cbs) == 0 {
+		g := c.queue
+		if len(g) == 0 {
 			c.mu.Unlock()
 			return
 		}
-		c.cur = c.newGroup()
+		c.queue, c.spare = c.spare[:0], nil
 		c.mu.Unlock()
 		c.commit(g)
+		clear(g) // drop the events' and callbacks' references
+		c.mu.Lock()
+		if c.spare == nil || cap(g) > cap(c.spare) {
+			c.spare = g[:0]
+		}
+		c.mu.Unlock()
 	}
 }
 
-func (c *committer) commit(g *commitGroup) {
-	defer func() {
-		for _, cb := range g.cbs {
-			cb(g.err)
+// commit builds one batch of the group's appends, commits it synced and
+// calls every append's done, in order.
+func (c *committer) commit(g []appendReq) {
+	err := c.write(g)
+	for i := range g {
+		r := &g[i]
+		if err != nil {
+			last := r.first + uint64(len(r.events)) - 1
+			r.done(fmt.Errorf("persistence: append %s seq %d..%d: %w", r.id, r.first, last, err))
+			continue
 		}
-	}()
-	defer g.b.Close()
+		r.done(nil)
+	}
+}
+
+func (c *committer) write(g []appendReq) (err error) {
+	b := c.s.db.NewBatch()
+	defer b.Close()
 	defer func() {
 		// Pebble panics (through the store's fatal logger) when the WAL
 		// cannot be written or synced; the store is failed from then on.
 		if r := recover(); r != nil {
 			c.s.fail(fmt.Errorf("%w: %v", ErrFailed, r))
-			g.err = c.s.failure()
+			err = c.s.failure()
 		}
 	}()
-	if g.err != nil {
-		return
-	}
 	if c.s.failed.Load() {
-		g.err = c.s.failure()
-		return
+		return c.s.failure()
 	}
-	if err := g.b.Commit(c.s.wo); err != nil {
-		g.err = err
+	var key []byte
+	for i := range g {
+		if key, err = fillAppend(b, key, &g[i]); err != nil {
+			// A half-filled append would commit with the group: fail the
+			// whole group rather than make part of one append durable.
+			return fmt.Errorf("persistence: build batch: %w", err)
+		}
 	}
+	return b.Commit(c.s.wo)
 }
 
-// close commits what is waiting and stops the goroutine; later adds fail
+// fillAppend adds one append's keys to b; key is a scratch buffer, returned
+// for the next append (b copies what it is given).
+func fillAppend(b *pebble.Batch, key []byte, r *appendReq) ([]byte, error) {
+	key = appendEntityPrefix(key[:0], prefixEvent, r.id)
+	n := len(key)
+	key = append(key, make([]byte, 8)...)
+	for i, ev := range r.events {
+		binary.BigEndian.PutUint64(key[n:], r.first+uint64(i))
+		if err := b.Set(key, ev, nil); err != nil {
+			return key, err
+		}
+	}
+	// The highest-seq key is written on an entity's first append (it is
+	// also the entity index) and whenever events are deleted; otherwise
+	// the last event key is the highest, and HighestSeq takes the larger
+	// of the two. Writing it on every append would double the journal's
+	// writes.
+	if len(r.events) > 0 && r.first == 1 {
+		key = appendEntityPrefix(key[:0], prefixHighest, r.id)
+		if err := b.Set(key, seqBytes(r.first+uint64(len(r.events))-1), nil); err != nil {
+			return key, err
+		}
+	}
+	switch r.mark {
+	case MarkActive:
+		key = appendEntityPrefix(key[:0], prefixActive, r.id)
+		return key, b.Set(key, nil, nil)
+	case MarkIdle:
+		key = appendEntityPrefix(key[:0], prefixActive, r.id)
+		return key, b.Delete(key, nil)
+	}
+	return key, nil
+}
+
+// close commits what is waiting and stops the goroutines; later adds fail
 // with ErrClosed.
 func (c *committer) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	close(c.quit)
 	<-c.done
-	c.mu.Lock()
-	if c.cur != nil {
-		c.cur.b.Close()
-		c.cur = nil
-	}
-	c.mu.Unlock()
 }

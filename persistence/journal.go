@@ -47,38 +47,6 @@ func (j *Journal) Append(id Identity, first uint64, events [][]byte, mark Active
 	return <-done
 }
 
-// appendFill adds an append's keys to a commit group's batch.
-func appendFill(id Identity, first uint64, events [][]byte, mark ActiveMark) func(b *pebble.Batch) error {
-	return func(b *pebble.Batch) error {
-		prefix := entityPrefix(prefixEvent, id)
-		key := make([]byte, len(prefix)+8)
-		copy(key, prefix)
-		for i, ev := range events {
-			binary.BigEndian.PutUint64(key[len(prefix):], first+uint64(i))
-			if err := b.Set(key, ev, nil); err != nil {
-				return err
-			}
-		}
-		// The highest-seq key is written on an entity's first append (it
-		// is also the entity index) and whenever events are deleted;
-		// otherwise the last event key is the highest, and HighestSeq
-		// takes the larger of the two. Writing it on every append would
-		// double the journal's writes.
-		if len(events) > 0 && first == 1 {
-			if err := b.Set(entityPrefix(prefixHighest, id), seqBytes(first+uint64(len(events))-1), nil); err != nil {
-				return err
-			}
-		}
-		switch mark {
-		case MarkActive:
-			return b.Set(entityPrefix(prefixActive, id), nil, nil)
-		case MarkIdle:
-			return b.Delete(entityPrefix(prefixActive, id), nil)
-		}
-		return nil
-	}
-}
-
 // AppendAsync is Append without the wait: it checks its arguments, queues
 // the events into the next synced batch and returns at once; done is called
 // (on a journal goroutine; it must not block) with nil once the events are
@@ -101,13 +69,7 @@ func (j *Journal) AppendAsync(id Identity, first uint64, events [][]byte, mark A
 		done(fmt.Errorf("%w: append %s at %d", ErrSequence, id, first))
 		return
 	}
-	last := first + uint64(len(events)) - 1
-	j.s.commit.addAsync(appendFill(id, first, events, mark), func(err error) {
-		if err != nil {
-			err = fmt.Errorf("persistence: append %s seq %d..%d: %w", id, first, last, err)
-		}
-		done(err)
-	})
+	j.s.commit.add(appendReq{id: id, first: first, events: events, mark: mark, done: done})
 }
 
 // HighestSeq is the highest sequence number ever appended (or snapshotted)

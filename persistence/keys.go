@@ -33,7 +33,11 @@ func validateIdentity(i Identity) error {
 
 // entityPrefix is prefix kind 0 id 0.
 func entityPrefix(p byte, id Identity) []byte {
-	b := make([]byte, 0, 3+len(id.Kind)+len(id.ID)+8)
+	return appendEntityPrefix(make([]byte, 0, 3+len(id.Kind)+len(id.ID)+8), p, id)
+}
+
+// appendEntityPrefix appends prefix kind 0 id 0 to b.
+func appendEntityPrefix(b []byte, p byte, id Identity) []byte {
 	b = append(b, p)
 	b = append(b, id.Kind...)
 	b = append(b, 0)
