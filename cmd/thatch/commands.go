@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -49,7 +51,10 @@ func loadConfig(name string, args []string, extra func(*pflag.FlagSet)) (*config
 }
 
 func runServe(args []string) int {
-	cfg, code, err := loadConfig("serve", args, nil)
+	var profile string
+	cfg, code, err := loadConfig("serve", args, func(fs *pflag.FlagSet) {
+		fs.StringVar(&profile, "profile-start", "", "write a CPU profile of the start (store open, rehydration, mount) to this file, to see why a start is slow")
+	})
 	if cfg == nil && err == nil {
 		return code
 	}
@@ -57,6 +62,12 @@ func runServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
 		return code
 	}
+	stopProfile, err := startProfile(profile)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
+		return 1
+	}
+	defer stopProfile()
 	rt, err := thatch.New(cfg, thatch.Options{FrontEnds: frontEnds(cfg)})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
@@ -74,6 +85,7 @@ func runServe(args []string) int {
 		log.Error("cannot start", "error", err)
 		return 1
 	}
+	stopProfile()
 	log.Info("thatch is running; stop it with Ctrl-C or SIGTERM", "version", thatch.Version, "pid", os.Getpid())
 	code = 0
 	select {
@@ -92,6 +104,31 @@ func runServe(args []string) int {
 	}
 	log.Info("stopped")
 	return code
+}
+
+// startProfile starts a CPU profile into path ("" for none) and returns
+// the function that stops it; calling that again does nothing.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "thatch serve: profile: %v\n", err)
+			}
+		})
+	}, nil
 }
 
 func runCheckConfig(args []string) int {

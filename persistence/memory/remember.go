@@ -45,9 +45,14 @@ type RememberResult struct {
 const (
 	OpNew     = "new"
 	OpUpdated = "updated"
-	// MaxSimilar caps RememberResult.Similar; every pair still counts in
-	// the dedup signal.
+	// MaxSimilar caps RememberResult.Similar.
 	MaxSimilar = 10
+	// MaxPairsPerWrite caps the duplicate pairs one write records: its
+	// best ones. A store of many near-identical entries (notes written
+	// from one template) would otherwise hold pairs quadratic in its size,
+	// all loaded at every open; capped, they stay linear, and the dedup
+	// signal still says the store needs a cleanup.
+	MaxPairsPerWrite = 32
 )
 
 // SimilarEntry is another entry close to the one just written.

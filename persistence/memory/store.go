@@ -470,14 +470,15 @@ func (s *Store) Unindexed() int {
 }
 
 // commit writes an entry's index record (and the entry itself when e is
-// not nil), replaces its duplicate pairs with those found for v, drops its
-// verdicts when clearVerdicts is set, and updates the in-memory index only
-// once the batch is durable. It returns the pairs found. Caller holds mu; v
-// must not alias the shard's arrays.
+// not nil), replaces its duplicate pairs with the best MaxPairsPerWrite of
+// those found for v, drops its verdicts when clearVerdicts is set, and
+// updates the in-memory index only once the batch is durable. It returns
+// every pair found. Caller holds mu; v must not alias the shard's arrays.
 func (s *Store) commit(sh *shard, slug string, e *Entry, m meta, v *vecData, clearVerdicts bool, wo *pebble.WriteOptions) ([]SimilarEntry, error) {
-	var similar []SimilarEntry
+	var similar, paired []SimilarEntry
 	if v != nil && !m.archived {
 		similar = sh.similar(v, slug, s.threshold)
+		paired = similar[:min(len(similar), MaxPairsPerWrite)] // best first
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -510,7 +511,7 @@ func (s *Store) commit(sh *shard, slug string, e *Entry, m meta, v *vecData, cle
 			}
 		}
 	}
-	for _, sim := range similar {
+	for _, sim := range paired {
 		if err := b.Set(pairRecordKey(kindPair, sh.name, makePair(slug, sim.Slug)), encodeScore(sim.Score), nil); err != nil {
 			return nil, fmt.Errorf("memory: write %s/%s: %w", sh.name, slug, err)
 		}
@@ -523,7 +524,7 @@ func (s *Store) commit(sh *shard, slug string, e *Entry, m meta, v *vecData, cle
 		sh.dropVerdicts(slug)
 	}
 	sh.put(slug, m, v)
-	for _, sim := range similar {
+	for _, sim := range paired {
 		sh.addPair(makePair(slug, sim.Slug), sim.Score)
 	}
 	return similar, nil

@@ -815,3 +815,31 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("%d entries left, want 24", len(all))
 	}
 }
+
+// Notes written from one template are all near-duplicates of each other.
+// Each write records only its best MaxPairsPerWrite pairs, so the pairs a
+// store holds (and loads at every open) grow linearly with it, not with
+// its square, and the dedup signal still flags it.
+func TestPairsOfManyNearDuplicatesStayLinear(t *testing.T) {
+	e := newEnv(t, Options{})
+	const n = 3 * MaxPairsPerWrite
+	for i := range n {
+		note := pebbleNote
+		note.Label = fmt.Sprintf("pebble sync policy %d", i)
+		res := e.remember(note)
+		if want := min(i, MaxSimilar); len(res.Similar) != want {
+			t.Fatalf("write %d: %d similar, want %d", i, len(res.Similar), want)
+		}
+	}
+	want := 0
+	for i := range n {
+		want += min(i, MaxPairsPerWrite)
+	}
+	if got := e.signals(proj).DedupPairs; got != want || got >= n*(n-1)/2 {
+		t.Fatalf("dedup pairs %d, want %d (of %d possible)", got, want, n*(n-1)/2)
+	}
+	e.reopen(Options{})
+	if got := e.signals(proj).DedupPairs; got != want {
+		t.Fatalf("after reopen: dedup pairs %d, want %d", got, want)
+	}
+}
