@@ -21,6 +21,10 @@ type IMUpdate struct {
 	Text       string `json:"text,omitempty"`
 	TopicName  string `json:"topicName,omitempty"`
 	NameSource string `json:"nameSource,omitempty"`
+	// Start marks the bot's /start command (what Telegram sends when a
+	// user first opens a chat with the bot): it starts the setup of a
+	// thread with no binding and is never typed to an agent.
+	Start bool `json:"start,omitempty"`
 }
 
 // Sources of a topic name, in the order of trust: a name from a

@@ -416,6 +416,9 @@ func (p *plan) update(m *messages.IMUpdate) {
 		}
 	}
 	text := m.Text
+	if m.Start {
+		text = "" // a bot command, not a prompt for the agent
+	}
 	if len(s.Queue) >= MaxQueued && text != "" {
 		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
 			Topic: m.Topic, TopicName: name, At: p.now.UnixMilli()})
@@ -424,8 +427,15 @@ func (p *plan) update(m *messages.IMUpdate) {
 	}
 	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending()
 	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
-		Topic: m.Topic, TopicName: name, Text: text, At: p.now.UnixMilli(), Check: check, Actor: text != ""})
+		Topic: m.Topic, TopicName: name, Text: text, At: p.now.UnixMilli(), Check: check, Actor: text != "" || m.Start})
 	switch {
+	case m.Start && s.Phase == PhaseUnbound:
+		p.startSetup(m.UserID)
+	case m.Start && s.Phase == PhaseBound:
+		p.say(messages.IMOutEntry{Text: fmt.Sprintf("This thread is bound to %s in tmux window %s (%s). What you send here is typed to it.",
+			s.Info.AgentType, s.windowName(), s.Info.Cwd)})
+	case m.Start:
+		p.reask(m.UserID)
 	case text == "":
 	case check:
 		p.effect(p.check())

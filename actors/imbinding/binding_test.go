@@ -469,6 +469,30 @@ func TestEitherCopyOfAPromptSentAgainAfterACrashAnswers(t *testing.T) {
 	}
 }
 
+// Telegram sends /start when a user first opens a chat with the bot: it
+// starts the setup of a thread with no binding, answers a bound thread
+// with what it is bound to, and is typed to no agent either way.
+func TestStartCommandIsNeverTypedToTheAgent(t *testing.T) {
+	h := newHarness(t)
+	h.nextUpd++
+	eff := h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, Topic: true, Start: true})
+	if h.s.Phase != PhaseSetup || h.s.Prompt == nil || h.s.Prompt.Kind != PromptAgent {
+		t.Fatalf("after /start: phase %s prompt %+v; effects %s", h.s.Phase, h.s.Prompt, describe(eff))
+	}
+	if len(h.s.Queue) != 0 {
+		t.Fatalf("/start was queued for the agent: %v", h.s.Queue)
+	}
+
+	b := newHarness(t)
+	b.bind()
+	b.nextUpd++
+	eff = b.send(&messages.IMUpdate{UpdateID: b.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, Topic: true, Start: true})
+	sc := only[messages.IMSendChat](t, eff)
+	if !strings.Contains(sc.Text, "bound to claude") || len(b.s.Queue) != 0 {
+		t.Fatalf("a bound thread's /start: said %q, queue %v", sc.Text, b.s.Queue)
+	}
+}
+
 func TestAnUpdateIsHandledOnce(t *testing.T) {
 	h := newHarness(t)
 	u := &messages.IMUpdate{UpdateID: 10, UserID: 42, ChatID: -100, ThreadID: 5, Text: "hi"}

@@ -104,13 +104,24 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 	up := &messages.IMUpdate{UpdateID: in.UpdateID, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID,
 		Topic: in.Topic, Text: cleanText(in.Text, maxText), TopicName: cleanText(in.TopicName, maxName),
 		NameSource: nameSource(in.NameSrc)}
-	if !allowed {
-		up.Text = "" // a stranger's service message may still name the topic
+	if isStart(up.Text) {
+		up.Start, up.Text = true, ""
 	}
-	if up.Text == "" && up.TopicName == "" {
+	if !allowed {
+		up.Text, up.Start = "", false // a stranger's service message may still name the topic
+	}
+	if up.Text == "" && up.TopicName == "" && !up.Start {
 		return nil
 	}
 	return f.tree.DeliverContext(ctx, bindingID(key), up, deliverTimeout)
+}
+
+// isStart reports the bot's /start command ("/start", "/start@bot",
+// either with a payload after a space).
+func isStart(text string) bool {
+	cmd, _, _ := strings.Cut(text, " ")
+	cmd, _, _ = strings.Cut(cmd, "@")
+	return cmd == "/start"
 }
 
 // refused reports whether a delivery was refused by the binding itself,

@@ -233,3 +233,14 @@ func TestFollowerReadsAFileWhoseDirectoryIsMadeLater(t *testing.T) {
 	appendLine(t, path, "R:and watched\n")
 	waitFor(t, "the next reply, by the watch", func() bool { return len(rec.replies()) == 2 })
 }
+
+func TestIsStartKnowsTheBotCommandOnly(t *testing.T) {
+	for text, want := range map[string]bool{
+		"/start": true, "/start@thatch_bot": true, "/start deep-link": true,
+		"/started": false, "start": false, "please /start": false, "": false, "/stop": false,
+	} {
+		if got := isStart(text); got != want {
+			t.Errorf("isStart(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
