@@ -118,10 +118,22 @@ func (f *FrontEnd) zoxide() string {
 	return f.opts.Zoxide
 }
 
-// rememberDir records a directory a binding was made in, for quick jumps.
+// maxRecent is how many directories of recent bindings are kept.
+const maxRecent = 50
+
+// rememberDir records a directory a binding was made in, for quick jumps,
+// and forgets the oldest beyond maxRecent.
 func (f *FrontEnd) rememberDir(dir string) {
 	if err := f.rows.Put(recentTable, dir, nil); err != nil {
 		f.log.Debug("cannot record a recent directory", "error", err)
+		return
+	}
+	recent := f.recentDirs()
+	for _, old := range recent[min(len(recent), maxRecent):] {
+		if err := f.rows.Delete(recentTable, old); err != nil {
+			f.log.Debug("cannot forget a recent directory", "error", err)
+			return
+		}
 	}
 }
 

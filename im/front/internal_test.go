@@ -3,8 +3,10 @@ package front
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -242,5 +244,26 @@ func TestIsStartKnowsTheBotCommandOnly(t *testing.T) {
 		if got := isStart(text); got != want {
 			t.Errorf("isStart(%q) = %v, want %v", text, got, want)
 		}
+	}
+}
+
+func TestRecentDirectoriesKeepTheNewestOnly(t *testing.T) {
+	st, err := persistence.Open(t.TempDir(), persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &FrontEnd{log: hclog.NewNullLogger(), rows: st.Rows()}
+	var dirs []string
+	for i := range maxRecent + 10 {
+		dirs = append(dirs, fmt.Sprintf("/src/project-%02d", i))
+		f.rememberDir(dirs[i])
+	}
+	got := f.recentDirs()
+	if len(got) != maxRecent {
+		t.Fatalf("%d recent directories kept, want %d", len(got), maxRecent)
+	}
+	if got[0] != dirs[len(dirs)-1] || slices.Contains(got, dirs[9]) || !slices.Contains(got, dirs[10]) {
+		t.Fatalf("kept %v, want the newest %d, newest first", got, maxRecent)
 	}
 }
