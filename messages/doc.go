@@ -9,8 +9,11 @@
 //
 // # Encoding
 //
-// A journaled value is written as an envelope: a format byte, the registered
-// type name, the type's schema version, and a JSON body. Decoding an envelope
+// A journaled value is written as an envelope: a format byte, a CRC-32C of
+// the rest, the registered type name, the type's schema version, and a JSON
+// body. A body whose checksum matches is what Encode wrote, so Decode skips
+// the JSON check on it; envelopes of the first format (no checksum) still
+// decode, checked. Decoding an envelope
 // whose type or version is not registered fails with ErrUnknownType or
 // ErrUnknownVersion; it never yields a zero value.
 //
