@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -255,6 +257,36 @@ func userTexts(file string) []string {
 		}
 	}
 	return out
+}
+
+// Settled polls until the daemon's status shows the thread's binding
+// with nothing queued for the agent and nothing unsent to the chat.
+// Status inspects a binding only once what it handled is journaled, so a
+// kill after this cannot make the daemon send or type anything again
+// (what a crash between a send and its journal does, by design).
+func (iw *IMWorld) Settled(d *Daemon, thread int64) {
+	GinkgoHelper()
+	key := fmt.Sprintf("tg:%d:%d", imChat, thread)
+	Eventually(func() (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var st struct {
+			Bindings []struct {
+				Thread string `json:"thread"`
+				Queued int    `json:"queued"`
+				Unsent int    `json:"unsent"`
+			} `json:"bindings"`
+		}
+		if err := d.Client().Do(ctx, "GET", "/v1/status", nil, &st); err != nil {
+			return "", err
+		}
+		for _, b := range st.Bindings {
+			if b.Thread == key {
+				return fmt.Sprintf("queued %d unsent %d", b.Queued, b.Unsent), nil
+			}
+		}
+		return "no binding " + key, nil
+	}).Should(Equal("queued 0 unsent 0"))
 }
 
 // StatusTable runs `thatch status` (the table a person reads) and returns it.
