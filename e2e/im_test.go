@@ -212,6 +212,31 @@ var _ = Describe("IM front end", Label("im"), func() {
 		Expect(iw.UserLines("claude")()).To(Equal([]string{"an earlier task", "continue"}), "the picked session, not a new one")
 	})
 
+	It("does not offer a session that another thread is bound to", func() {
+		start()
+		dir := filepath.Join(iw.Projects, "api")
+		cmd := exec.Command(filepath.Join(iw.Root, "bin", "claude"))
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, iw.Env, strings.NewReader("an earlier task\n")
+		Expect(cmd.Run()).To(Succeed())
+		first := iw.Setup("first", "claude", "api", "task one") // picks New: the earlier session stays free
+		Eventually(iw.Said(first)).Should(ContainElement("echo: task one"))
+
+		second := iw.TG.CreateTopic(imChat, "second")
+		iw.TG.Message(imChat, second, imUser, "hello")
+		iw.Press(second, imUser, iw.Prompt(second, "Which agent"), "claude")
+		iw.Press(second, imUser, iw.Prompt(second, "Working directory: "+iw.Projects), "api")
+		iw.Press(second, imUser, iw.Prompt(second, "Working directory: "+dir), "Use this directory")
+		picker := iw.Prompt(second, "Resume one?")
+		var labels []string
+		for _, row := range picker.Buttons {
+			for _, b := range row {
+				labels = append(labels, b.Text)
+			}
+		}
+		Expect(labels).To(ContainElement(ContainSubstring("an earlier task")))
+		Expect(labels).NotTo(ContainElement(ContainSubstring("task one")), "the first thread's session is not offered")
+	})
+
 	It("offers zoxide's ranked directories first", func() {
 		if _, err := exec.LookPath("zoxide"); err != nil {
 			Fail("zoxide is not installed (.ci/run installs it): apt-get install zoxide")

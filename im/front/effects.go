@@ -198,18 +198,31 @@ func (f *FrontEnd) createWindow(ctx context.Context, _ actors.Identity, e *messa
 	return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID, Name: w.Name}
 }
 
-func (f *FrontEnd) listAgentSessions(_ context.Context, _ actors.Identity, e *messages.IMListAgentSessions) any {
+// pickerSessions is how many earlier sessions the picker offers at most.
+const pickerSessions = 10
+
+// listAgentSessions lists the agent's sessions in a directory for the
+// picker, leaving out those another thread is bound to (its transcript is
+// followed for that thread): one session is one thread's.
+func (f *FrontEnd) listAgentSessions(_ context.Context, from actors.Identity, e *messages.IMListAgentSessions) any {
 	a, ok := f.agents.Get(e.Agent)
 	if !ok {
 		return &messages.IMAgentSessionsListed{Err: "unknown agent " + e.Agent}
 	}
-	list, err := a.Sessions(e.Dir, 10)
+	list, err := a.Sessions(e.Dir, 2*pickerSessions)
 	if err != nil {
 		f.log.Warn("cannot list the agent's sessions; offering a new one", "agent", e.Agent, "dir", e.Dir, "error", err)
 		return &messages.IMAgentSessionsListed{}
 	}
 	out := &messages.IMAgentSessionsListed{}
 	for _, s := range list {
+		if len(out.Sessions) == pickerSessions {
+			break
+		}
+		if by := f.follow.followedBy(s.Path); by != "" && by != from.ID {
+			f.log.Debug("not offering a session another thread is bound to", "session", s.ID, "thread", by)
+			continue
+		}
 		out.Sessions = append(out.Sessions, messages.IMAgentSession{
 			ID: s.ID, When: s.Modified.Local().Format("2006-01-02 15:04"), FirstPrompt: cleanText(s.FirstPrompt, 80)})
 	}

@@ -99,6 +99,19 @@ func (f *follower) Follow(binding, path, agent string, offset int64) {
 	f.markLocked(path)
 }
 
+// followedBy returns the binding that follows path ("" when none does).
+func (f *follower) followedBy(path string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cur, ok := f.files[filepath.Clean(path)]; ok {
+		return cur.binding
+	}
+	if cur, ok := f.files[path]; ok {
+		return cur.binding
+	}
+	return ""
+}
+
 // Stop stops following path.
 func (f *follower) Stop(path string) {
 	f.mu.Lock()
