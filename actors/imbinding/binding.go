@@ -398,10 +398,23 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	return p.decision(nil)
 }
 
+// UpdateIDReset is how long the bot may go without any update before
+// Telegram may number the next one at random instead of in sequence ("at
+// least a week"; a day of margin). im/telegram's IDReset is the same.
+const UpdateIDReset = 6 * 24 * time.Hour
+
+// seen reports an update handled already: Telegram redelivers what was
+// not confirmed before a crash, with the same ids, within a day. An id at
+// or below the last one is such a repeat only while the last one is
+// recent; after UpdateIDReset it is Telegram's new numbering, and taken.
+func (p *plan) seen(id int64) bool {
+	return id <= p.s.LastUpdate && p.now.UnixMilli()-p.s.LastAt < UpdateIDReset.Milliseconds()
+}
+
 // update handles a chat message or service message.
 func (p *plan) update(m *messages.IMUpdate) {
 	s := p.s
-	if m.UpdateID <= s.LastUpdate {
+	if p.seen(m.UpdateID) {
 		return // handled before a crash: the update was redelivered
 	}
 	name := ""
@@ -475,7 +488,7 @@ func (p *plan) startSetup(user int64) {
 // when it belongs to the open prompt, its message and its user.
 func (p *plan) press(m *messages.IMPress) {
 	s := p.s
-	if m.UpdateID <= s.LastUpdate {
+	if p.seen(m.UpdateID) {
 		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
 		return
 	}

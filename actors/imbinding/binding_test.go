@@ -502,6 +502,26 @@ func TestAnUpdateIsHandledOnce(t *testing.T) {
 	}
 }
 
+// After a week without any update, Telegram numbers the next ones at
+// random: an id below the last one is then new, not a repeat.
+func TestAnUpdateIDBelowTheLastIsNewAfterTelegramsReset(t *testing.T) {
+	h := newHarness(t)
+	h.send(&messages.IMUpdate{UpdateID: 900, UserID: 42, ChatID: -100, ThreadID: 5, Text: "before"})
+	h.send(&messages.IMUpdate{UpdateID: 12, UserID: 42, ChatID: -100, ThreadID: 5, Text: "a repeat?"})
+	if len(h.s.Queue) != 1 {
+		t.Fatalf("a lower id a moment later is a repeat: queue %v", h.s.Queue)
+	}
+	h.now = h.now.Add(UpdateIDReset + time.Hour)
+	h.send(&messages.IMUpdate{UpdateID: 12, UserID: 42, ChatID: -100, ThreadID: 5, Text: "after the reset"})
+	if len(h.s.Queue) != 2 || h.s.Queue[1].Text != "after the reset" || h.s.LastUpdate != 12 {
+		t.Fatalf("after the reset: queue %v last %d", h.s.Queue, h.s.LastUpdate)
+	}
+	h.send(&messages.IMUpdate{UpdateID: 12, UserID: 42, ChatID: -100, ThreadID: 5, Text: "after the reset"})
+	if len(h.s.Queue) != 2 {
+		t.Fatalf("the new numbering's repeats are still repeats: queue %v", h.s.Queue)
+	}
+}
+
 func TestTopicNames(t *testing.T) {
 	cases := []struct {
 		name  string

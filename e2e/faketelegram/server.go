@@ -250,6 +250,15 @@ func (s *Server) Messages(chatID, threadID int64) []Sent {
 	return out
 }
 
+// Renumber makes next the id of the next update, as Telegram does after
+// a week without any update (the next id "is chosen randomly instead of
+// sequentially"): it may be below the ids before it.
+func (s *Server) Renumber(next int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID = next
+}
+
 // Confirmed is the highest offset-1 a getUpdates asked with: the updates
 // up to it are gone, as Telegram would have dropped them.
 func (s *Server) Confirmed() int64 {

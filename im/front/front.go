@@ -191,15 +191,18 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 // newBot builds the Telegram adapter, starting after the stored offset.
 func (f *FrontEnd) newBot() (*telegram.Bot, error) {
 	var offset int64
+	var saved time.Time
 	if row, ok, err := f.rows.Get(offsetTable, offsetKey); err != nil {
 		return nil, fmt.Errorf("im: read the update offset: %w", err)
 	} else if ok {
 		offset, _ = strconv.ParseInt(string(row.Value), 10, 64)
+		saved = row.WrittenAt
 	}
 	bot, err := telegram.New(telegram.Options{
 		Token:        f.cfg.IM.Telegram.Token.Reveal(),
 		APIURL:       f.cfg.IM.Telegram.APIURL,
 		Offset:       offset,
+		OffsetSaved:  saved,
 		PollTimeout:  f.opts.PollTimeout,
 		ChatInterval: f.opts.ChatInterval,
 		Logger:       f.log.Named("telegram"),

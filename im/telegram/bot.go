@@ -39,6 +39,10 @@ const (
 	DefaultPollTimeout    = 30 * time.Second
 	DefaultRequestTimeout = 15 * time.Second
 	DefaultChatInterval   = time.Second
+	// IDReset is how long the bot may go without any update before
+	// Telegram may number the next ones at random ("at least a week"; a
+	// day of margin). The bindings use the same window for their repeats.
+	IDReset = 6 * 24 * time.Hour
 )
 
 // Options configure a Bot. Zero values take the documented defaults.
@@ -53,6 +57,12 @@ type Options struct {
 	// Offset is the first update id Run asks for: the caller persists the
 	// last update it handled + 1 and passes it here after a restart.
 	Offset int64
+	// OffsetSaved is when Offset was stored (zero: now). After IDReset
+	// without any update, Telegram may number the next ones anew, below
+	// Offset, and an Offset past them would drop them: Run then asks
+	// from the earliest unconfirmed update instead (everything before was
+	// confirmed by the polls that found nothing).
+	OffsetSaved time.Time
 	// PollTimeout is the long-poll timeout of getUpdates, rounded to whole
 	// seconds (at least 1). Default: DefaultPollTimeout.
 	PollTimeout time.Duration
@@ -83,8 +93,11 @@ type Bot struct {
 	running   atomic.Bool
 
 	// next is the first update id not yet handled; confirmed is the offset
-	// Telegram last saw. Both belong to Run (one at a time).
+	// Telegram last saw; lastAt is when the last update came (or the
+	// offset was saved). They belong to Run (one at a time).
 	next, confirmed int64
+	lastAt          time.Time
+	now             func() time.Time
 
 	mu    sync.Mutex
 	chats map[int64]*chatGate
@@ -105,6 +118,8 @@ func New(o Options) (*Bot, error) {
 		reqTO:    o.RequestTimeout,
 		interval: o.ChatInterval,
 		next:     o.Offset,
+		lastAt:   o.OffsetSaved,
+		now:      time.Now,
 		chats:    map[int64]*chatGate{},
 	}
 	// A transport of its own, so that Close can drop its idle connections.

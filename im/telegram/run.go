@@ -44,10 +44,19 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 	defer b.confirmOnExit(ctx)
 
 	b.confirmed = b.next // nothing handled yet in this Run
+	if b.lastAt.IsZero() {
+		b.lastAt = b.now()
+	}
 	var pending []models.Update
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		if len(pending) == 0 {
+			if b.next > 0 && b.now().Sub(b.lastAt) >= IDReset {
+				// Telegram may number the next update anew, below
+				// b.next: ask from the earliest unconfirmed one.
+				b.log.Debug("no update for a while; asking from the earliest unconfirmed update", "since", b.lastAt)
+				b.next, b.confirmed = 0, 0
+			}
 			ups, err := b.getUpdates(ctx, b.next, pollLimit, b.poll)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -63,6 +72,9 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 			}
 			backoff = 0
 			b.confirmed = b.next
+			if len(ups) > 0 {
+				b.lastAt = b.now()
+			}
 			for _, u := range ups {
 				// Telegram answers in order from the offset; anything
 				// older was handled already.

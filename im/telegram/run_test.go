@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestRunDeliversEachKindOfUpdateInOrderWithItsFields(t *testing.T) {
@@ -139,5 +142,54 @@ func TestRunRefusesASecondConcurrentRun(t *testing.T) {
 	<-started
 	if err := w.bot.Run(context.Background(), nil); !errors.Is(err, ErrRunning) {
 		t.Fatalf("second Run = %v, want ErrRunning", err)
+	}
+}
+
+// After a week without updates Telegram may number the next ones anew,
+// below the offset the bot would ask with, which would drop them unseen.
+// A bot idle that long (or started on an offset saved that long ago) asks
+// from the earliest unconfirmed update instead.
+func TestRunTakesUpdatesTelegramNumberedAnewAfterAWeek(t *testing.T) {
+	for _, how := range []string{"idle while running", "restarted on an old offset"} {
+		t.Run(how, func(t *testing.T) {
+			w := newWorld(t, nil)
+			for i := range 3 {
+				w.srv.Message(-100, 0, 9, string(rune('a'+i)))
+			}
+			rec := &recorder{}
+			var mu sync.Mutex
+			now := time.Now()
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			bot := w.bot
+			bot.now = clock
+			stop := run(t, bot, func(_ context.Context, in Inbound) error { rec.add(in); return nil })
+			eventually(t, "the first three", func() bool { return len(rec.get()) == 3 })
+			eventually(t, "the first three confirmed", func() bool { return w.srv.Confirmed() == 3 })
+			if how == "restarted on an old offset" {
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				bot = w.newBot(func(o *Options) { o.Offset, o.OffsetSaved = 4, now.Add(-IDReset-time.Hour) })
+				bot.now = clock
+			}
+			mu.Lock()
+			now = now.Add(IDReset + time.Hour) // a week without updates
+			mu.Unlock()
+			if how == "restarted on an old offset" {
+				run(t, bot, func(_ context.Context, in Inbound) error { rec.add(in); return nil })
+			}
+			// The poll in flight when the clock jumped asked with the old
+			// offset; Telegram renumbers only after the week, when the
+			// bot's next poll asks from the earliest unconfirmed update.
+			eventually(t, "a poll from the earliest unconfirmed update", func() bool {
+				return strings.Contains(w.log.String(), "asking from the earliest unconfirmed update")
+			})
+			w.srv.Renumber(2)
+			w.srv.Message(-100, 0, 9, "after the week")
+			eventually(t, "the renumbered update", func() bool { return len(rec.get()) == 4 })
+			if got := rec.get()[3]; got.UpdateID != 2 || got.Text != "after the week" {
+				t.Fatalf("got update %d %q, want 2 \"after the week\"", got.UpdateID, got.Text)
+			}
+		})
 	}
 }
