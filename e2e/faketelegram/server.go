@@ -178,6 +178,24 @@ func (s *Server) Message(chatID, threadID, userID int64, text string) int64 {
 	return s.push(map[string]any{"message": m})
 }
 
+// Photo pushes a user's photo with a caption, as Message pushes text.
+func (s *Server) Photo(chatID, threadID, userID int64, caption string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if threadID != 0 {
+		s.chat(chatID).forum = true
+	}
+	m, _ := s.newMessage(chatID, threadID, user(userID))
+	m["photo"] = []map[string]any{{"file_id": "photo-1", "file_unique_id": "u1", "width": 90, "height": 60}}
+	if caption != "" {
+		m["caption"] = caption
+	}
+	if created, ok := s.chat(chatID).topics[threadID]; ok {
+		m["reply_to_message"] = created
+	}
+	return s.push(map[string]any{"message": m})
+}
+
 // CreateTopic makes a forum topic in chatID and pushes its
 // forum_topic_created service message; the topic's thread id is that
 // message's id, as on Telegram.

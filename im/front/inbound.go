@@ -97,9 +97,14 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 			MessageID: c.MessageID, CallbackID: c.ID, Data: c.Data,
 		}, deliverTimeout)
 	}
-	if !allowed && in.Text != "" {
+	if !allowed && (in.Text != "" || in.Media != "") {
 		f.log.Debug("ignored a message from a user not on the allow-list", "user", in.UserID)
 		return nil
+	}
+	if in.Media != "" {
+		// Agents take typed text only: say so, and type the caption.
+		f.notice(ctx, in, "thatch passes text only: the "+in.Media+" was not given to the agent.")
+		in.Text = mediaCaption(in.Media, in.Caption)
 	}
 	up := &messages.IMUpdate{UpdateID: in.UpdateID, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID,
 		Topic: in.Topic, Text: cleanText(in.Text, maxText), TopicName: cleanText(in.TopicName, maxName),
@@ -114,6 +119,15 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 		return nil
 	}
 	return f.tree.DeliverContext(ctx, bindingID(key), up, deliverTimeout)
+}
+
+// mediaCaption is what is typed for a message that carried media: its
+// caption, saying what it was attached to ("" without a caption).
+func mediaCaption(media, caption string) string {
+	if strings.TrimSpace(caption) == "" {
+		return ""
+	}
+	return "(sent with a " + media + " that could not be passed on) " + caption
 }
 
 // isStart reports the bot's /start command ("/start", "/start@bot",

@@ -55,6 +55,10 @@ type Inbound struct {
 	// Text is the message text; "" for service messages, callbacks and
 	// updates of other kinds. A photo's caption is not text.
 	Text string
+	// Media names what a message without text carries instead ("photo",
+	// "document", "voice message", ...); Caption is its caption. Bindings
+	// pass text only: the caller says so, and may pass the caption on.
+	Media, Caption string
 	// TopicName is a topic name the update teaches, with NameSrc saying how.
 	TopicName string
 	// NameSrc says where TopicName comes from (NameNone when it is "").
@@ -85,6 +89,9 @@ func (b *Bot) inbound(u *models.Update) Inbound {
 	case u.Message != nil:
 		fromMessage(&in, u.Message)
 		in.Text = u.Message.Text
+		if in.Text == "" {
+			in.Media, in.Caption = mediaOf(u.Message), u.Message.Caption
+		}
 		teachName(&in, u.Message)
 	case u.CallbackQuery != nil:
 		q := u.CallbackQuery
@@ -110,6 +117,31 @@ func (b *Bot) inbound(u *models.Update) Inbound {
 		}
 	}
 	return in
+}
+
+// mediaOf names what a message carries that is not text ("" for none).
+func mediaOf(m *models.Message) string {
+	switch {
+	case len(m.Photo) > 0:
+		return "photo"
+	case m.Document != nil:
+		return "document"
+	case m.Voice != nil:
+		return "voice message"
+	case m.Audio != nil:
+		return "audio file"
+	case m.Video != nil, m.VideoNote != nil, m.Animation != nil:
+		return "video"
+	case m.Sticker != nil:
+		return "sticker"
+	case m.Location != nil:
+		return "location"
+	case m.Contact != nil:
+		return "contact"
+	case m.Poll != nil:
+		return "poll"
+	}
+	return ""
 }
 
 // fromMessage fills the sender and the conversation of m.

@@ -34,6 +34,10 @@ func TestInboundReducesUpdatesTheFakeCannotMake(t *testing.T) {
 			ForumTopicEdited: &models.ForumTopicEdited{IconCustomEmojiID: "1"},
 			ReplyToMessage:   &models.Message{ID: 3, ForumTopicCreated: &models.ForumTopicCreated{Name: "orig"}},
 		}}, Inbound{UpdateID: 6, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, TopicName: "orig", NameSrc: NameSeed}},
+		{"a photo is named, with its caption", models.Update{ID: 8, Message: &models.Message{
+			ID: 11, Chat: forumChat, From: &models.User{ID: 7}, MessageThreadID: 3, IsTopicMessage: true,
+			Photo: []models.PhotoSize{{FileID: "f"}}, Caption: "the failing screen",
+		}}, Inbound{UpdateID: 8, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, Media: "photo", Caption: "the failing screen"}},
 		{"press on an inaccessible message", models.Update{ID: 7, CallbackQuery: &models.CallbackQuery{
 			ID: "q", From: models.User{ID: 7}, Data: "d",
 			Message: models.MaybeInaccessibleMessage{Type: models.MaybeInaccessibleMessageTypeInaccessibleMessage,
