@@ -198,10 +198,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 
 	It("offers the agent's earlier sessions in that directory and resumes the one picked", func() {
 		start()
-		dir := filepath.Join(iw.Projects, "api")
-		cmd := exec.Command(filepath.Join(iw.Root, "bin", "claude"))
-		cmd.Dir, cmd.Env, cmd.Stdin = dir, iw.Env, strings.NewReader("an earlier task\n")
-		Expect(cmd.Run()).To(Succeed())
+		dir := iw.EarlierSession("claude", "api", "an earlier task")
 		thread := iw.TG.CreateTopic(imChat, "resume")
 		iw.TG.Message(imChat, thread, imUser, "continue")
 		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "claude")
@@ -223,10 +220,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 
 	It("does not offer a session that another thread is bound to", func() {
 		start()
-		dir := filepath.Join(iw.Projects, "api")
-		cmd := exec.Command(filepath.Join(iw.Root, "bin", "claude"))
-		cmd.Dir, cmd.Env, cmd.Stdin = dir, iw.Env, strings.NewReader("an earlier task\n")
-		Expect(cmd.Run()).To(Succeed())
+		dir := iw.EarlierSession("claude", "api", "an earlier task")
 		first := iw.Setup("first", "claude", "api", "task one") // picks New: the earlier session stays free
 		Eventually(iw.Said(first)).Should(ContainElement("echo: task one"))
 

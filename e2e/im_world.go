@@ -259,6 +259,17 @@ func userTexts(file string) []string {
 	return out
 }
 
+// EarlierSession runs the fake agent once in project with prompt, as a
+// session the user had before thatch, and returns the project's path.
+func (iw *IMWorld) EarlierSession(agent, project, prompt string) string {
+	GinkgoHelper()
+	dir := filepath.Join(iw.Projects, project)
+	cmd := exec.Command(filepath.Join(iw.Root, "bin", agent))
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, iw.Env, strings.NewReader(prompt+"\n")
+	Expect(cmd.Run()).To(Succeed())
+	return dir
+}
+
 // Settled polls until the daemon's status shows the thread's binding
 // with nothing queued for the agent and nothing unsent to the chat.
 // Status inspects a binding only once what it handled is journaled, so a

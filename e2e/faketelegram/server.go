@@ -165,13 +165,19 @@ func (s *Server) newMessage(chatID, thread int64, from map[string]any) (map[stri
 // A message in a topic CreateTopic made replies to its creation, as on
 // Telegram. It returns the update id.
 func (s *Server) Message(chatID, threadID, userID int64, text string) int64 {
+	return s.userMessage(chatID, threadID, userID, func(m map[string]any) { m["text"] = text })
+}
+
+// userMessage pushes a message of userID that fill completes, in a topic
+// (a reply to its creation, as on Telegram) or a chat without topics.
+func (s *Server) userMessage(chatID, threadID, userID int64, fill func(m map[string]any)) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if threadID != 0 {
 		s.chat(chatID).forum = true
 	}
 	m, _ := s.newMessage(chatID, threadID, user(userID))
-	m["text"] = text
+	fill(m)
 	if created, ok := s.chat(chatID).topics[threadID]; ok {
 		m["reply_to_message"] = created
 	}
@@ -180,20 +186,12 @@ func (s *Server) Message(chatID, threadID, userID int64, text string) int64 {
 
 // Photo pushes a user's photo with a caption, as Message pushes text.
 func (s *Server) Photo(chatID, threadID, userID int64, caption string) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if threadID != 0 {
-		s.chat(chatID).forum = true
-	}
-	m, _ := s.newMessage(chatID, threadID, user(userID))
-	m["photo"] = []map[string]any{{"file_id": "photo-1", "file_unique_id": "u1", "width": 90, "height": 60}}
-	if caption != "" {
-		m["caption"] = caption
-	}
-	if created, ok := s.chat(chatID).topics[threadID]; ok {
-		m["reply_to_message"] = created
-	}
-	return s.push(map[string]any{"message": m})
+	return s.userMessage(chatID, threadID, userID, func(m map[string]any) {
+		m["photo"] = []map[string]any{{"file_id": "photo-1", "file_unique_id": "u1", "width": 90, "height": 60}}
+		if caption != "" {
+			m["caption"] = caption
+		}
+	})
 }
 
 // CreateTopic makes a forum topic in chatID and pushes its
