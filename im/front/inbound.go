@@ -124,10 +124,14 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 // mediaCaption is what is typed for a message that carried media: its
 // caption, saying what it was attached to ("" without a caption).
 func mediaCaption(media, caption string) string {
-	if strings.TrimSpace(caption) == "" {
+	if strings.TrimSpace(caption) == "" || media == "" {
 		return ""
 	}
-	return "(sent with a " + media + " that could not be passed on) " + caption
+	article := "a "
+	if strings.ContainsRune("aeiou", rune(media[0])) {
+		article = "an "
+	}
+	return "(sent with " + article + media + " that could not be passed on) " + caption
 }
 
 // isStart reports the bot's /start command ("/start", "/start@bot",

@@ -267,3 +267,15 @@ func TestRecentDirectoriesKeepTheNewestOnly(t *testing.T) {
 		t.Fatalf("kept %v, want the newest %d, newest first", got, maxRecent)
 	}
 }
+
+func TestMediaCaptionSaysWhatTheCaptionCameWith(t *testing.T) {
+	for _, c := range []struct{ media, caption, want string }{
+		{"photo", "the failing screen", "(sent with a photo that could not be passed on) the failing screen"},
+		{"audio file", "listen", "(sent with an audio file that could not be passed on) listen"},
+		{"photo", "  ", ""},
+	} {
+		if got := mediaCaption(c.media, c.caption); got != c.want {
+			t.Errorf("mediaCaption(%q, %q) = %q, want %q", c.media, c.caption, got, c.want)
+		}
+	}
+}
