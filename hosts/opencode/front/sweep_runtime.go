@@ -123,8 +123,7 @@ const (
 // cutoff and state whose directory is gone is dropped; state a resumed
 // opencode inherited is kept, as is state that has unfinished work (both
 // reported) or is being written (live, not reported); a tombstone is left
-// to its own leg. Families come
-// out sorted by id.
+// to its own leg. Families come out sorted by id.
 func planRuntimeSweep(fams []runtimeFamily, cutoff time.Time) runtimePlan {
 	var p runtimePlan
 	sort.Slice(fams, func(i, j int) bool { return fams[i].ID < fams[j].ID })
