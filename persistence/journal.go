@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -42,10 +43,25 @@ type Snapshot struct {
 // and the caller must treat the events as not written. The mark is applied
 // in the same atomic batch.
 func (j *Journal) Append(id Identity, first uint64, events [][]byte, mark ActiveMark) error {
-	done := make(chan error, 1)
-	j.AppendAsync(id, first, events, mark, func(err error) { done <- err })
-	return <-done
+	w := waiters.Get().(*waiter)
+	j.AppendAsync(id, first, events, mark, w.done)
+	err := <-w.ch
+	waiters.Put(w)
+	return err
 }
+
+// waiter is what a synchronous Append waits on; they are pooled, as a
+// thousand entities appending make one per append.
+type waiter struct {
+	ch   chan error
+	done func(error)
+}
+
+var waiters = sync.Pool{New: func() any {
+	w := &waiter{ch: make(chan error, 1)}
+	w.done = func(err error) { w.ch <- err }
+	return w
+}}
 
 // AppendAsync is Append without the wait: it checks its arguments, queues
 // the events into the next synced batch and returns at once; done is called
