@@ -281,7 +281,14 @@ func (p *plan) say(entries ...messages.IMOutEntry) {
 // is in flight: one at a time, so that the chat gets them in order and a
 // retry never overtakes or repeats the ones after it.
 func (p *plan) releaseOutbox() {
-	if p.s.OutFlight != 0 || len(p.s.Outbox) == 0 {
+	if p.s.OutFlight == 0 {
+		p.sendHead()
+	}
+}
+
+// sendHead releases the outbox's head (if any), in flight or not.
+func (p *plan) sendHead() {
+	if len(p.s.Outbox) == 0 {
 		return
 	}
 	head := p.s.Outbox[0]
@@ -688,7 +695,7 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	p.event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
 	if s.Info.SessionID == "" {
 		// An agent writes its transcript only after its first prompt.
-		p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true})
+		p.effect(s.findBound())
 	}
 	if check {
 		p.effect(p.check())
@@ -841,7 +848,7 @@ func (p *plan) launch(id string) {
 	st := *p.s.Setup
 	st.Step, st.Resume = StepLaunch, id
 	p.event(setupEvent(p.s.Phase, st))
-	p.effect(&messages.IMLaunchAgent{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, SessionID: id})
+	p.effect(st.launch())
 }
 
 func (p *plan) launched(m *messages.IMAgentLaunched) {
@@ -857,7 +864,7 @@ func (p *plan) launched(m *messages.IMAgentLaunched) {
 	st := *s.Setup
 	st.Step = StepFind
 	p.event(setupEvent(s.Phase, st))
-	p.effect(&messages.IMFindAgentSession{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""})
+	p.effect(st.find())
 }
 
 // found finishes a flow (Session ready!) or records a session id found
@@ -867,11 +874,7 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 	switch {
 	case s.Setup != nil && s.Setup.Step == StepFind && m.WindowID == s.Setup.Window:
 		st := s.Setup
-		wname := st.WindowName
-		if wname == "" {
-			wname = s.Name()
-		}
-		p.bind(&messages.IMBound{DisplayName: s.Name(), WindowName: wname, SessionID: m.SessionID, WindowID: st.Window, Tag: st.Tag, Cwd: st.Dir,
+		p.bind(&messages.IMBound{DisplayName: s.Name(), WindowName: st.WindowName, SessionID: m.SessionID, WindowID: st.Window, Tag: st.Tag, Cwd: st.Dir,
 			Agent: st.Agent, Transcript: m.Transcript, Offset: m.Offset})
 		p.say(messages.IMOutEntry{Text: "Session ready!"})
 		if m.SessionID == "" && m.Transcript == "" {
@@ -938,24 +941,14 @@ func (p *plan) tick(m *actors.Tick) {
 			p.rename()
 		}
 	case timerOutbox:
-		p.resend()
+		p.sendHead() // again, after a failed send: the head is the entry in flight
 	case timerFind:
-		if s := p.s; s.lost() && (s.Phase == PhaseBound || s.Phase == PhasePrompting) {
-			p.effect(&messages.IMFindAgentSession{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true})
+		if s := p.s; s.lookingForSession() {
+			p.effect(s.findBound())
 		}
 	}
 }
 
-// resend releases the outbox's head again: after a failed send (the
-// entry in flight is the head), or after a restart (nothing is in flight).
-func (p *plan) resend() {
-	if len(p.s.Outbox) == 0 {
-		return
-	}
-	head := p.s.Outbox[0]
-	p.event(&messages.IMOutboxReleased{Seq: head.Seq})
-	p.effect(p.s.send(head.Seq, head.IMOutEntry))
-}
 
 // lost reports a bound binding whose agent's session is not known: its
 // replies cannot be relayed until it is found.
@@ -963,19 +956,42 @@ func (s *State) lost() bool {
 	return s.Window.WindowID != "" && s.Info.SessionID == "" && s.Transcript == ""
 }
 
+// lookingForSession reports a lost binding with no flow of its own
+// running: it looks for its agent's session every findRetry.
+func (s *State) lookingForSession() bool {
+	return s.lost() && (s.Phase == PhaseBound || s.Phase == PhasePrompting)
+}
+
+// findBound looks, briefly, for the bound agent's session: an agent
+// writes its transcript only once it has a prompt.
+func (s *State) findBound() *messages.IMFindAgentSession {
+	return &messages.IMFindAgentSession{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true}
+}
+
+// find looks for the session a flow's agent runs: the resumed one, or a
+// fresh one.
+func (st *Setup) find() *messages.IMFindAgentSession {
+	return &messages.IMFindAgentSession{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""}
+}
+
+// launch starts a flow's agent in its window, resuming st.Resume if set.
+func (st *Setup) launch() *messages.IMLaunchAgent {
+	return &messages.IMLaunchAgent{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, SessionID: st.Resume}
+}
+
 // recovered re-issues what a crash may have cut short: unsent chat
 // messages, the transcript follower, a window check for queued messages,
 // and the effect of the flow's current step.
 func (p *plan) recovered() {
 	s := p.s
-	p.resend()
+	p.sendHead() // nothing is in flight after a restart
 	if s.Transcript != "" && s.Bound() {
 		p.effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset})
 	}
 	if s.Prompt != nil && s.Prompt.Kind == PromptRename {
 		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
 	}
-	if s.lost() && (s.Phase == PhaseBound || s.Phase == PhasePrompting) {
+	if s.lookingForSession() {
 		p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
 	}
 	if s.Phase == PhaseBound && len(s.Queue) > 0 {
@@ -1000,9 +1016,9 @@ func (p *plan) recovered() {
 	case StepSessions:
 		p.effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
 	case StepLaunch:
-		p.effect(&messages.IMLaunchAgent{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, SessionID: st.Resume})
+		p.effect(st.launch())
 	case StepFind:
-		p.effect(&messages.IMFindAgentSession{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""})
+		p.effect(st.find())
 	}
 }
 
