@@ -25,6 +25,9 @@ type IMUpdate struct {
 	// user first opens a chat with the bot): it starts the setup of a
 	// thread with no binding and is never typed to an agent.
 	Start bool `json:"start,omitempty"`
+	// Media names what the message carried that is not text ("photo",
+	// ...); Text is then its caption, with a note, or "".
+	Media string `json:"media,omitempty"`
 }
 
 // Sources of a topic name, in the order of trust: a name from a

@@ -448,6 +448,10 @@ func (p *plan) update(m *messages.IMUpdate) {
 	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending()
 	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
 		Topic: m.Topic, TopicName: name, Text: text, At: p.now.UnixMilli(), Check: check, Actor: text != "" || m.Start})
+	if m.Media != "" {
+		// Agents take typed text only.
+		p.say(messages.IMOutEntry{Text: "thatch passes text only: the " + m.Media + " was not given to the agent."})
+	}
 	switch {
 	case m.Start && s.Phase == PhaseUnbound:
 		p.startSetup(m.UserID)

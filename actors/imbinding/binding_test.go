@@ -493,6 +493,33 @@ func TestStartCommandIsNeverTypedToTheAgent(t *testing.T) {
 	}
 }
 
+// A photo (or document, voice message...) cannot be typed: the binding
+// says so in the thread, through its outbox (in order with its replies,
+// once however often the update comes), and queues the caption.
+func TestMediaIsNamedAsNotPassedOnAndItsCaptionQueued(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.nextUpd++
+	u := &messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, Topic: true,
+		Media: "photo", Text: "(sent with a photo that could not be passed on) the failing screen"}
+	eff := h.send(u)
+	var said []string
+	for _, e := range eff {
+		if sc, ok := e.(*messages.IMSendChat); ok {
+			said = append(said, sc.Text)
+		}
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "the photo was not given to the agent") {
+		t.Fatalf("said %q, want the notice; effects %s", said, describe(eff))
+	}
+	if len(h.s.Queue) != 1 || !strings.Contains(h.s.Queue[0].Text, "the failing screen") {
+		t.Fatalf("queue %v, want the caption", h.s.Queue)
+	}
+	if again := h.send(u); len(again) != 0 {
+		t.Fatalf("the same update again: effects %s, want none", describe(again))
+	}
+}
+
 func TestAnUpdateIsHandledOnce(t *testing.T) {
 	h := newHarness(t)
 	u := &messages.IMUpdate{UpdateID: 10, UserID: 42, ChatID: -100, ThreadID: 5, Text: "hi"}

@@ -102,20 +102,18 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 		return nil
 	}
 	if in.Media != "" {
-		// Agents take typed text only: say so, and type the caption.
-		f.notice(ctx, in, "thatch passes text only: the "+in.Media+" was not given to the agent.")
-		in.Text = mediaCaption(in.Media, in.Caption)
+		in.Text = mediaCaption(in.Media, in.Caption) // the binding says the rest was not passed on
 	}
 	up := &messages.IMUpdate{UpdateID: in.UpdateID, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID,
 		Topic: in.Topic, Text: cleanText(in.Text, maxText), TopicName: cleanText(in.TopicName, maxName),
-		NameSource: nameSource(in.NameSrc)}
+		NameSource: nameSource(in.NameSrc), Media: cleanText(in.Media, maxName)}
 	if isStart(up.Text) {
 		up.Start, up.Text = true, ""
 	}
 	if !allowed {
-		up.Text, up.Start = "", false // a stranger's service message may still name the topic
+		up.Text, up.Start, up.Media = "", false, "" // a stranger's service message may still name the topic
 	}
-	if up.Text == "" && up.TopicName == "" && !up.Start {
+	if up.Text == "" && up.TopicName == "" && !up.Start && up.Media == "" {
 		return nil
 	}
 	return f.tree.DeliverContext(ctx, bindingID(key), up, deliverTimeout)
