@@ -282,34 +282,7 @@ func (f *FrontEnd) ReportBindings(limit int) ([]any, int) {
 	if f.tree == nil {
 		return nil, 0
 	}
-	ids := frontend.KnownIDs(f.tree, f.jr, imbinding.KindName, 5*time.Second)
-	total := len(ids)
-	if limit > 0 && len(ids) > limit {
-		ids = ids[:limit]
-	}
-	// The bindings are asked together (a few at a time), so that one that
-	// cannot answer costs one timeout, not one per binding.
-	out := make([]any, len(ids))
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, err := f.tree.Request(bindingID(id), &supervisor.Inspect{}, 5*time.Second)
-			switch in, ok := res.(*supervisor.Inspection); {
-			case err != nil:
-				out[i] = map[string]string{"thread": id, "error": err.Error()}
-			case ok:
-				out[i] = in.View
-			default:
-				out[i] = map[string]string{"thread": id, "error": fmt.Sprintf("inspect answered %T", res)}
-			}
-		}()
-	}
-	wg.Wait()
-	return out, total
+	return frontend.Report(f.tree, f.jr, imbinding.KindName, "thread", limit, 5*time.Second)
 }
 
 func bindingID(key string) actors.Identity {

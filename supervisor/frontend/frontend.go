@@ -23,8 +23,10 @@ package frontend
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -119,3 +121,41 @@ func KnownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout t
 	sort.Strings(ids)
 	return ids
 }
+
+// Report lists the status views of kind's entities (KnownIDs), sorted by
+// id, at most limit of them (0: all), and how many there are. A
+// passivated entity is woken to answer, which is fine for a command a
+// person runs. The entities are asked together, a few at a time, so that
+// one that cannot answer costs one timeout, not one per entity; it shows
+// its error instead of its view, under idKey ("family", "thread").
+func Report(t *supervisor.Tree, j *persistence.Journal, kind, idKey string, limit int, timeout time.Duration) ([]any, int) {
+	ids := KnownIDs(t, j, kind, timeout)
+	total := len(ids)
+	if limit > 0 && len(ids) > limit {
+		ids = ids[:limit]
+	}
+	out := make([]any, len(ids))
+	sem := make(chan struct{}, reportConcurrency)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, err := t.Request(actors.Identity{Kind: kind, ID: id}, &supervisor.Inspect{}, timeout)
+			switch in, ok := res.(*supervisor.Inspection); {
+			case err != nil:
+				out[i] = map[string]string{idKey: id, "error": err.Error()}
+			case ok:
+				out[i] = in.View
+			default:
+				out[i] = map[string]string{idKey: id, "error": fmt.Sprintf("inspect answered %T", res)}
+			}
+		}()
+	}
+	wg.Wait()
+	return out, total
+}
+
+// reportConcurrency is how many entities Report asks at once.
+const reportConcurrency = 16
