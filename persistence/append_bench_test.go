@@ -36,4 +36,6 @@ func BenchmarkAppendC1000(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(per*n)/b.Elapsed().Seconds(), "events/s")
+	c := st.commit
+	b.ReportMetric(float64(c.appends.Load())/float64(max(c.groups.Load(), 1)), "appends/commit")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -47,6 +48,9 @@ type committer struct {
 	// last is how many appends the group acknowledged last held: the
 	// writers the next group waits for.
 	last int
+	// groups and appends count what was committed, for the benchmark's
+	// appends per commit.
+	groups, appends atomic.Int64
 	kick chan struct{}
 	quit chan struct{}
 	done chan struct{}
@@ -116,6 +120,8 @@ func (c *committer) flushAll(wait bool) {
 		c.mu.Unlock()
 		c.commit(g)
 		c.last = len(g)
+		c.groups.Add(1)
+		c.appends.Add(int64(len(g)))
 		clear(g) // drop the events' and callbacks' references
 		c.mu.Lock()
 		if c.spare == nil || cap(g) > cap(c.spare) {
