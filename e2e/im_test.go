@@ -199,9 +199,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 	It("offers the agent's earlier sessions in that directory and resumes the one picked", func() {
 		start()
 		dir := iw.EarlierSession("claude", "api", "an earlier task")
-		thread := iw.TG.CreateTopic(imChat, "resume")
-		iw.TG.Message(imChat, thread, imUser, "continue")
-		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "claude")
+		thread := iw.BeginSetup("resume", "claude", "continue")
 		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), "api")
 		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+dir), "Use this directory")
 		iw.Press(thread, imUser, iw.Prompt(thread, "Resume one?"), "an earlier task")
@@ -224,9 +222,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 		first := iw.Setup("first", "claude", "api", "task one") // picks New: the earlier session stays free
 		Eventually(iw.Said(first)).Should(ContainElement("echo: task one"))
 
-		second := iw.TG.CreateTopic(imChat, "second")
-		iw.TG.Message(imChat, second, imUser, "hello")
-		iw.Press(second, imUser, iw.Prompt(second, "Which agent"), "claude")
+		second := iw.BeginSetup("second", "claude", "hello")
 		iw.Press(second, imUser, iw.Prompt(second, "Working directory: "+iw.Projects), "api")
 		iw.Press(second, imUser, iw.Prompt(second, "Working directory: "+dir), "Use this directory")
 		picker := iw.Prompt(second, "Resume one?")
@@ -248,18 +244,14 @@ var _ = Describe("IM front end", Label("im"), func() {
 		add := exec.Command("zoxide", "add", filepath.Join(iw.Projects, "docs", "src"))
 		add.Env = iw.Env
 		Expect(add.Run()).To(Succeed())
-		thread := iw.TG.CreateTopic(imChat, "jump")
-		iw.TG.Message(imChat, thread, imUser, "hi")
-		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "claude")
+		thread := iw.BeginSetup("jump", "claude", "hi")
 		p := iw.Prompt(thread, "Working directory: "+iw.Projects)
 		Expect(p.Buttons[0][0].Text).To(ContainSubstring(filepath.Join(iw.Projects, "docs", "src")))
 	})
 
 	It("resumes a setup after a SIGKILL and never makes two windows", func() {
 		start()
-		thread := iw.TG.CreateTopic(imChat, "crashy")
-		iw.TG.Message(imChat, thread, imUser, "survive this")
-		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "claude")
+		thread := iw.BeginSetup("crashy", "claude", "survive this")
 		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), "web")
 		p := iw.Prompt(thread, "Working directory: "+filepath.Join(iw.Projects, "web"))
 		d.Kill()
@@ -310,9 +302,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 
 	It("relays the replies of an agent without a transcript from its pane", func() {
 		start()
-		thread := iw.TG.CreateTopic(imChat, "no transcript")
-		iw.TG.Message(imChat, thread, imUser, "hello mimo")
-		iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), "mimo")
+		thread := iw.BeginSetup("no transcript", "mimo", "hello mimo")
 		iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), "Use this directory")
 		Eventually(iw.Said(thread)).Should(ContainElement("Session ready!"))
 		Eventually(iw.Said(thread)).Should(ContainElement(ContainSubstring("echo: hello mimo")))

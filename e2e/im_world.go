@@ -187,12 +187,20 @@ func (iw *IMWorld) Press(thread int64, user int64, m faketelegram.Sent, label st
 	Fail(fmt.Sprintf("prompt %q has no button %q: %v", m.Text, label, m.Buttons))
 }
 
-// Setup runs the setup flow of a new topic named name: agent, directory
-// (a project under Projects), a new session. It returns the topic's thread.
-func (iw *IMWorld) Setup(name, agent, project, first string) int64 {
+// BeginSetup makes a topic named name, sends first in it (which starts
+// the setup) and picks agent; the directory browser comes next.
+func (iw *IMWorld) BeginSetup(name, agent, first string) int64 {
+	GinkgoHelper()
 	thread := iw.TG.CreateTopic(imChat, name)
 	iw.TG.Message(imChat, thread, imUser, first)
 	iw.Press(thread, imUser, iw.Prompt(thread, "Which agent"), agent)
+	return thread
+}
+
+// Setup runs the setup flow of a new topic named name: agent, directory
+// (a project under Projects), a new session. It returns the topic's thread.
+func (iw *IMWorld) Setup(name, agent, project, first string) int64 {
+	thread := iw.BeginSetup(name, agent, first)
 	iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), project)
 	iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+filepath.Join(iw.Projects, project)), "Use this directory")
 	if agent == "claude" || agent == "codex" || agent == "copilot" {

@@ -2,6 +2,8 @@ package front
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,10 +70,7 @@ func (f *follower) pollPanes(ctx context.Context) {
 		return
 	}
 	f.mu.Lock()
-	paths := make([]string, 0, len(f.panes))
-	for p := range f.panes {
-		paths = append(paths, p)
-	}
+	paths := slices.Collect(maps.Keys(f.panes))
 	f.mu.Unlock()
 	for _, path := range paths {
 		if ctx.Err() != nil {
