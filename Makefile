@@ -17,14 +17,16 @@ build: ## build bin/thatch
 run: build ## build and run the daemon on its embedded defaults
 	./bin/thatch serve
 
-test: vet lint unit fuzz-short e2e ## everything CI runs: vet, staticcheck, unit tests with -race, a short run of every fuzz target, the Ginkgo e2e suite
+test: vet lint unit fuzz-short e2e ## everything CI runs: vet, gofmt, staticcheck, unit tests with -race, a short run of every fuzz target, the Ginkgo e2e suite
 
-check: vet lint unit ## vet, staticcheck and unit tests with -race (no e2e)
+check: vet lint unit ## vet, gofmt, staticcheck and unit tests with -race (no e2e)
 
 vet: ## go vet
 	$(GO) vet ./...
 
-lint: ## staticcheck (installed on first use)
+lint: ## gofmt (every file formatted) and staticcheck (installed on first use)
+	@unformatted=$$($$($(GO) env GOROOT)/bin/gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')); \
+		[ -z "$$unformatted" ] || { echo "gofmt -l: these files are not formatted (run gofmt -w):"; echo "$$unformatted"; exit 1; }
 	@test -x $(GOBIN)/staticcheck || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(GOBIN)/staticcheck ./...
 

@@ -78,6 +78,14 @@ func (benchEntity) Decide(s *entityState, msg any, _ time.Time) actors.Decision 
 	return actors.Decision{}
 }
 
+// entityView is the benchmark kind's status view.
+type entityView struct {
+	ID  string `json:"id"`
+	Seq uint64 `json:"seq"`
+}
+
+func (benchEntity) View(s *entityState) any { return entityView{ID: s.ID, Seq: s.Seq} }
+
 func (benchEntity) Apply(s *entityState, ev any) *entityState {
 	e, ok := ev.(*noted)
 	if !ok {

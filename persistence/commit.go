@@ -53,9 +53,9 @@ type committer struct {
 	// groups and appends count what was committed, for the benchmark's
 	// appends per commit.
 	groups, appends atomic.Int64
-	kick chan struct{}
-	quit chan struct{}
-	done chan struct{}
+	kick            chan struct{}
+	quit            chan struct{}
+	done            chan struct{}
 }
 
 // appendReq is one queued append.

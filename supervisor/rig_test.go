@@ -176,6 +176,8 @@ type ctlJournal struct {
 
 	mu     sync.Mutex
 	parked []*heldAppend
+	// beforeReplay, when set, runs (once) before the next Replay reads.
+	beforeReplay atomic.Pointer[func()]
 }
 
 func newCtlJournal(j *persistence.Journal) *ctlJournal {
@@ -219,6 +221,13 @@ func (c *ctlJournal) Append(id actors.Identity, first uint64, evs [][]byte, mark
 		return errors.New("injected journal failure")
 	}
 	return c.Journal.Append(id, first, evs, mark)
+}
+
+func (c *ctlJournal) Replay(id actors.Identity, from, to, max uint64, fn func(seq uint64, ev []byte) error) error {
+	if f := c.beforeReplay.Swap(nil); f != nil {
+		(*f)()
+	}
+	return c.Journal.Replay(id, from, to, max, fn)
 }
 
 // shouldFail uses up one of the appends that are to fail, if any are left.

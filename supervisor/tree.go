@@ -70,6 +70,7 @@ type Tree struct {
 	log     hclog.Logger
 	root    *actor.PID
 	kinds   map[string]*actor.PID
+	specs   map[string]Spec
 	started time.Time
 
 	pool     *poolDispatcher
@@ -136,7 +137,7 @@ func Start(o Options) (t *Tree, err error) {
 	if o.KeepErrors <= 0 {
 		o.KeepErrors = 20
 	}
-	t = &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, keepErrs: o.KeepErrors,
+	t = &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, specs: map[string]Spec{}, keepErrs: o.KeepErrors,
 		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{}),
 		forget: o.Journal.Forget}
 	defer func() {
@@ -258,6 +259,7 @@ func (t *Tree) spawnKinds(kinds []Spec, strat *strategy) error {
 			return fmt.Errorf("supervisor: spawn %s supervisor: %v", spec.KindName(), res)
 		}
 		t.kinds[spec.KindName()] = pid
+		t.specs[spec.KindName()] = spec
 	}
 	for range kinds {
 		r := <-done
@@ -452,6 +454,38 @@ func (t *Tree) LiveIDs(kind string, timeout time.Duration) ([]string, error) {
 	ids := res.(*liveAnswer).ids
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// peekReads is how many times Peek reads a journal that a compaction
+// changed under it before it gives up.
+const peekReads = 3
+
+// Peek reads the inspection of an entity that is not live from its
+// journal, as the entity would rehydrate, without waking it: status can
+// show thousands of passivated entities without spawning them, and one
+// whose journal cannot be replayed shows its error without being started
+// (and failing) again. ok is false when the entity is quarantined or its
+// journal changed under every read (it woke and compacted meanwhile):
+// then ask the entity itself (Request Inspect). Peek of a live entity
+// reads what it has made durable.
+func (t *Tree) Peek(id actors.Identity) (in *Inspection, ok bool, err error) {
+	spec, known := t.specs[id.Kind]
+	if !known {
+		return nil, false, fmt.Errorf("%w: %q", ErrUnknownKind, id.Kind)
+	}
+	if _, q := t.quarantinedAs(id); q {
+		return nil, false, nil
+	}
+	for range peekReads {
+		in, gap, err := spec.peek(t.env.Journal, id.ID)
+		if err != nil {
+			return nil, true, err
+		}
+		if !gap {
+			return in, true, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // ForgetPassive deletes the journal of an entity that is not live (never

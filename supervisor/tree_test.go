@@ -92,6 +92,7 @@ func (c counterKind) Decide(s *counterState, msg any, _ time.Time) actors.Decisi
 		return actors.Decision{Unhandled: true}
 	}
 }
+func (counterKind) View(s *counterState) any { return *s }
 func (counterKind) Apply(s *counterState, ev any) *counterState {
 	n := *s
 	switch e := ev.(type) {

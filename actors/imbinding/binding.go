@@ -953,7 +953,6 @@ func (p *plan) tick(m *actors.Tick) {
 	}
 }
 
-
 // lost reports a bound binding whose agent's session is not known: its
 // replies cannot be relayed until it is found.
 func (s *State) lost() bool {

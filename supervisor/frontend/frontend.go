@@ -99,18 +99,20 @@ type BindingReporter interface {
 }
 
 // KnownIDs lists the ids of kind's entities, sorted: every live one and
-// every one with a journal, for the status views a front end reports.
-func KnownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout time.Duration) []string {
+// every one with a journal, for the status views a front end reports; live
+// holds the ones that were live.
+func KnownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout time.Duration) (ids []string, live map[string]bool) {
 	seen := map[string]bool{}
-	var ids []string
 	add := func(id string) {
 		if !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
 		}
 	}
-	if live, err := t.LiveIDs(kind, timeout); err == nil {
-		for _, id := range live {
+	live = map[string]bool{}
+	if l, err := t.LiveIDs(kind, timeout); err == nil {
+		for _, id := range l {
+			live[id] = true
 			add(id)
 		}
 	}
@@ -119,17 +121,18 @@ func KnownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout t
 		return nil
 	})
 	sort.Strings(ids)
-	return ids
+	return ids, live
 }
 
 // Report lists the status views of kind's entities (KnownIDs), sorted by
-// id, at most limit of them (0: all), and how many there are. A
-// passivated entity is woken to answer, which is fine for a command a
-// person runs. The entities are asked together, a few at a time, so that
-// one that cannot answer costs one timeout, not one per entity; it shows
-// its error instead of its view, under idKey ("family", "thread").
+// id, at most limit of them (0: all), and how many there are. A live
+// entity answers itself; one that is not is read from its journal
+// (Tree.Peek), so a status never wakes the passivated ones. A few are
+// asked at a time, so that one that cannot answer costs one timeout, not
+// one per entity; it shows its error instead of its view, under idKey
+// ("family", "thread").
 func Report(t *supervisor.Tree, j *persistence.Journal, kind, idKey string, limit int, timeout time.Duration) ([]any, int) {
-	ids := KnownIDs(t, j, kind, timeout)
+	ids, live := KnownIDs(t, j, kind, timeout)
 	total := len(ids)
 	if limit > 0 && len(ids) > limit {
 		ids = ids[:limit]
@@ -142,19 +145,34 @@ func Report(t *supervisor.Tree, j *persistence.Journal, kind, idKey string, limi
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res, err := t.Request(actors.Identity{Kind: kind, ID: id}, &supervisor.Inspect{}, timeout)
-			switch in, ok := res.(*supervisor.Inspection); {
-			case err != nil:
-				out[i] = map[string]string{idKey: id, "error": err.Error()}
-			case ok:
-				out[i] = in.View
-			default:
-				out[i] = map[string]string{idKey: id, "error": fmt.Sprintf("inspect answered %T", res)}
-			}
+			out[i] = inspect(t, actors.Identity{Kind: kind, ID: id}, live[id], idKey, timeout)
 		}()
 	}
 	wg.Wait()
 	return out, total
+}
+
+// inspect is the status view of one entity, or its error under idKey.
+func inspect(t *supervisor.Tree, id actors.Identity, live bool, idKey string, timeout time.Duration) any {
+	failed := func(err error) any { return map[string]string{idKey: id.ID, "error": err.Error()} }
+	if !live {
+		in, ok, err := t.Peek(id)
+		switch {
+		case err != nil:
+			return failed(err)
+		case ok:
+			return in.View
+		}
+	}
+	res, err := t.Request(id, &supervisor.Inspect{}, timeout)
+	switch in, ok := res.(*supervisor.Inspection); {
+	case err != nil:
+		return failed(err)
+	case ok:
+		return in.View
+	default:
+		return failed(fmt.Errorf("inspect answered %T", res))
+	}
 }
 
 // reportConcurrency is how many entities Report asks at once.

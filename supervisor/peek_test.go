@@ -1,0 +1,82 @@
+package supervisor
+
+import (
+	"testing"
+	"time"
+
+	"github.com/thatch-run/thatch/messages"
+)
+
+// Status reads a passivated entity from its journal: Peek gives what the
+// live entity's Inspect gave, and the entity stays passivated (it is not
+// spawned, and does not recover).
+func TestPeekReadsAPassivatedEntityWithoutWakingIt(t *testing.T) {
+	p := newProbe(0)
+	r := startRig(t, rigConfig{kinds: []Spec{Entity[counterState](p)}, env: Env{PassivateAfter: time.Minute, SnapshotEvery: 2}})
+	id := counterID("asleep")
+	r.ask(id, &addMsg{N: 3})
+	r.ask(id, &armMsg{On: true})
+	r.ask(id, &addMsg{N: 4}) // after the snapshot at 2
+	res, err := r.tree.Request(id, &Inspect{}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awake := res.(*Inspection)
+	r.clock.Advance(time.Minute)
+	eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+	spawns := len(p.recovered)
+
+	in, ok, err := r.tree.Peek(id)
+	if err != nil || !ok {
+		t.Fatalf("Peek: %v, ok %v", err, ok)
+	}
+	if in.Seq != awake.Seq || in.Active != awake.Active || in.View != awake.View {
+		t.Errorf("Peek = %+v, want what the live entity answered, %+v", *in, *awake)
+	}
+	if want := (counterState{Total: 7, Armed: true}); in.View != want || in.Seq != 3 || !in.Active {
+		t.Errorf("Peek = %+v, want seq 3, active, view %+v", *in, want)
+	}
+	if got := r.live(); len(got) != 0 {
+		t.Errorf("Peek woke %v", got)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.recovered) != spawns {
+		t.Errorf("Peek spawned the entity: %d recoveries, want %d", len(p.recovered), spawns)
+	}
+}
+
+// A compaction that runs between Peek's read of the snapshot and its read
+// of the events (the entity woke meanwhile) would leave the events it
+// deleted out of the view: Peek sees the gap and reads again.
+func TestPeekReadsAgainWhenACompactionRanUnderIt(t *testing.T) {
+	p := newProbe(0)
+	r := startRig(t, rigConfig{kinds: []Spec{Entity[counterState](p)}, env: Env{PassivateAfter: time.Minute}})
+	id := counterID("compacted")
+	for _, n := range []int{1, 2, 4, 8, 16} {
+		r.ask(id, &addMsg{N: n})
+	}
+	r.clock.Advance(time.Minute)
+	eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+	snap, err := messages.Encode(&counterState{Total: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact := func() {
+		if err := r.store.Journal().Compact(id, 3, snap); err != nil {
+			t.Errorf("compact: %v", err)
+		}
+	}
+	r.jr.beforeReplay.Store(&compact)
+
+	in, ok, err := r.tree.Peek(id)
+	if err != nil || !ok {
+		t.Fatalf("Peek: %v, ok %v", err, ok)
+	}
+	if r.jr.beforeReplay.Load() != nil {
+		t.Fatal("the compaction did not run under the read")
+	}
+	if want := (counterState{Total: 31}); in.View != want || in.Seq != 5 {
+		t.Errorf("Peek = %+v, want seq 5 and view %+v (events 1-3 from the snapshot, 4-5 after it)", *in, want)
+	}
+}
