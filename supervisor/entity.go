@@ -341,11 +341,11 @@ func rebuild[S any](k actors.Kind[S], j Journal, id actors.Identity) (rebuilt[S]
 	if ok {
 		v, err := messages.Decode(snap.Data)
 		if err != nil {
-			return r, fmt.Errorf("snapshot at %d: %w", snap.Seq, err)
+			return r, &unreadable{fmt.Errorf("snapshot at %d: %w", snap.Seq, err)}
 		}
 		s, isS := v.(*S)
 		if !isS {
-			return r, fmt.Errorf("snapshot at %d holds %T", snap.Seq, v)
+			return r, &unreadable{fmt.Errorf("snapshot at %d holds %T", snap.Seq, v)}
 		}
 		r.state, r.seq, r.snapSeq = s, snap.Seq, snap.Seq
 	}
@@ -355,7 +355,7 @@ func rebuild[S any](k actors.Kind[S], j Journal, id actors.Identity) (rebuilt[S]
 		}
 		ev, err := messages.Decode(b)
 		if err != nil {
-			return fmt.Errorf("event %d: %w", seq, err)
+			return &unreadable{fmt.Errorf("event %d: %w", seq, err)}
 		}
 		r.state = k.Apply(r.state, ev)
 		r.seq = seq
@@ -372,6 +372,14 @@ func rebuild[S any](k actors.Kind[S], j Journal, id actors.Identity) (rebuilt[S]
 	r.seq = max(r.seq, high)
 	return r, nil
 }
+
+// unreadable is a rebuild's error for a snapshot or an event that was
+// read but cannot be decoded: reading it again gives the same error (an
+// I/O error might not).
+type unreadable struct{ err error }
+
+func (u *unreadable) Error() string { return u.err.Error() }
+func (u *unreadable) Unwrap() error { return u.err }
 
 // peek is the inspection of a not-live entity, from its journal.
 func (s entitySpec[S]) peek(j Journal, id string) (*Inspection, bool, error) {

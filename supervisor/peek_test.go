@@ -1,10 +1,12 @@
 package supervisor
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/persistence"
 )
 
 // Status reads a passivated entity from its journal: Peek gives what the
@@ -78,5 +80,34 @@ func TestPeekReadsAgainWhenACompactionRanUnderIt(t *testing.T) {
 	}
 	if want := (counterState{Total: 31}); in.View != want || in.Seq != 5 {
 		t.Errorf("Peek = %+v, want seq 5 and view %+v (events 1-3 from the snapshot, 4-5 after it)", *in, want)
+	}
+}
+
+// An entity whose journal holds an event that cannot be decoded shows the
+// error to status without being spawned, and is quarantined (so that
+// thatch repair lists it) as its restarts would have ended.
+func TestPeekQuarantinesAnEntityWhoseJournalCannotBeDecoded(t *testing.T) {
+	p := newProbe(0)
+	r := startRig(t, rigConfig{kinds: []Spec{Entity[counterState](p)}, env: Env{PassivateAfter: time.Minute}})
+	id := counterID("broken")
+	r.ask(id, &addMsg{N: 1})
+	r.clock.Advance(time.Minute)
+	eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+	if err := r.store.Journal().Append(id, 2, [][]byte{[]byte("not an event")}, persistence.MarkUnchanged); err != nil {
+		t.Fatal(err)
+	}
+
+	_, _, err := r.tree.Peek(id)
+	if err == nil || !strings.Contains(err.Error(), "event 2") {
+		t.Fatalf("Peek: %v, want the error of event 2", err)
+	}
+	if q := r.tree.Quarantined(); len(q) != 1 || q[0].Entity != id.String() {
+		t.Errorf("quarantined %+v, want %s", q, id)
+	}
+	if got := r.live(); len(got) != 0 {
+		t.Errorf("Peek woke %v", got)
+	}
+	if _, ok, err := r.tree.Peek(id); ok || err != nil {
+		t.Errorf("Peek of the quarantined entity: ok %v, %v; want the caller sent to the entity's own answer", ok, err)
 	}
 }

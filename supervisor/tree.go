@@ -462,12 +462,13 @@ const peekReads = 3
 
 // Peek reads the inspection of an entity that is not live from its
 // journal, as the entity would rehydrate, without waking it: status can
-// show thousands of passivated entities without spawning them, and one
-// whose journal cannot be replayed shows its error without being started
-// (and failing) again. ok is false when the entity is quarantined or its
-// journal changed under every read (it woke and compacted meanwhile):
-// then ask the entity itself (Request Inspect). Peek of a live entity
-// reads what it has made durable.
+// show thousands of passivated entities without spawning them. An entity
+// whose journal cannot be decoded is quarantined at once (as it would be
+// once its restarts were spent) and shows its error, without being
+// started to fail again and again. ok is false when the entity is
+// quarantined or its journal changed under every read (it woke and
+// compacted meanwhile): then ask the entity itself (Request Inspect).
+// Peek of a live entity reads what it has made durable.
 func (t *Tree) Peek(id actors.Identity) (in *Inspection, ok bool, err error) {
 	spec, known := t.specs[id.Kind]
 	if !known {
@@ -478,6 +479,9 @@ func (t *Tree) Peek(id actors.Identity) (in *Inspection, ok bool, err error) {
 	}
 	for range peekReads {
 		in, gap, err := spec.peek(t.env.Journal, id.ID)
+		if u := (*unreadable)(nil); errors.As(err, &u) {
+			t.quarantine(id.String(), err)
+		}
 		if err != nil {
 			return nil, true, err
 		}
