@@ -83,9 +83,12 @@ var _ = Describe("IM front end", Label("im"), func() {
 		Expect(answered).To(Equal(2), "both presses were answered, so no spinner hangs")
 	})
 
-	It("splits a long reply in order, under Telegram's limit", func() {
+	It("splits a long reply in order, under Telegram's limit, and goes on after a failed part without repeating the parts before it", func() {
 		start()
 		thread := iw.Setup("long", "claude", "docs", "hi")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
+		By("the reply's second part fails once: it is sent again after the outbox's retry wait, and the first is not")
+		iw.TG.FailAfter(1, 1)
 		iw.TG.Message(imChat, thread, imUser, "long 10000")
 		// The fake writes numbered lines of 55 bytes: 10,000 bytes end in
 		// line 00182.
@@ -116,6 +119,7 @@ var _ = Describe("IM front end", Label("im"), func() {
 			}
 		}
 		Expect(next).To(Equal(183))
+		Expect(iw.TG.Failed()).To(Equal(1), "the second part was refused once")
 	})
 
 	It("asks before renaming when the topic was renamed, and renames on Rename", func() {

@@ -113,6 +113,10 @@ type IMSendChat struct {
 	Text     string       `json:"text"`
 	Markdown bool         `json:"markdown,omitempty"`
 	Buttons  [][]IMButton `json:"buttons,omitempty"`
+	// FromPart is how many of the text's parts (a long text goes out as
+	// several messages) were sent before: a send tried again after a
+	// failure or a restart goes on from the next one.
+	FromPart int `json:"fromPart,omitempty"`
 }
 
 // IMAnswerPress answers a button press (Telegram shows a spinner until it
@@ -403,6 +407,20 @@ type IMAgentChanged struct {
 	Agent string `json:"agent"`
 }
 
+// IMChatPartSent reports that the first Parts parts of outbox entry Seq
+// are sent, and more are to come.
+type IMChatPartSent struct {
+	Seq   uint64 `json:"seq"`
+	Parts int    `json:"parts"`
+}
+
+// IMOutboxPartSent records that the first Parts parts of outbox entry Seq
+// are sent, so that sending it again skips them.
+type IMOutboxPartSent struct {
+	Seq   uint64 `json:"seq"`
+	Parts int    `json:"parts"`
+}
+
 // IMChecked records a window check's outcome: the queued messages are
 // being typed into the window (Forward), or a prompt opened instead.
 type IMChecked struct {
@@ -430,6 +448,7 @@ func init() {
 	Register[IMOutboxAdded]("im.outbox_added", 1)
 	Register[IMOutboxSent]("im.outbox_sent", 1)
 	Register[IMOutboxReleased]("im.outbox_released", 1)
+	Register[IMOutboxPartSent]("im.outbox_part_sent", 1)
 	Register[IMPromptOpened]("im.prompt_opened", 1)
 	Register[IMPromptClosed]("im.prompt_closed", 1)
 	Register[IMSetupStep]("im.setup_step", 1)

@@ -172,6 +172,8 @@ type Queued struct {
 type Out struct {
 	Seq uint64 `json:"seq"`
 	messages.IMOutEntry
+	// Parts is how many parts of a long entry are sent already.
+	Parts int `json:"parts,omitempty"`
 }
 
 // State is a binding's state. Apply never changes a State in place.
@@ -293,12 +295,12 @@ func (p *plan) sendHead() {
 	}
 	head := p.s.Outbox[0]
 	p.event(&messages.IMOutboxReleased{Seq: head.Seq})
-	p.effect(p.s.send(head.Seq, head.IMOutEntry))
+	p.effect(p.s.send(head))
 }
 
-func (s *State) send(seq uint64, e messages.IMOutEntry) *messages.IMSendChat {
-	return &messages.IMSendChat{Seq: seq, ChatID: s.Chat.ChatID, ThreadID: s.Chat.ThreadID, Topic: s.Topic,
-		Text: e.Text, Markdown: e.Markdown, Buttons: e.Buttons}
+func (s *State) send(o Out) *messages.IMSendChat {
+	return &messages.IMSendChat{Seq: o.Seq, ChatID: s.Chat.ChatID, ThreadID: s.Chat.ThreadID, Topic: s.Topic,
+		Text: o.Text, Markdown: o.Markdown, Buttons: o.Buttons, FromPart: o.Parts}
 }
 
 // ask opens a prompt with buttons; each button's data is "<nonce>:<action>".
@@ -376,6 +378,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.sentToWindow(m)
 	case *messages.IMChatSent:
 		p.chatSent(m)
+	case *messages.IMChatPartSent:
+		p.chatPartSent(m)
 	case *messages.IMDirectoryListed:
 		p.listed(m)
 	case *messages.IMWindowCreated:
@@ -722,6 +726,17 @@ func (p *plan) chatSent(m *messages.IMChatSent) {
 	p.releaseOutbox()
 }
 
+// chatPartSent records the parts of a long entry sent so far: after a
+// failure of a later part, or a restart, the entry goes on from the next
+// part instead of showing the sent ones twice.
+func (p *plan) chatPartSent(m *messages.IMChatPartSent) {
+	s := p.s
+	if s.OutFlight != m.Seq+1 || len(s.Outbox) == 0 || s.Outbox[0].Seq != m.Seq || m.Parts <= s.Outbox[0].Parts {
+		return
+	}
+	p.event(&messages.IMOutboxPartSent{Seq: m.Seq, Parts: m.Parts})
+}
+
 // listed shows a directory listing in the browser.
 func (p *plan) listed(m *messages.IMDirectoryListed) {
 	s := p.s
@@ -1064,6 +1079,12 @@ func applyChat(n, s *State, ev any) bool {
 		n.NextSeq = e.Seq + uint64(len(e.Entries))
 	case *messages.IMOutboxReleased:
 		n.OutFlight = e.Seq + 1
+	case *messages.IMOutboxPartSent:
+		i := slices.IndexFunc(s.Outbox, func(o Out) bool { return o.Seq == e.Seq })
+		if i >= 0 {
+			n.Outbox = slices.Clone(s.Outbox)
+			n.Outbox[i].Parts = e.Parts
+		}
 	case *messages.IMOutboxSent:
 		if s.OutFlight == e.Seq+1 {
 			n.OutFlight = 0

@@ -637,6 +637,41 @@ func TestAFailedSendIsRetriedAloneAndARefusedOneDropped(t *testing.T) {
 	}
 }
 
+// A long reply goes out as several Telegram messages. When a later part
+// fails, or the daemon restarts, the entry is sent again from the part
+// after the last one reported sent, so the chat never shows a part twice
+// (a crash between a part and its report repeats that part alone).
+func TestALongReplyCutShortGoesOnFromThePartAfterTheLastSent(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	first := only[messages.IMSendChat](t, h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", To: 10, Replies: []string{"a long reply", "next"}}))
+	if first.FromPart != 0 {
+		t.Fatalf("a first send starts at part %d", first.FromPart)
+	}
+	h.send(&messages.IMChatPartSent{Seq: first.Seq, Parts: 1})
+	h.send(&messages.IMChatPartSent{Seq: first.Seq, Parts: 2})
+	if eff := h.send(&messages.IMChatPartSent{Seq: first.Seq, Parts: 1}); len(eff) != 0 || h.s.Outbox[0].Parts != 2 {
+		t.Fatalf("a late report of part 1: %s, parts %d; want nothing, 2", describe(eff), h.s.Outbox[0].Parts)
+	}
+	if eff := h.send(&messages.IMChatPartSent{Seq: first.Seq + 1, Parts: 3}); len(eff) != 0 || h.s.Outbox[1].Parts != 0 {
+		t.Fatalf("a report for an entry not in flight: %s, its parts %d", describe(eff), h.s.Outbox[1].Parts)
+	}
+
+	h.send(&messages.IMChatSent{Seq: first.Seq, Err: "network down"})
+	again := only[messages.IMSendChat](t, h.send(&actors.Tick{Name: timerOutbox}))
+	if again.Seq != first.Seq || again.Text != first.Text || again.FromPart != 2 {
+		t.Fatalf("tried again: %+v; want the same entry from part 2", again)
+	}
+	after := only[messages.IMSendChat](t, h.send(&actors.Recovered{}))
+	if after.Seq != first.Seq || after.FromPart != 2 {
+		t.Fatalf("after a restart: %+v; want the same entry from part 2", after)
+	}
+	next := only[messages.IMSendChat](t, h.send(&messages.IMChatSent{Seq: after.Seq, MessageID: 7}))
+	if next.Text != "next" || next.FromPart != 0 || len(h.s.Outbox) != 1 {
+		t.Fatalf("after the long one: %+v, outbox %v", next, h.s.Outbox)
+	}
+}
+
 func TestRecoveredMidSetupRepeatsTheStepWithTheSameTag(t *testing.T) {
 	h := newHarness(t)
 	cw := h.toWindow("hi", "/home/u")

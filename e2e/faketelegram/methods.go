@@ -36,6 +36,14 @@ func (s *Server) sendMessage(p params) (any, *apiErr) {
 	if aerr := s.throttle(c); aerr != nil {
 		return nil, aerr
 	}
+	if s.fail > 0 {
+		if s.failOK == 0 {
+			s.fail--
+			s.failed++
+			return nil, &apiErr{code: 500, desc: "Internal Server Error"}
+		}
+		s.failOK--
+	}
 	mode := p["parse_mode"]
 	if s.refuse > 0 && strings.EqualFold(mode, "HTML") {
 		s.refuse--

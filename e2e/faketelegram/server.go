@@ -67,6 +67,9 @@ type Server struct {
 	fail429   int
 	retry     int
 	refuse    int
+	failOK    int // sendMessage calls to accept before the scripted failures
+	fail      int // sendMessage calls to answer 500 after them
+	failed    int // sendMessage calls answered 500
 	early     int
 	polls     int // long polls waiting now
 }
@@ -289,6 +292,21 @@ func (s *Server) Fail429(n int, retryAfter int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fail429, s.retry = n, retryAfter
+}
+
+// FailAfter accepts the next ok sendMessage calls and answers the n after
+// them with 500 Internal Server Error (a failure worth trying again).
+func (s *Server) FailAfter(ok, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failOK, s.fail = ok, n
+}
+
+// Failed counts the sendMessage calls FailAfter answered with 500.
+func (s *Server) Failed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 // RefuseEntities answers the next n sendMessage calls with parse_mode HTML

@@ -115,7 +115,7 @@ func (f *FrontEnd) sendChat(_ context.Context, from actors.Identity, e *messages
 	f.sends.Add(1)
 	go func() {
 		defer f.sends.Done()
-		res := f.sendNow(e)
+		res := f.sendNow(from, e)
 		if f.runCtx.Err() == nil {
 			f.tree.Send(from, res)
 		}
@@ -123,11 +123,17 @@ func (f *FrontEnd) sendChat(_ context.Context, from actors.Identity, e *messages
 	return nil
 }
 
-// sendNow sends e and says how it went.
-func (f *FrontEnd) sendNow(e *messages.IMSendChat) *messages.IMChatSent {
+// sendNow sends e and says how it went; the binding from is told of each
+// part of a long text as it is sent.
+func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messages.IMChatSent {
 	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
-	m := telegram.Outbound{ChatID: e.ChatID, ThreadID: e.ThreadID, Topic: e.Topic, Text: e.Text, Markdown: e.Markdown}
+	m := telegram.Outbound{ChatID: e.ChatID, ThreadID: e.ThreadID, Topic: e.Topic, Text: e.Text, Markdown: e.Markdown,
+		FromPart: e.FromPart, OnPart: func(sent int) {
+			if f.runCtx.Err() == nil {
+				f.tree.Send(from, &messages.IMChatPartSent{Seq: e.Seq, Parts: sent})
+			}
+		}}
 	for _, row := range e.Buttons {
 		var r []telegram.Button
 		for _, b := range row {

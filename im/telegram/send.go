@@ -35,6 +35,13 @@ type Outbound struct {
 	Markdown bool
 	// Buttons are inline keyboard rows; they go on the last part only.
 	Buttons [][]Button
+	// FromPart skips the first parts of the split text: they were sent
+	// before (a send going on after a failure or a restart).
+	FromPart int
+	// OnPart, if set, is called after each part but the last is sent, with
+	// how many parts are sent in all (FromPart included), so that a caller
+	// can record how far a long text got.
+	OnPart func(sent int)
 }
 
 // maxNetRetries is how often a request that failed in the network (no
@@ -75,7 +82,9 @@ func (b *Bot) withChat(ctx context.Context, chatID int64, fn func(g *chatGate) e
 
 // Send delivers m, split under MaxMessageLen (see Split; a Markdown text is
 // split before rendering, a code block cut in two is closed and reopened),
-// in order, and returns the message ids of the parts. A Markdown part that
+// in order from part m.FromPart on (the split is the same for the same
+// text), and returns the message ids of the parts it sent; with nothing
+// left to send it sends nothing. A Markdown part that
 // Telegram refuses to parse ("can't parse entities") is sent again as its
 // plain text. Requests to one chat are spaced by ChatInterval; on 429 Send
 // waits the retry_after Telegram gives and sends the same part again,
@@ -94,6 +103,9 @@ func (b *Bot) Send(ctx context.Context, m Outbound) ([]int, error) {
 	var ids []int
 	err = b.withChat(ctx, m.ChatID, func(g *chatGate) error {
 		for i, p := range parts {
+			if i < m.FromPart {
+				continue
+			}
 			params := &tgbot.SendMessageParams{ChatID: m.ChatID, Text: p.plain}
 			if m.Topic {
 				params.MessageThreadID = int(m.ThreadID)
@@ -106,6 +118,9 @@ func (b *Bot) Send(ctx context.Context, m Outbound) ([]int, error) {
 				return fmt.Errorf("telegram: sendMessage to chat %d, part %d of %d: %w", m.ChatID, i+1, len(parts), err)
 			}
 			ids = append(ids, id)
+			if i < len(parts)-1 && m.OnPart != nil {
+				m.OnPart(i + 1)
+			}
 		}
 		return nil
 	})

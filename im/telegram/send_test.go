@@ -60,6 +60,44 @@ func TestSendSplitsALongReplyIntoOrderedPartsAtLineBoundaries(t *testing.T) {
 	}
 }
 
+// A long reply whose second part fails returns the first part's id and
+// reports it sent; sent again from part 1, it completes the reply with
+// every part shown once, and each part but the last is reported.
+func TestSendGoesOnFromThePartItIsGivenAndReportsEachPart(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.srv.CreateTopic(forum, "t")
+	reply := longReply(10000)
+	var reported []int
+	m := Outbound{ChatID: forum, ThreadID: thread, Topic: true, Text: reply, OnPart: func(n int) { reported = append(reported, n) }}
+	w.srv.FailAfter(1, 1)
+	ids, err := w.bot.Send(context.Background(), m)
+	if err == nil || Permanent(err) || len(ids) != 1 || !reflect.DeepEqual(reported, []int{1}) {
+		t.Fatalf("Send with part 2 failing: ids %v, reported %v, %v; want 1 id, [1] and an error to try again", ids, reported, err)
+	}
+	m.FromPart = 1
+	more, err := w.bot.Send(context.Background(), m)
+	if err != nil {
+		t.Fatalf("Send from part 1: %v", err)
+	}
+	got := w.srv.Messages(forum, thread)
+	if len(got) < 3 || len(got) != 1+len(more) {
+		t.Fatalf("%d messages in the topic, %d+%d ids; want every part once, at least 3", len(got), len(ids), len(more))
+	}
+	if joined := strings.Join(texts(got), ""); joined != reply {
+		t.Fatalf("the topic's messages do not add up to the reply (%d vs %d bytes)", len(joined), len(reply))
+	}
+	var want []int // 1 from the first Send, then 2..len-1 from the second
+	for n := 1; n < len(got); n++ {
+		want = append(want, n)
+	}
+	if !reflect.DeepEqual(reported, want) {
+		t.Errorf("reported %v, want %v", reported, want)
+	}
+	if rest, err := w.bot.Send(context.Background(), Outbound{ChatID: forum, ThreadID: thread, Topic: true, Text: reply, FromPart: len(got)}); err != nil || len(rest) != 0 {
+		t.Errorf("Send with every part sent before: %v, %v; want nothing sent", rest, err)
+	}
+}
+
 func TestSendClosesAndReopensACodeBlockCutInTwo(t *testing.T) {
 	w := newWorld(t, nil)
 	thread := w.srv.CreateTopic(forum, "t")
