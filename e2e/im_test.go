@@ -42,6 +42,12 @@ var _ = Describe("IM front end", Label("im"), func() {
 
 		By("thatch status lists the binding")
 		Expect(iw.StatusTable()).To(MatchRegexp(`tg:-1001234:%d\s+api work\s+claude\s+@\d+\s+bound`, thread))
+
+		By("the agent inherited the window's tag and the hook file from the window, for thatch hook claude")
+		iw.TG.Message(imChat, thread, imUser, "env THATCH_IM_WINDOW")
+		iw.TG.Message(imChat, thread, imUser, "env THATCH_IM_HOOK_FILE")
+		Eventually(iw.Said(thread)).Should(ContainElement("env THATCH_IM_WINDOW=" + iw.Tagged()[0].Tag))
+		Eventually(iw.Said(thread)).Should(ContainElement("env THATCH_IM_HOOK_FILE=" + filepath.Join(iw.DataDir, "im", "claude-sessions.json")))
 	})
 
 	It("types text into the agent literally: nothing reaches a shell", func() {

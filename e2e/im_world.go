@@ -89,7 +89,13 @@ func NewIMWorld(extra ...string) *IMWorld {
 		if a.resume != "" {
 			resume = exe + a.resume
 		}
-		lines = append(lines, "[im.agents."+a.name+"]", "launch = "+quote(exe), "resume = "+quote(resume))
+		launch := exe
+		if a.name == "claude" {
+			// A launch command is a shell command line; one that runs
+			// something first must still hand the agent what thatch sets.
+			launch = "true && " + exe
+		}
+		lines = append(lines, "[im.agents."+a.name+"]", "launch = "+quote(launch), "resume = "+quote(resume))
 	}
 	cfg, err := os.ReadFile(w.ThatchConfig)
 	Expect(err).NotTo(HaveOccurred())

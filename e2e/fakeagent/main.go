@@ -290,6 +290,11 @@ func replyFor(msg string) string {
 	case msg == "slow":
 		time.Sleep(time.Second)
 		return "echo: slow"
+	case strings.HasPrefix(msg, "env "):
+		// What the agent's environment holds: thatch sets variables on
+		// the windows it makes for the agents started there.
+		name := strings.TrimSpace(strings.TrimPrefix(msg, "env "))
+		return "env " + name + "=" + os.Getenv(name)
 	case strings.HasPrefix(msg, "long "):
 		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(msg, "long ")))
 		if err == nil && n >= 0 && n <= 10<<20 {

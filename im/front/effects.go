@@ -178,6 +178,18 @@ func (f *FrontEnd) clearButtons(ctx context.Context, _ actors.Identity, e *messa
 	return nil
 }
 
+// windowEnv is the environment of a window the flow tagged tag: the claude
+// hook (thatch hook claude) keys what it records by the window's tag (tmux
+// numbers windows anew after a restart, a tag is never reused) into the
+// daemon's hook file. It is set on the window, not typed before the launch
+// command, so that it reaches the agent from any shell, alias or function.
+func (f *FrontEnd) windowEnv(tag string) []string {
+	if f.hookFile == "" || tag == "" {
+		return nil
+	}
+	return []string{"THATCH_IM_WINDOW=" + tag, "THATCH_IM_HOOK_FILE=" + f.hookFile}
+}
+
 // createWindow makes the flow's window, or finds the one a run before a
 // crash made (by its tag).
 func (f *FrontEnd) createWindow(ctx context.Context, _ actors.Identity, e *messages.IMCreateWindow) any {
@@ -194,7 +206,7 @@ func (f *FrontEnd) createWindow(ctx context.Context, _ actors.Identity, e *messa
 	case ok:
 		return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID, Name: w.Name}
 	}
-	if w, err = f.tmux.NewWindow(ctx, e.Name, e.Dir, e.Tag, nil); err != nil {
+	if w, err = f.tmux.NewWindowEnv(ctx, e.Name, e.Dir, e.Tag, f.windowEnv(e.Tag), nil); err != nil {
 		return &messages.IMWindowCreated{Tag: e.Tag, Err: err.Error()}
 	}
 	f.rememberDir(e.Dir)
@@ -257,11 +269,6 @@ func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messag
 		if cmd, err = a.ResumeCommand(e.SessionID); err != nil {
 			return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: err.Error()}
 		}
-	}
-	if f.hookFile != "" && validTag(e.Tag) {
-		// The claude hook keys what it records by the window's tag: tmux
-		// numbers windows anew after a restart, a tag is never reused.
-		cmd = "THATCH_IM_WINDOW=" + e.Tag + " THATCH_IM_HOOK_FILE=" + shellQuote(f.hookFile) + " " + cmd
 	}
 	err = f.tmux.SendText(ctx, e.WindowID, cmd)
 	return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: errText(err)}
@@ -426,24 +433,4 @@ func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m *messag
 		return nil
 	}
 	return err
-}
-
-// validTag reports whether a window tag is safe to type into a shell as
-// a variable's value (thatch makes them: "thatch:tg:<chat>:<thread>:<gen>").
-func validTag(tag string) bool {
-	if tag == "" {
-		return false
-	}
-	for _, r := range tag {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == ':' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// shellQuote quotes s for a POSIX shell: in single quotes, each single
-// quote inside closed, escaped and opened again.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

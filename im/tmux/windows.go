@@ -17,10 +17,24 @@ import (
 // element is a shell command line, as tmux runs it with sh -c; more
 // elements are an argument vector, run directly.
 func (c *Client) NewWindow(ctx context.Context, name, dir, tag string, cmd []string) (Window, error) {
-	if err := checkText(append([]string{name, dir, tag}, cmd...)...); err != nil {
+	return c.NewWindowEnv(ctx, name, dir, tag, nil, cmd)
+}
+
+// NewWindowEnv is NewWindow with env ("NAME=value" each) set in the
+// window's environment (tmux's new-window -e, tmux 3.2 or later): the shell
+// and every program started in it inherit them, whatever the shell's
+// syntax and whether the command typed there is an alias or a function.
+func (c *Client) NewWindowEnv(ctx context.Context, name, dir, tag string, env, cmd []string) (Window, error) {
+	if err := checkText(append(append([]string{name, dir, tag}, env...), cmd...)...); err != nil {
 		return Window{}, err
 	}
 	var spec []string
+	for _, kv := range env {
+		if !validEnv(kv) {
+			return Window{}, fmt.Errorf("%w: environment entry %q is not NAME=value", ErrInvalidText, kv)
+		}
+		spec = append(spec, "-e", kv)
+	}
 	if name != "" {
 		spec = append(spec, "-n", formatLiteral(name))
 	}
@@ -48,6 +62,20 @@ func (c *Client) NewWindow(ctx context.Context, name, dir, tag string, cmd []str
 		}
 	}
 	return c.Window(ctx, id)
+}
+
+// validEnv reports whether kv is NAME=value with a portable variable name.
+func validEnv(kv string) bool {
+	name, _, ok := strings.Cut(kv, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, r := range name {
+		if r != '_' && !(r >= 'A' && r <= 'Z') && !(r >= 'a' && r <= 'z') && !(i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // newSession starts the session, and the server if need be, with the

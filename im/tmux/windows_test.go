@@ -163,3 +163,30 @@ func TestCaptureReturnsTheLastLines(t *testing.T) {
 		t.Fatalf("Capture(30) = %q, %v", s, err)
 	}
 }
+
+// A window made with an environment passes it to what runs there, with
+// its value as it was given (quotes and spaces included); an entry that is
+// not NAME=value is refused before tmux sees it.
+func TestNewWindowEnvReachesTheWindowsPrograms(t *testing.T) {
+	c := newTestClient(t, nil)
+	ctx := testCtx(t)
+	file := filepath.Join(t.TempDir(), "env")
+	value := `a dir/with 'quotes' and "more"`
+	w, err := c.NewWindowEnv(ctx, "env", "", "", []string{"THATCH_T=" + value, "THATCH_U=2"},
+		[]string{"sh", "-c", `printf '%s|%s' "$THATCH_T" "$THATCH_U" > "$0"; exec sleep 1000`, file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the window's program wrote its environment", func() (bool, string) {
+		b, err := os.ReadFile(file)
+		return err == nil && string(b) == value+"|2", fmt.Sprintf("%q, %v", b, err)
+	})
+	if _, err := c.Window(ctx, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"NOEQUALS", "=x", "1X=y", "A-B=c"} {
+		if _, err := c.NewWindowEnv(ctx, "bad", "", "", []string{bad}, []string{"sleep", "1000"}); !errors.Is(err, ErrInvalidText) {
+			t.Errorf("NewWindowEnv with %q: %v, want ErrInvalidText", bad, err)
+		}
+	}
+}
