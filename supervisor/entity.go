@@ -324,9 +324,9 @@ type rebuilt[S any] struct {
 	seq, snapSeq uint64
 	// replayed is how many events were applied after the snapshot.
 	replayed int
-	// gap is set when the first event after the snapshot was missing: a
-	// compaction ran between reading the snapshot and the events (only a
-	// reader other than the live entity can see this).
+	// gap is set when the events read do not follow the snapshot read, or
+	// stop short of the highest sequence number: a compaction ran between
+	// the reads (only a reader other than the live entity can see this).
 	gap bool
 }
 
@@ -369,7 +369,10 @@ func rebuild[S any](k actors.Kind[S], j Journal, id actors.Identity) (rebuilt[S]
 	if err != nil {
 		return r, err
 	}
-	r.seq = max(r.seq, high)
+	if r.seq < high {
+		r.gap = true
+		r.seq = high
+	}
 	return r, nil
 }
 
