@@ -103,19 +103,9 @@ func (j *Journal) HighestSeq(id Identity) (uint64, error) {
 // highest is the largest of the highest-seq key (kept through deletions),
 // the last event's sequence number and the last snapshot's.
 func (j *Journal) highest(id Identity) (uint64, error) {
-	var floor uint64
-	v, closer, err := j.s.db.Get(entityPrefix(prefixHighest, id))
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-	case err != nil:
-		return 0, fmt.Errorf("persistence: highest seq of %s: %w", id, err)
-	default:
-		if len(v) != 8 {
-			closer.Close()
-			return 0, fmt.Errorf("persistence: highest seq of %s: corrupt value (%d bytes)", id, len(v))
-		}
-		floor = binary.BigEndian.Uint64(v)
-		closer.Close()
+	floor, err := j.floor(id)
+	if err != nil {
+		return 0, err
 	}
 	// A snapshot can only hold the highest number when no event is left:
 	// Compact deletes every event up to its seq, which must not exceed the
@@ -128,6 +118,37 @@ func (j *Journal) highest(id Identity) (uint64, error) {
 		return 0, fmt.Errorf("persistence: highest seq of %s: %w", id, err)
 	}
 	return max(floor, last), nil
+}
+
+// HighestFloor is the part of HighestSeq that is not the entity's last
+// event or snapshot: the number its index key holds (set by its first
+// append, raised by a snapshot and by deleting events). HighestSeq is the
+// larger of the two; a caller that has just replayed the entity's newest
+// snapshot and every event after it knows the other part already, and
+// saves the two scans HighestSeq makes for it.
+func (j *Journal) HighestFloor(id Identity) (uint64, error) {
+	if err := j.s.check(); err != nil {
+		return 0, err
+	}
+	if err := validateIdentity(id); err != nil {
+		return 0, err
+	}
+	return j.floor(id)
+}
+
+func (j *Journal) floor(id Identity) (uint64, error) {
+	v, closer, err := j.s.db.Get(entityPrefix(prefixHighest, id))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("persistence: highest seq of %s: %w", id, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("persistence: highest seq of %s: corrupt value (%d bytes)", id, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
 }
 
 // lastSeq is the sequence number of id's last key under prefix p, or 0.

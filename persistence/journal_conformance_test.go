@@ -744,3 +744,51 @@ func TestOpenOnFailingFilesystemReturnsError(t *testing.T) {
 		t.Fatal("open on a file instead of a directory succeeded")
 	}
 }
+
+// A reader that replayed an entity's newest snapshot and every event after
+// it takes the highest sequence number as the larger of the last it read
+// and HighestFloor: that is HighestSeq after appends, snapshots, deletes
+// and compactions alike.
+func TestHighestFloorWithTheLastReadIsHighestSeq(t *testing.T) {
+	st := openMem(t, Options{})
+	j := st.Journal()
+	lastRead := func() uint64 {
+		snap, ok, err := j.LoadSnapshot(idA, math.MaxUint64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last uint64
+		if ok {
+			last = snap.Seq
+		}
+		if err := j.Replay(idA, last+1, math.MaxUint64, NoLimit, func(seq uint64, _ []byte) error { last = seq; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return last
+	}
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"nothing yet", func() error { return nil }},
+		{"append 1..3", func() error { return j.Append(idA, 1, payloads(idA, 1, 3), MarkUnchanged) }},
+		{"append 4..7", func() error { return j.Append(idA, 4, payloads(idA, 4, 4), MarkUnchanged) }},
+		{"snapshot at 5, events kept", func() error { return j.SaveSnapshot(idA, 5, []byte("s5")) }},
+		{"compact at 6", func() error { return j.Compact(idA, 6, []byte("s6")) }},
+		{"delete up to 7", func() error { return j.DeleteUpTo(idA, 7) }},
+		{"append 8", func() error { return j.Append(idA, 8, payloads(idA, 8, 1), MarkActive) }},
+		{"compact at 8, no event left", func() error { return j.Compact(idA, 8, []byte("s8")) }},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		floor, err := j.HighestFloor(idA)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got, want := max(floor, lastRead()), mustHighest(t, j, idA); got != want {
+			t.Errorf("%s: floor %d with the last read %d gives %d, HighestSeq %d", s.name, floor, lastRead(), got, want)
+		}
+	}
+}

@@ -21,6 +21,9 @@ type Journal interface {
 	// done once the events are durable (or failed).
 	AppendAsync(id actors.Identity, first uint64, events [][]byte, mark persistence.ActiveMark, done func(error))
 	HighestSeq(id actors.Identity) (uint64, error)
+	// HighestFloor is HighestSeq without the entity's last event and
+	// snapshot, for a reader that has just read those.
+	HighestFloor(id actors.Identity) (uint64, error)
 	Replay(id actors.Identity, from, to, max uint64, fn func(seq uint64, ev []byte) error) error
 	LoadSnapshot(id actors.Identity, maxSeq uint64) (persistence.Snapshot, bool, error)
 	Compact(id actors.Identity, seq uint64, data []byte) error
@@ -365,7 +368,9 @@ func rebuild[S any](k actors.Kind[S], j Journal, id actors.Identity) (rebuilt[S]
 	if err != nil {
 		return r, err
 	}
-	high, err := j.HighestSeq(id)
+	// The newest snapshot and every event after it are read: the highest
+	// sequence number is the larger of the last of them and the index's.
+	high, err := j.HighestFloor(id)
 	if err != nil {
 		return r, err
 	}
