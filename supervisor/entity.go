@@ -309,7 +309,7 @@ func (e *entity[S]) recoverState() (int, error) {
 	e.seq, e.snapSeq = 0, 0
 	e.buf, e.outs, e.flyOuts, e.flying = nil, nil, nil, false
 	e.state = e.k.Initial(e.id.ID)
-	r, err := rebuild(e.k, e.env.Journal, e.id)
+	r, err := rebuild(e.k, e.env.Journal, e.id, false)
 	if err != nil {
 		return r.replayed, err
 	}
@@ -334,8 +334,12 @@ type rebuilt[S any] struct {
 }
 
 // rebuild reads an entity's newest snapshot and the events after it, and
-// applies them to its state.
-func rebuild[S any](k actors.Kind[S], j Journal, id actors.Identity) (rebuilt[S], error) {
+// applies them to its state. The entity itself (the journal's one writer)
+// reads only the highest sequence number's index key: it has just read the
+// last snapshot and event. Another reader (peek) reads the whole
+// HighestSeq, so that a compaction that ran between its reads and left no
+// event after the snapshot it wrote shows as a gap.
+func rebuild[S any](k actors.Kind[S], j Journal, id actors.Identity, peek bool) (rebuilt[S], error) {
 	r := rebuilt[S]{state: k.Initial(id.ID)}
 	snap, ok, err := j.LoadSnapshot(id, math.MaxUint64)
 	if err != nil {
@@ -368,9 +372,11 @@ func rebuild[S any](k actors.Kind[S], j Journal, id actors.Identity) (rebuilt[S]
 	if err != nil {
 		return r, err
 	}
-	// The newest snapshot and every event after it are read: the highest
-	// sequence number is the larger of the last of them and the index's.
-	high, err := j.HighestFloor(id)
+	highest := j.HighestFloor
+	if peek {
+		highest = j.HighestSeq
+	}
+	high, err := highest(id)
 	if err != nil {
 		return r, err
 	}
@@ -392,7 +398,7 @@ func (u *unreadable) Unwrap() error { return u.err }
 // peek is the inspection of a not-live entity, from its journal.
 func (s entitySpec[S]) peek(j Journal, id string) (*Inspection, bool, error) {
 	ident := actors.Identity{Kind: s.k.Name(), ID: id}
-	r, err := rebuild(s.k, j, ident)
+	r, err := rebuild(s.k, j, ident, true)
 	if err != nil || r.gap {
 		return nil, r.gap, err
 	}

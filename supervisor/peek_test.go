@@ -57,8 +57,9 @@ func TestPeekReadsAPassivatedEntityWithoutWakingIt(t *testing.T) {
 // snapshot, or stop short of the entity's sequence number, and reads again.
 func TestPeekReadsAgainWhenACompactionRanUnderIt(t *testing.T) {
 	totals := []int{1, 3, 7, 15, 31} // after each of the events 1..5
-	for _, at := range []uint64{3, 5} {
-		t.Run(fmt.Sprintf("compacted to %d", at), func(t *testing.T) {
+	for _, c := range []struct{ before, at uint64 }{{0, 3}, {0, 5}, {3, 5}} {
+		before, at := c.before, c.at
+		t.Run(fmt.Sprintf("snapshot at %d, compacted to %d", before, at), func(t *testing.T) {
 			p := newProbe(0)
 			r := startRig(t, rigConfig{kinds: []Spec{Entity[counterState](p)}, env: Env{PassivateAfter: time.Minute}})
 			id := counterID("compacted")
@@ -67,6 +68,15 @@ func TestPeekReadsAgainWhenACompactionRanUnderIt(t *testing.T) {
 			}
 			r.clock.Advance(time.Minute)
 			eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+			if before > 0 {
+				old, err := messages.Encode(&counterState{Total: totals[before-1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.store.Journal().Compact(id, before, old); err != nil {
+					t.Fatal(err)
+				}
+			}
 			snap, err := messages.Encode(&counterState{Total: totals[at-1]})
 			if err != nil {
 				t.Fatal(err)
@@ -118,5 +128,27 @@ func TestPeekQuarantinesAnEntityWhoseJournalCannotBeDecoded(t *testing.T) {
 	}
 	if _, ok, err := r.tree.Peek(id); ok || err != nil {
 		t.Errorf("Peek of the quarantined entity: ok %v, %v; want the caller sent to the entity's own answer", ok, err)
+	}
+}
+
+// Peek of an entity that is live reads its journal too; an event there
+// that cannot be decoded does not quarantine the running entity, which
+// keeps getting its messages (its own restarts decide about it).
+func TestPeekNeverQuarantinesALiveEntity(t *testing.T) {
+	p := newProbe(0)
+	r := startRig(t, rigConfig{kinds: []Spec{Entity[counterState](p)}, env: Env{PassivateAfter: time.Minute}})
+	id := counterID("running")
+	r.ask(id, &addMsg{N: 1})
+	if err := r.store.Journal().Append(id, 2, [][]byte{[]byte("not an event")}, persistence.MarkUnchanged); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.tree.Peek(id); err == nil {
+		t.Fatal("Peek read an event that cannot be decoded")
+	}
+	if q := r.tree.Quarantined(); len(q) != 0 {
+		t.Errorf("quarantined %+v while the entity runs", q)
+	}
+	if got := r.ask(id, &getMsg{}); got != (counterState{Total: 1}) {
+		t.Errorf("the running entity answered %v, want its state", got)
 	}
 }

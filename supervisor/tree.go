@@ -480,7 +480,7 @@ func (t *Tree) Peek(id actors.Identity) (in *Inspection, ok bool, err error) {
 	for range peekReads {
 		in, gap, err := spec.peek(t.env.Journal, id.ID)
 		if u := (*unreadable)(nil); errors.As(err, &u) {
-			t.quarantine(id.String(), err)
+			t.quarantinePassive(id, err)
 		}
 		if err != nil {
 			return nil, true, err
@@ -491,6 +491,25 @@ func (t *Tree) Peek(id actors.Identity) (in *Inspection, ok bool, err error) {
 	}
 	return nil, false, nil
 }
+
+// quarantinePassive quarantines an entity whose journal Peek could not
+// decode, unless it is live (it woke meanwhile: then its own restarts
+// decide). The check runs on the kind's supervisor, where entities are
+// spawned and routed, so a running entity is never cut off from its
+// messages by a quarantine it does not know about.
+func (t *Tree) quarantinePassive(id actors.Identity, cause error) {
+	pid, ok := t.kinds[id.Kind]
+	if !ok {
+		return
+	}
+	if _, err := t.sys.Root.RequestFuture(pid, &quarantinePassive{id: id.ID, cause: cause}, peekQuarantineTimeout).Result(); err != nil {
+		t.log.Warn("cannot quarantine an entity whose journal cannot be decoded", "entity", id.String(), "error", err)
+	}
+}
+
+// peekQuarantineTimeout bounds how long Peek waits for the kind supervisor
+// to record a quarantine.
+const peekQuarantineTimeout = 5 * time.Second
 
 // ForgetPassive deletes the journal of an entity that is not live (never
 // woken, or passivated) and reports whether it did; a live entity is left
@@ -683,6 +702,14 @@ type forgetAnswer struct {
 	err       error
 }
 
+// quarantinePassive asks a kind supervisor to quarantine an entity that is
+// not live for cause; the answer is a *quarantineAnswer.
+type quarantinePassive struct {
+	id    string
+	cause error
+}
+type quarantineAnswer struct{ quarantined bool }
+
 type stashed struct {
 	env    *envelope
 	sender *actor.PID
@@ -761,6 +788,15 @@ func (k *kindSupervisor) Receive(ctx actor.Context) {
 		ctx.Respond(&liveAnswer{ids: ids})
 	case *forgetPassive:
 		k.forget(ctx, m.id)
+	case *quarantinePassive:
+		_, live := k.live[m.id]
+		_, stopping := k.stopping[m.id]
+		_, forgetting := k.forgetting[m.id]
+		ok := !live && !stopping && !forgetting
+		if ok {
+			k.tree.quarantine(actors.Identity{Kind: k.spec.KindName(), ID: m.id}.String(), m.cause)
+		}
+		ctx.Respond(&quarantineAnswer{quarantined: ok})
 	case *forgotten:
 		held := k.forgetting[m.id]
 		delete(k.forgetting, m.id)

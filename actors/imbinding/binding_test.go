@@ -639,8 +639,8 @@ func TestAFailedSendIsRetriedAloneAndARefusedOneDropped(t *testing.T) {
 
 // A long reply goes out as several Telegram messages. When a later part
 // fails, or the daemon restarts, the entry is sent again from the part
-// after the last one reported sent, so the chat never shows a part twice
-// (a crash between a part and its report repeats that part alone).
+// after the last one reported sent, so the parts recorded as sent are not
+// shown again (a crash between a part and its record repeats that part).
 func TestALongReplyCutShortGoesOnFromThePartAfterTheLastSent(t *testing.T) {
 	h := newHarness(t)
 	h.bind()

@@ -83,8 +83,8 @@ func (b *Bot) withChat(ctx context.Context, chatID int64, fn func(g *chatGate) e
 // Send delivers m, split under MaxMessageLen (see Split; a Markdown text is
 // split before rendering, a code block cut in two is closed and reopened),
 // in order from part m.FromPart on (the split is the same for the same
-// text), and returns the message ids of the parts it sent; with nothing
-// left to send it sends nothing. A Markdown part that
+// text; a FromPart past the last part sends the whole text again), and
+// returns the message ids of the parts it sent. A Markdown part that
 // Telegram refuses to parse ("can't parse entities") is sent again as its
 // plain text. Requests to one chat are spaced by ChatInterval; on 429 Send
 // waits the retry_after Telegram gives and sends the same part again,
@@ -99,6 +99,12 @@ func (b *Bot) Send(ctx context.Context, m Outbound) ([]int, error) {
 	parts := b.parts(m)
 	if len(parts) == 0 {
 		return nil, ErrEmptyText
+	}
+	if m.FromPart >= len(parts) {
+		// The text splits into fewer parts than were sent (a new build
+		// splits it otherwise): the last part, and a prompt's buttons,
+		// must not be lost, so the whole text goes out again.
+		m.FromPart = 0
 	}
 	var ids []int
 	err = b.withChat(ctx, m.ChatID, func(g *chatGate) error {

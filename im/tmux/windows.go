@@ -49,6 +49,10 @@ func (c *Client) NewWindowEnv(ctx context.Context, name, dir, tag string, env, c
 	if isNoServer(err) {
 		out, err = c.newSession(ctx, spec)
 	}
+	var ce *CommandError
+	if len(env) > 0 && errors.As(err, &ce) && strings.Contains(ce.Message, "unknown flag -e") {
+		return Window{}, fmt.Errorf("tmux: new window %q: this tmux cannot set a window's environment (new-window -e); thatch needs tmux 3.2 or later: %w", name, err)
+	}
 	if err != nil {
 		return Window{}, fmt.Errorf("tmux: new window %q: %w", name, err)
 	}
