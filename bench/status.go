@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
@@ -23,6 +21,10 @@ func init() {
 
 // statusTimeout is the per-entity timeout of the status reports.
 const statusTimeout = time.Minute
+
+// statusConcurrency is how many entities the baseline asks at once, as
+// frontend.Report does.
+const statusConcurrency = 16
 
 func benchStatus(c *Config) ([]Record, error) {
 	n := c.Count(10_000, 2_000)
@@ -76,7 +78,7 @@ func benchStatus(c *Config) ([]Record, error) {
 	}
 	notes := fmt.Sprintf("frontend.Report (as thatch status --all) over %d passivated entities x %d events, read from the journal (Tree.Peek), %d at a time: Go heap after it %s B more than before; "+
 		"baseline: the same views asked of each entity (Request Inspect, as status did before), which spawns and rehydrates every one: heap %s B more, all %d live afterwards",
-		n, memoryEvents, 16, formatNumber(diff(h0.alloc, h1.alloc)), formatNumber(diff(h1.alloc, h2.alloc)), n)
+		n, memoryEvents, statusConcurrency, formatNumber(diff(h0.alloc, h1.alloc)), formatNumber(diff(h1.alloc, h2.alloc)), n)
 	return []Record{
 		newRecord("status.report_passivated", ms(peeked), "ms", notes).withBaseline(ms(asked)),
 		newRecord("status.report_passivated.woken", float64(len(woke)), "entities",
@@ -101,31 +103,14 @@ func checkViews(views []any, total, n int) error {
 	return nil
 }
 
-// askEach asks every entity for its inspection, reportConcurrency at a
+// askEach asks every entity for its inspection, statusConcurrency at a
 // time, as status did before it read passivated entities from the journal.
 func askEach(t *supervisor.Tree, n int) error {
-	sem := make(chan struct{}, 16)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, err := t.Request(actors.Identity{Kind: benchKind, ID: entityID(i)}, &supervisor.Inspect{}, statusTimeout)
-			if _, ok := res.(*supervisor.Inspection); err == nil && !ok {
-				err = fmt.Errorf("inspect answered %T", res)
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return forEachParallel(statusConcurrency, n, func(i int) error {
+		res, err := t.Request(actors.Identity{Kind: benchKind, ID: entityID(i)}, &supervisor.Inspect{}, statusTimeout)
+		if _, ok := res.(*supervisor.Inspection); err == nil && !ok {
+			err = fmt.Errorf("inspect answered %T", res)
+		}
+		return err
+	})
 }

@@ -245,11 +245,11 @@ func (c *committer) close() {
 // stable, so an entity's appends keep the order they were queued in (and
 // its later mark wins). A batch whose keys come in order makes Pebble's
 // memtable inserts walk nearly the same skiplist path one after another,
-// with its nodes still in the CPU's cache: at 1000 entities that measured
-// about 15% more appends per second than queue order, where each insert
+// with its nodes still in the CPU's cache: BenchmarkAppendC1000 measured
+// about 14% more appends per second than in queue order, where each insert
 // starts from cold nodes. The queue is nearly sorted already (the writers
 // of a group are woken in its order and queue again in about that order),
-// so the sort costs under 1% of the committer's time.
+// so the sort took 0.08 s of the committer's 5.65 s in a CPU profile.
 func sortGroup(g []appendReq) {
 	slices.SortStableFunc(g, func(a, b appendReq) int {
 		if c := strings.Compare(a.id.Kind, b.id.Kind); c != 0 {

@@ -308,8 +308,8 @@ func (e *entity[S]) maxRedeliveries() int {
 func (e *entity[S]) recoverState() (int, error) {
 	e.seq, e.snapSeq = 0, 0
 	e.buf, e.outs, e.flyOuts, e.flying = nil, nil, nil, false
-	e.state = e.k.Initial(e.id.ID)
 	r, err := rebuild(e.k, e.env.Journal, e.id, false)
+	e.state = r.state // on an error, what was read before it (at least the initial state)
 	if err != nil {
 		return r.replayed, err
 	}

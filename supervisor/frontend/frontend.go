@@ -24,8 +24,9 @@ package frontend
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,33 +99,23 @@ type BindingReporter interface {
 	ReportBindings(limit int) (views []any, total int)
 }
 
-// KnownIDs lists the ids of kind's entities, sorted: every live one and
-// every one with a journal, for the status views a front end reports; live
-// holds the ones that were live.
-func KnownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout time.Duration) (ids []string, live map[string]bool) {
-	seen := map[string]bool{}
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	live = map[string]bool{}
+// knownIDs lists the ids of kind's entities, sorted: every live one and
+// every one with a journal; live holds the ones that were live.
+func knownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout time.Duration) (ids []string, live map[string]bool) {
+	all, live := map[string]bool{}, map[string]bool{}
 	if l, err := t.LiveIDs(kind, timeout); err == nil {
 		for _, id := range l {
-			live[id] = true
-			add(id)
+			live[id], all[id] = true, true
 		}
 	}
 	_ = j.EntityIDs(kind, func(id persistence.Identity) error {
-		add(id.ID)
+		all[id.ID] = true
 		return nil
 	})
-	sort.Strings(ids)
-	return ids, live
+	return slices.Sorted(maps.Keys(all)), live
 }
 
-// Report lists the status views of kind's entities (KnownIDs), sorted by
+// Report lists the status views of kind's entities (knownIDs), sorted by
 // id, at most limit of them (0: all), and how many there are. A live
 // entity answers itself; one that is not is read from its journal
 // (Tree.Peek), so a status never wakes the passivated ones. A few are
@@ -132,7 +123,7 @@ func KnownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout t
 // one per entity; it shows its error instead of its view, under idKey
 // ("family", "thread").
 func Report(t *supervisor.Tree, j *persistence.Journal, kind, idKey string, limit int, timeout time.Duration) ([]any, int) {
-	ids, live := KnownIDs(t, j, kind, timeout)
+	ids, live := knownIDs(t, j, kind, timeout)
 	total := len(ids)
 	if limit > 0 && len(ids) > limit {
 		ids = ids[:limit]
