@@ -219,7 +219,10 @@ func newIMWorld(c *Config, name string, passivateAfter time.Duration) (*imWorld,
 	cfg.IM.Roots = []string{dir}
 	cfg.IM.Tmux.Socket = w.socket
 	// The windows run cat; /proc names it "cat", so cat is claude here.
+	// cat draws no input line: typing is not checked (the bench measures
+	// routing, not an agent's TUI).
 	cfg.IM.Agents.Claude.Detect = "^cat$"
+	cfg.IM.Agents.Claude.Input = config.InputOff
 	w.cfg = cfg
 	if err := os.MkdirAll(cfg.Data.Dir, 0o700); err != nil {
 		w.close()

@@ -271,7 +271,24 @@ type Agent struct {
 	// Detect is a regexp matched against the pane's processes (name and
 	// command line) to tell which agent runs in a window.
 	Detect string `koanf:"detect" usage:"regexp over process names and command lines that recognizes the agent"`
+	// Input is a regexp matched against the lines of the agent's screen:
+	// a match is its input line (drawn when it is ready for input), and
+	// its one group is what the line holds. thatch types only once the
+	// line shows and checks after Enter that the agent took the text.
+	// "off": type at once, unchecked.
+	Input string `koanf:"input" usage:"regexp for the agent's input line on its screen (one group: its text), or off"`
 }
+
+// The agents' input lines by default (see Agent.Input): claude draws its
+// input line as "❯" and a no-break space (the conversation above shows the
+// user's earlier messages after "❯" and a plain space, a dialog its
+// options as " ❯ 1. Yes"); codex as "› " (its dialogs' options, "› 1.
+// Yes", are not one). InputOff turns the checks off.
+const (
+	DefaultClaudeInput = `^❯\x{00a0}(.*)$`
+	DefaultCodexInput  = `^\s*›\s?((?:[^0-9\s].*|[0-9]+[^.0-9].*|[0-9]*)?)$`
+	InputOff           = "off"
+)
 
 // ByName returns the configured agents by name, in a stable order.
 func (a Agents) ByName() []NamedAgent {
@@ -366,10 +383,10 @@ func Defaults() *Config {
 			Telegram:      Telegram{APIURL: "https://api.telegram.org"},
 			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
 			Agents: Agents{
-				Claude:  Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`},
-				Codex:   Agent{Launch: "codex", Resume: "codex resume {session_id}", Detect: `(^|/)codex(\s|$)`},
-				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`},
-				Mimo:    Agent{Launch: "mimo", Detect: `(^|/)mimo(code)?(\s|$)`},
+				Claude:  Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`, Input: DefaultClaudeInput},
+				Codex:   Agent{Launch: "codex", Resume: "codex resume {session_id}", Detect: `(^|/)codex(\s|$)`, Input: DefaultCodexInput},
+				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`, Input: InputOff},
+				Mimo:    Agent{Launch: "mimo", Detect: `(^|/)mimo(code)?(\s|$)`, Input: InputOff},
 			},
 		},
 	}

@@ -63,15 +63,19 @@ var specDefaults = map[string]any{
 	"im.agents.claude.launch":    "claude",
 	"im.agents.claude.resume":    "claude -r {session_id}",
 	"im.agents.claude.detect":    `(^|/)claude(\s|$)`,
+	"im.agents.claude.input":     DefaultClaudeInput,
 	"im.agents.codex.launch":     "codex",
 	"im.agents.codex.resume":     "codex resume {session_id}",
 	"im.agents.codex.detect":     `(^|/)codex(\s|$)`,
+	"im.agents.codex.input":      DefaultCodexInput,
 	"im.agents.copilot.launch":   "copilot",
 	"im.agents.copilot.resume":   "copilot --resume {session_id}",
 	"im.agents.copilot.detect":   `(^|/)copilot(\s|$)`,
+	"im.agents.copilot.input":    "off",
 	"im.agents.mimo.launch":      "mimo",
 	"im.agents.mimo.resume":      "",
 	"im.agents.mimo.detect":      `(^|/)mimo(code)?(\s|$)`,
+	"im.agents.mimo.input":       "off",
 }
 
 func TestDefaultsMatchSpec(t *testing.T) {

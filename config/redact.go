@@ -171,3 +171,45 @@ func isCredentialParam(name string) bool {
 	}
 	return false
 }
+
+// SecretValues returns the values of every secret key that is set (the
+// bot token, the servers' passwords, the embeddings API key): what must
+// not reach a program thatch starts, in its environment or otherwise.
+func (c *Config) SecretValues() []string {
+	var out []string
+	root := reflect.ValueOf(c).Elem()
+	for _, l := range keys().leaves {
+		if l.kind == kindSecret {
+			if v := l.field(root).String(); v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	for _, s := range c.OpenCode.Servers {
+		if s.Password != "" {
+			out = append(out, s.Password.Reveal())
+		}
+	}
+	return out
+}
+
+// ChildEnv returns environ without what would hand thatch's secrets to a
+// program it starts (the tmux server, and so every agent in its windows):
+// every THATCH_* variable (they configure thatch, and some hold a token),
+// opencode's server password variable, and every variable whose value is
+// one of the config's secret values.
+func (c *Config) ChildEnv(environ []string) []string {
+	secrets := map[string]bool{}
+	for _, v := range c.SecretValues() {
+		secrets[v] = true
+	}
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, envPrefix) || name == envServerPassword || secrets[value] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}

@@ -241,6 +241,11 @@ func (v *validator) im(c *IM) {
 		if _, err := regexp.Compile(a.Detect); err != nil || a.Detect == "" {
 			v.add(key+".detect", "must be a regexp that recognizes %s, got %q", a.Name, a.Detect)
 		}
+		if a.Input != "" && a.Input != InputOff {
+			if re, err := regexp.Compile(a.Input); err != nil || re.NumSubexp() > 1 {
+				v.add(key+".input", "must be a regexp with at most one group, or %q, got %q", InputOff, a.Input)
+			}
+		}
 	}
 }
 

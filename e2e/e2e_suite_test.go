@@ -49,6 +49,24 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	} else {
 		b.OpenCode = strings.TrimSpace(string(out))
 	}
+	// The pinned real claude and codex, from npm into the cache.
+	script, err = filepath.Abs("install-agents.sh")
+	Expect(err).NotTo(HaveOccurred())
+	cmd = exec.Command("bash", script)
+	cmd.Stderr = GinkgoWriter
+	if out, err := cmd.Output(); err != nil {
+		b.AgentsErr = "install-agents.sh: " + err.Error()
+	} else {
+		for _, line := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(line, "claude="); ok {
+				b.Claude = v
+			}
+			if v, ok := strings.CutPrefix(line, "codex="); ok {
+				b.Codex = v
+			}
+		}
+	}
+
 	// opencode's glob and skill tools run ripgrep; without one on PATH it
 	// tries to download it from GitHub.
 	if _, err := exec.LookPath("rg"); err != nil && b.OpenCode != "" {

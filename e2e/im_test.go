@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -63,6 +64,70 @@ var _ = Describe("IM front end", Label("im"), func() {
 		By("a multi-line message arrives as one message")
 		iw.TG.Message(imChat, thread, imUser, "line one\nline two\nline three")
 		Eventually(iw.UserLines("claude")).Should(ContainElement("line one\nline two\nline three"))
+	})
+
+	It("keeps control characters out of what is typed: a ^D or ^C reaches no agent and no shell", func() {
+		start()
+		marker := filepath.Join(iw.Root, "pwned")
+		thread := iw.Setup("controls", "claude", "web", "hi")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
+		iw.TG.Message(imChat, thread, imUser, "\x04touch "+marker)
+		iw.TG.Message(imChat, thread, imUser, "\x03still \x1b[31mhere\x7f")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: still [31mhere"), "the agent got both, without their control characters, and is still running")
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"hi", "touch " + marker, "still [31mhere"}))
+		Expect(marker).NotTo(BeAnExistingFile())
+	})
+
+	It("types nothing to an agent that exited or was stopped, and Recover starts it again in its window", func() {
+		start()
+		thread := iw.Setup("exits", "claude", "web", "hi")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
+		win := iw.Tagged()[0].ID
+
+		By("the agent exits: its pane stays, dead, with no shell to type into")
+		iw.TG.Message(imChat, thread, imUser, "exit")
+		Eventually(func() string { out, _ := iw.Tmux("display-message", "-p", "-t", win, "#{pane_dead}"); return out }).Should(Equal("1\n"))
+		iw.TG.Message(imChat, thread, imUser, "are you there")
+		iw.Press(thread, imUser, iw.Prompt(thread, "The agent is no longer running in its window"), "Recover")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: are you there"))
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"hi", "are you there"}), "the same session, resumed")
+		Expect(iw.Tagged()).To(HaveLen(1))
+		Expect(iw.Tagged()[0].ID).To(Equal(win), "in the same window")
+
+		By("the agent is stopped (Ctrl-Z, SIGSTOP): it is not a target either")
+		pid := iw.AgentPID(win, "claude")
+		Expect(syscall.Kill(pid, syscall.SIGSTOP)).To(Succeed())
+		DeferCleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+		iw.TG.Message(imChat, thread, imUser, "wake up")
+		Eventually(iw.Said(thread)).Should(ContainElements(ContainSubstring("echo: are you there"), ContainSubstring("no longer running")))
+		Eventually(func() int {
+			n := 0
+			for _, said := range iw.Said(thread)() {
+				if strings.Contains(said, "The agent is no longer running in its window") {
+					n++
+				}
+			}
+			return n
+		}).Should(Equal(2), "asked again, for the stopped agent")
+		iw.Press(thread, imUser, iw.Prompt(thread, "The agent is no longer running in its window"), "Recover")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: wake up"))
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"hi", "are you there", "wake up"}))
+	})
+
+	It("keeps thatch's secrets out of the tmux server and the agents' environment", func() {
+		iw = NewIMWorld()
+		iw.Env = append(iw.Env, "THATCH_IM_TELEGRAM_TOKEN="+imToken, "MY_BOT_TOKEN="+imToken)
+		d = StartDaemon(iw.World)
+		thread := iw.Setup("secrets", "claude", "api", "hi")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
+		out, err := iw.Tmux("show-environment", "-g")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("HOME="), "the server has an environment")
+		Expect(out).NotTo(ContainSubstring(imToken))
+		iw.TG.Message(imChat, thread, imUser, "env THATCH_IM_TELEGRAM_TOKEN")
+		iw.TG.Message(imChat, thread, imUser, "env MY_BOT_TOKEN")
+		Eventually(iw.Said(thread)).Should(ContainElement("env MY_BOT_TOKEN="))
+		Expect(iw.Said(thread)()).To(ContainElement("env THATCH_IM_TELEGRAM_TOKEN="))
 	})
 
 	It("ignores users who are not on the allow-list, and their button presses", func() {
@@ -159,22 +224,11 @@ var _ = Describe("IM front end", Label("im"), func() {
 		start()
 		thread := iw.Setup("mixed", "claude", "api", "hi")
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
-		iw.TG.Message(imChat, thread, imUser, "exit") // the fake claude quits
+		By("the user replaces claude by codex in the window, by hand")
 		win := iw.Tagged()[0].ID
-		Eventually(func() string {
-			out, _ := iw.Tmux("display-message", "-p", "-t", win, "#{pane_current_command}")
-			return out
-		}).
-			ShouldNot(ContainSubstring("claude"))
-		_, err := iw.Tmux("send-keys", "-t", win, "-l", filepath.Join(iw.Root, "bin", "codex"))
+		_, err := iw.Tmux("respawn-pane", "-k", "-t", win, filepath.Join(iw.Root, "bin", "codex"))
 		Expect(err).NotTo(HaveOccurred())
-		_, err = iw.Tmux("send-keys", "-t", win, "Enter")
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() string {
-			out, _ := iw.Tmux("display-message", "-p", "-t", win, "#{pane_current_command}")
-			return out
-		}).
-			Should(ContainSubstring("codex"))
+		iw.AgentPID(win, "codex")
 		iw.TG.Message(imChat, thread, imUser, "who runs here")
 		p := iw.Prompt(thread, "but codex runs in its window")
 		iw.Press(thread, imUser, p, "Update Binding")

@@ -10,13 +10,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/thatch-run/thatch/e2e/fakeanthropic"
+	"github.com/thatch-run/thatch/e2e/fakeresponses"
 	"github.com/thatch-run/thatch/e2e/faketelegram"
 )
 
@@ -39,10 +43,26 @@ type IMWorld struct {
 	Socket string
 	// Projects is the directory the browser starts in (im.roots).
 	Projects string
+	// Claude and Codex are the fake model APIs of a real claude or codex
+	// (NewRealIMWorld); nil otherwise.
+	Claude *fakeanthropic.Server
+	Codex  *fakeresponses.Server
 }
 
 // NewIMWorld makes the world; extra lines go into the [im] section.
 func NewIMWorld(extra ...string) *IMWorld {
+	return newIMWorld("", extra)
+}
+
+// NewRealIMWorld makes a world in which agent ("claude" or "codex") is
+// the real CLI (installed by install-agents.sh), its model a scripted
+// local fake (Anthropic for claude, Responses for codex: an echo by
+// default); the other agents stay fakes.
+func NewRealIMWorld(agent string, extra ...string) *IMWorld {
+	return newIMWorld(agent, extra)
+}
+
+func newIMWorld(real string, extra []string) *IMWorld {
 	Expect(bins.FakeAgent).NotTo(BeEmpty(), "the suite did not build the fake agent")
 	w := NewWorld()
 	iw := &IMWorld{World: w, TG: faketelegram.New(imToken),
@@ -95,6 +115,9 @@ func NewIMWorld(extra ...string) *IMWorld {
 			// something first must still hand the agent what thatch sets.
 			launch = "true && " + exe
 		}
+		if a.name == real {
+			launch, resume = iw.realAgent(real)
+		}
 		lines = append(lines, "[im.agents."+a.name+"]", "launch = "+quote(launch), "resume = "+quote(resume))
 	}
 	cfg, err := os.ReadFile(w.ThatchConfig)
@@ -102,6 +125,59 @@ func NewIMWorld(extra ...string) *IMWorld {
 	cfg = append(cfg, []byte(strings.Join(lines, "\n")+"\n")...)
 	Expect(os.WriteFile(w.ThatchConfig, cfg, 0o644)).To(Succeed())
 	return iw
+}
+
+// realAgent sets the world up for the real agent: its fake model API,
+// its configuration under HOME, its environment. It returns its launch
+// and resume command lines.
+func (iw *IMWorld) realAgent(agent string) (launch, resume string) {
+	GinkgoHelper()
+	// A short TMPDIR of the world's own: claude makes sockets there
+	// (their paths are limited to about 108 bytes).
+	tmp := filepath.Join(iw.Root, "tmp")
+	Expect(os.MkdirAll(tmp, 0o700)).To(Succeed())
+	iw.Env = append(iw.Env, "TMPDIR="+tmp)
+	switch agent {
+	case "claude":
+		Expect(bins.Claude).NotTo(BeEmpty(), "the real claude is not installed: %s", bins.AgentsErr)
+		iw.Claude = fakeanthropic.New()
+		DeferCleanup(iw.Claude.Close)
+		Expect(fakeanthropic.PrepareHome(iw.Home, fakeanthropic.APIKey, iw.Projects)).To(Succeed())
+		iw.Env = append(iw.Env, iw.Claude.Env("")...)
+		return bins.Claude, bins.Claude + " -r {session_id}"
+	case "codex":
+		Expect(bins.Codex).NotTo(BeEmpty(), "the real codex is not installed: %s", bins.AgentsErr)
+		iw.Codex = fakeresponses.New()
+		DeferCleanup(iw.Codex.Close)
+		Expect(fakeresponses.PrepareHome(iw.Home, iw.Codex.URL(), iw.Projects)).To(Succeed())
+		iw.Env = append(iw.Env, fakeresponses.EnvKey+"=fake-key")
+		DeferCleanup(iw.stopCodexDaemon)
+		return bins.Codex, bins.Codex + " resume {session_id}"
+	}
+	Fail("no real agent " + agent)
+	return "", ""
+}
+
+// stopCodexDaemon ends the app-server daemon codex starts under the
+// world's HOME, which outlives the TUI (and the tmux server).
+func (iw *IMWorld) stopCodexDaemon() {
+	for _, name := range []string{"daemon.pid", "daemon-updater.pid"} {
+		b, err := os.ReadFile(filepath.Join(iw.Home, ".codex", "app-server-daemon", name))
+		if err != nil {
+			continue
+		}
+		var rec struct {
+			PID int `json:"pid"`
+		}
+		if json.Unmarshal(b, &rec) != nil || rec.PID <= 0 {
+			continue
+		}
+		// Only a process that runs from the world's HOME is ours.
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", rec.PID))
+		if err == nil && strings.HasPrefix(exe, iw.Home+"/") {
+			_ = syscall.Kill(rec.PID, syscall.SIGTERM)
+		}
+	}
 }
 
 // Tmux runs tmux on the world's socket.
@@ -314,6 +390,28 @@ func (iw *IMWorld) Settled(d *Daemon, thread int64) {
 	}).Should(Equal("queued 0 unsent 0"))
 }
 
+// BindingSession returns the agent session the daemon's status shows for
+// the thread's binding.
+func (iw *IMWorld) BindingSession(d *Daemon, thread int64) string {
+	GinkgoHelper()
+	key := fmt.Sprintf("tg:%d:%d", imChat, thread)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st struct {
+		Bindings []struct {
+			Thread  string `json:"thread"`
+			Session string `json:"session"`
+		} `json:"bindings"`
+	}
+	Expect(d.Client().Do(ctx, "GET", "/v1/status", nil, &st)).To(Succeed())
+	for _, b := range st.Bindings {
+		if b.Thread == key {
+			return b.Session
+		}
+	}
+	return ""
+}
+
 // StatusTable runs `thatch status` (the table a person reads) and returns it.
 func (iw *IMWorld) StatusTable() string {
 	cmd := exec.Command(bins.Thatch, "status", "--config", iw.ThatchConfig)
@@ -333,4 +431,47 @@ func (iw *IMWorld) Echoes(thread int64) []string {
 		}
 	}
 	return out
+}
+
+// AgentPID returns the pid of the process named name (its kernel name)
+// that runs in window win: the pane's program or one of its descendants.
+func (iw *IMWorld) AgentPID(win, name string) int {
+	GinkgoHelper()
+	var pid int
+	Eventually(func() bool {
+		out, err := iw.Tmux("display-message", "-p", "-t", win, "#{pane_pid}")
+		if err != nil {
+			return false
+		}
+		root, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			return false
+		}
+		pid = findProc(root, name)
+		return pid != 0
+	}).Should(BeTrue(), "no %s in window %s", name, win)
+	return pid
+}
+
+// findProc finds, breadth first from root, a process whose kernel name is
+// name (0 when none).
+func findProc(root int, name string) int {
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == name {
+			return pid
+		}
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		for _, t := range tasks {
+			b, _ := os.ReadFile(t)
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					queue = append(queue, n)
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -31,6 +31,12 @@ type Binaries struct {
 	Deps string `json:"deps"`
 	// NPMCache is the npm cache shared by every install in the suite.
 	NPMCache string `json:"npmCache"`
+	// Claude and Codex are the pinned real agent CLIs (install-agents.sh;
+	// "" when they could not be installed: the specs that run them fail
+	// with AgentsErr).
+	Claude    string `json:"claude,omitempty"`
+	Codex     string `json:"codex,omitempty"`
+	AgentsErr string `json:"agentsErr,omitempty"`
 }
 
 // bins is set on every process by SynchronizedBeforeSuite.

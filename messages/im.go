@@ -164,6 +164,8 @@ type IMLaunchAgent struct {
 	Tag       string `json:"tag,omitempty"`
 	Agent     string `json:"agent"`
 	SessionID string `json:"sessionID,omitempty"`
+	// Dir is the directory the agent runs in.
+	Dir string `json:"dir,omitempty"`
 }
 
 // IMFindAgentSession looks for the session id of the agent running in the
@@ -181,6 +183,10 @@ type IMFindAgentSession struct {
 	// Brief asks for a short search: the agent is running already and
 	// later effects of the binding wait behind this one.
 	Brief bool `json:"brief,omitempty"`
+	// Since is when the agent was launched (Unix milliseconds; 0 when
+	// unknown): a transcript for Dir written since then, that no other
+	// thread follows, is the agent's when nothing else tells.
+	Since int64 `json:"since,omitempty"`
 }
 
 // IMRenameWindow renames the window. Result: *IMWindowRenamed.
@@ -195,6 +201,12 @@ type IMFollowTranscript struct {
 	Path   string `json:"path"`
 	Agent  string `json:"agent"`
 	Offset int64  `json:"offset"`
+	// Tag and SessionID are the window and the session the transcript is
+	// followed for: when the agent's hook reports another session for
+	// the window (claude's /clear, /resume), the follower tells the
+	// binding (IMSessionChanged).
+	Tag       string `json:"tag,omitempty"`
+	SessionID string `json:"sessionID,omitempty"`
 }
 
 // IMStopFollowing stops following Path. No result.
@@ -216,12 +228,36 @@ type IMWindowChecked struct {
 	// for none; TypeErr says why typing it failed.
 	Typed   int64  `json:"typed,omitempty"`
 	TypeErr string `json:"typeErr,omitempty"`
+	// TypeNotTaken: the text was typed, but the agent did not take it
+	// (it stays in its input line after Enter was pressed again): it
+	// must not be typed again.
+	TypeNotTaken bool `json:"typeNotTaken,omitempty"`
+	// TypeNotReady: nothing was typed, because the agent showed no input
+	// line (a dialog of its own may be open); the message waits.
+	TypeNotReady bool `json:"typeNotReady,omitempty"`
 }
 
 // IMSentToWindow reports a message typed into the window.
 type IMSentToWindow struct {
 	UpdateID int64  `json:"updateID"`
 	Err      string `json:"err,omitempty"`
+	// NotTaken: typed, but not taken by the agent (see
+	// IMWindowChecked.TypeNotTaken); Err says why.
+	NotTaken bool `json:"notTaken,omitempty"`
+	// NotReady: nothing was typed (see IMWindowChecked.TypeNotReady).
+	NotReady bool `json:"notReady,omitempty"`
+}
+
+// IMSessionChanged tells a binding that the agent in its window (Tag)
+// now runs session SessionID (its hook said so: claude's /clear starts a
+// new session, /resume another), whose transcript is read from Offset.
+// It is a notice of the transcript follower, not an effect's result.
+type IMSessionChanged struct {
+	Tag        string `json:"tag"`
+	SessionID  string `json:"sessionID"`
+	Transcript string `json:"transcript"`
+	Offset     int64  `json:"offset,omitempty"`
+	Source     string `json:"source,omitempty"`
 }
 
 // IMChatSent reports an outbox entry sent; MessageID is its (last part's)
@@ -378,6 +414,8 @@ type IMSetupStep struct {
 	Tag        string `json:"tag,omitempty"`
 	Window     string `json:"window,omitempty"`
 	Resume     string `json:"resume,omitempty"`
+	// Since is when the flow launched the agent (Unix milliseconds).
+	Since int64 `json:"since,omitempty"`
 }
 
 // IMBound records the binding made (or remade): the three records the
@@ -392,6 +430,9 @@ type IMBound struct {
 	Agent       string `json:"agent"`
 	Transcript  string `json:"transcript,omitempty"`
 	Offset      int64  `json:"offset,omitempty"`
+	// Since is when the agent was launched (Unix milliseconds; 0 when
+	// unknown), for finding its session later.
+	Since int64 `json:"since,omitempty"`
 }
 
 // IMRenamed records the display name changed (and the window's, unless
@@ -439,6 +480,12 @@ type IMRepliesRead struct {
 	To int64 `json:"to"`
 }
 
+// IMTypingHeld records that the user was told their message waits for
+// the agent to take input (once per message).
+type IMTypingHeld struct {
+	UpdateID int64 `json:"updateID"`
+}
+
 // IMResumed records a restart: checks and deliveries in flight are
 // started again.
 type IMResumed struct{}
@@ -459,4 +506,5 @@ func init() {
 	Register[IMDelivered]("im.delivered", 1)
 	Register[IMRepliesRead]("im.replies_read", 1)
 	Register[IMResumed]("im.resumed", 1)
+	Register[IMTypingHeld]("im.typing_held", 1)
 }

@@ -130,6 +130,9 @@ type SessionInfo struct {
 	Cwd        string `json:"cwd"`
 	WindowName string `json:"windowName"`
 	AgentType  string `json:"agentType"`
+	// Since is when the agent was launched (Unix milliseconds; 0 when
+	// unknown): a transcript written since then may be its session's.
+	Since int64 `json:"since,omitempty"`
 }
 
 // Setup is the progress of a setup or recovery flow.
@@ -141,6 +144,8 @@ type Setup struct {
 	Tag        string `json:"tag,omitempty"`
 	Window     string `json:"window,omitempty"`
 	Resume     string `json:"resume,omitempty"`
+	// Since is when the agent was launched (Unix milliseconds).
+	Since int64 `json:"since,omitempty"`
 }
 
 // Prompt is a question with buttons waiting for the user.
@@ -205,6 +210,9 @@ type State struct {
 	NextSeq  uint64   `json:"nextSeq,omitempty"`
 	// OutFlight is the outbox entry being sent, plus one (0: none).
 	OutFlight uint64 `json:"outFlight,omitempty"`
+	// Held is the queued message the user was told waits for the agent
+	// to take input (0: none).
+	Held int64 `json:"held,omitempty"`
 }
 
 func init() { messages.Register[State]("im.binding.state", 1) }
@@ -390,6 +398,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.launched(m)
 	case *messages.IMAgentSessionFound:
 		p.found(m)
+	case *messages.IMSessionChanged:
+		p.sessionChanged(m)
 	case *messages.IMWindowRenamed:
 		switch {
 		case m.Err != "":
@@ -640,7 +650,7 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 		// All was well and the check typed the oldest message.
 		if len(s.Queue) > 0 && s.Queue[0].UpdateID == m.Typed {
 			p.event(&messages.IMChecked{Forward: true})
-			p.sentToWindow(&messages.IMSentToWindow{UpdateID: m.Typed, Err: m.TypeErr})
+			p.sentToWindow(&messages.IMSentToWindow{UpdateID: m.Typed, Err: m.TypeErr, NotTaken: m.TypeNotTaken, NotReady: m.TypeNotReady})
 		}
 		return
 	}
@@ -694,13 +704,23 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	if i < 0 {
 		return
 	}
-	if m.Err != "" {
+	if m.Err != "" && !m.NotTaken {
+		if m.NotReady && s.Held != m.UpdateID {
+			p.event(&messages.IMTypingHeld{UpdateID: m.UpdateID})
+			p.say(messages.IMOutEntry{Text: fmt.Sprintf("%s is not taking input now: its input line is not on screen (a question or a dialog may be open in its window). Your message waits and is typed once it is.",
+				s.Info.AgentType)})
+		}
 		p.event(&messages.IMResumed{})
 		p.effect(p.check())
 		return
 	}
 	check := len(s.Queue) > 1 && s.Phase == PhaseBound
 	p.event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
+	if m.NotTaken {
+		// Typing it again would put it in the input line twice.
+		p.say(messages.IMOutEntry{Text: fmt.Sprintf("Your message %q was typed into %s, but %s did not take it: it is still in its input line (%s). Open the window to send it, or clear the line and send it again.",
+			clip(s.Queue[i].Text, 60), s.Info.AgentType, s.Info.AgentType, m.Err)})
+	}
 	if s.Info.SessionID == "" {
 		// An agent writes its transcript only after its first prompt.
 		p.effect(s.findBound())
@@ -817,7 +837,7 @@ func (p *plan) windowCreated(m *messages.IMWindowCreated) {
 
 func setupEvent(phase string, st Setup) *messages.IMSetupStep {
 	return &messages.IMSetupStep{Phase: phase, Step: st.Step, Agent: st.Agent, Dir: st.Dir, Tag: st.Tag, Window: st.Window,
-		WindowName: st.WindowName, Resume: st.Resume}
+		WindowName: st.WindowName, Resume: st.Resume, Since: st.Since}
 }
 
 // failFlow ends a setup or recovery that cannot go on: a setup starts
@@ -865,7 +885,7 @@ func (p *plan) sessionsListed(m *messages.IMAgentSessionsListed) {
 // launch starts the agent in the flow's window (resuming id if set).
 func (p *plan) launch(id string) {
 	st := *p.s.Setup
-	st.Step, st.Resume = StepLaunch, id
+	st.Step, st.Resume, st.Since = StepLaunch, id, p.now.UnixMilli()
 	p.event(setupEvent(p.s.Phase, st))
 	p.effect(st.launch())
 }
@@ -894,7 +914,7 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 	case s.Setup != nil && s.Setup.Step == StepFind && m.WindowID == s.Setup.Window:
 		st := s.Setup
 		p.bind(&messages.IMBound{DisplayName: s.Name(), WindowName: st.WindowName, SessionID: m.SessionID, WindowID: st.Window, Tag: st.Tag, Cwd: st.Dir,
-			Agent: st.Agent, Transcript: m.Transcript, Offset: m.Offset})
+			Agent: st.Agent, Transcript: m.Transcript, Offset: m.Offset, Since: st.Since})
 		p.say(messages.IMOutEntry{Text: "Session ready!"})
 		if m.SessionID == "" && m.Transcript == "" {
 			p.say(messages.IMOutEntry{Text: "thatch has not found " + st.Agent + "'s session yet; its replies are relayed once it has (it keeps looking)."})
@@ -917,8 +937,24 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 			return
 		}
 		p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, WindowName: s.Info.WindowName, SessionID: m.SessionID, WindowID: s.Window.WindowID, Tag: s.Tag,
-			Cwd: s.Info.Cwd, Agent: s.Info.AgentType, Transcript: m.Transcript, Offset: m.Offset})
+			Cwd: s.Info.Cwd, Agent: s.Info.AgentType, Transcript: m.Transcript, Offset: m.Offset, Since: s.Info.Since})
 	}
+}
+
+// sessionChanged follows the session the agent in the bound window
+// switched to (claude's /clear, /resume): the binding journals the new
+// session and its transcript with the offset to read from, so that no
+// reply of the new session is lost or relayed twice, across a crash too
+// (the follower tells again after a restart while the hook's record and
+// the binding's differ).
+func (p *plan) sessionChanged(m *messages.IMSessionChanged) {
+	s := p.s
+	if !s.Bound() || s.Tag == "" || m.Tag != s.Tag || m.SessionID == "" || m.Transcript == "" ||
+		(m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript) {
+		return
+	}
+	p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, WindowName: s.Info.WindowName, SessionID: m.SessionID, WindowID: s.Window.WindowID, Tag: s.Tag,
+		Cwd: s.Info.Cwd, Agent: s.Info.AgentType, Transcript: m.Transcript, Offset: m.Offset, Since: s.Info.Since})
 }
 
 // bind records the binding and follows its transcript.
@@ -928,7 +964,7 @@ func (p *plan) bind(b *messages.IMBound) {
 	}
 	p.event(b)
 	if b.Transcript != "" {
-		p.effect(&messages.IMFollowTranscript{Path: b.Transcript, Agent: b.Agent, Offset: b.Offset})
+		p.effect(&messages.IMFollowTranscript{Path: b.Transcript, Agent: b.Agent, Offset: b.Offset, Tag: b.Tag, SessionID: b.SessionID})
 	}
 }
 
@@ -983,18 +1019,18 @@ func (s *State) lookingForSession() bool {
 // findBound looks, briefly, for the bound agent's session: an agent
 // writes its transcript only once it has a prompt.
 func (s *State) findBound() *messages.IMFindAgentSession {
-	return &messages.IMFindAgentSession{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true}
+	return &messages.IMFindAgentSession{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Dir: s.Info.Cwd, Fresh: true, Brief: true, Since: s.Info.Since}
 }
 
 // find looks for the session a flow's agent runs: the resumed one, or a
 // fresh one.
 func (st *Setup) find() *messages.IMFindAgentSession {
-	return &messages.IMFindAgentSession{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == ""}
+	return &messages.IMFindAgentSession{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, Dir: st.Dir, Known: st.Resume, Fresh: st.Resume == "", Since: st.Since}
 }
 
 // launch starts a flow's agent in its window, resuming st.Resume if set.
 func (st *Setup) launch() *messages.IMLaunchAgent {
-	return &messages.IMLaunchAgent{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, SessionID: st.Resume}
+	return &messages.IMLaunchAgent{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, SessionID: st.Resume, Dir: st.Dir}
 }
 
 // recovered re-issues what a crash may have cut short: unsent chat
@@ -1004,7 +1040,7 @@ func (p *plan) recovered() {
 	s := p.s
 	p.sendHead() // nothing is in flight after a restart
 	if s.Transcript != "" && s.Bound() {
-		p.effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset})
+		p.effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
 	}
 	if s.Prompt != nil && s.Prompt.Kind == PromptRename {
 		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
@@ -1127,7 +1163,7 @@ func applyBinding(n, s *State, ev any) bool {
 		n.Phase = e.Phase
 		n.Setup = nil
 		if e.Step != "" {
-			n.Setup = &Setup{Step: e.Step, Agent: e.Agent, Dir: e.Dir, Tag: e.Tag, Window: e.Window, WindowName: e.WindowName, Resume: e.Resume}
+			n.Setup = &Setup{Step: e.Step, Agent: e.Agent, Dir: e.Dir, Tag: e.Tag, Window: e.Window, WindowName: e.WindowName, Resume: e.Resume, Since: e.Since}
 		}
 		if e.Gen > n.Gen {
 			n.Gen = e.Gen
@@ -1152,7 +1188,7 @@ func applyBinding(n, s *State, ev any) bool {
 		if wname == "" {
 			wname = e.DisplayName
 		}
-		n.Info = SessionInfo{SessionID: e.SessionID, Cwd: e.Cwd, WindowName: wname, AgentType: e.Agent}
+		n.Info = SessionInfo{SessionID: e.SessionID, Cwd: e.Cwd, WindowName: wname, AgentType: e.Agent, Since: e.Since}
 		if e.Transcript != s.Transcript {
 			n.Transcript, n.Offset = e.Transcript, e.Offset
 		}
@@ -1181,6 +1217,8 @@ func applyBinding(n, s *State, ev any) bool {
 		}
 	case *messages.IMRepliesRead:
 		n.Offset = e.To
+	case *messages.IMTypingHeld:
+		n.Held = e.UpdateID
 	case *messages.IMResumed:
 		n.Queue = slices.Clone(s.Queue)
 		for i := range n.Queue {
@@ -1224,4 +1262,13 @@ func (*Kind) View(s *State) any {
 		v.LastMessage = time.UnixMilli(s.LastAt).UTC().Format(time.RFC3339)
 	}
 	return v
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

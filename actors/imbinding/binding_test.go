@@ -246,7 +246,7 @@ func TestSetupFlowBindsAndDeliversTheFirstMessage(t *testing.T) {
 	}
 	want := ChatBinding{UserID: 42, ThreadID: 5, ChatID: -100, SessionID: "old-1", DisplayName: "topic-5"}
 	if h.s.Chat != want || h.s.Window != (WindowBinding{SessionID: "old-1", WindowID: "@3"}) ||
-		h.s.Info != (SessionInfo{SessionID: "old-1", Cwd: "/home/u/proj", WindowName: "topic-5", AgentType: "claude"}) {
+		h.s.Info != (SessionInfo{SessionID: "old-1", Cwd: "/home/u/proj", WindowName: "topic-5", AgentType: "claude", Since: h.s.Info.Since}) || h.s.Info.Since == 0 {
 		t.Fatalf("records: %+v %+v %+v", h.s.Chat, h.s.Window, h.s.Info)
 	}
 }
@@ -907,5 +907,117 @@ func TestALostSessionIsLookedForAgainAndSaid(t *testing.T) {
 	eff = h.send(&messages.IMAgentSessionFound{WindowID: "@1", SessionID: "s-9", Transcript: "/t/s-9.jsonl"})
 	if ft := only[messages.IMFollowTranscript](t, eff); ft.Path != "/t/s-9.jsonl" || ft.Offset != 0 {
 		t.Fatalf("follow %+v", ft)
+	}
+}
+
+// chatTexts are the texts of the chat messages among effects.
+func chatTexts(effects []any) []string {
+	var out []string
+	for _, e := range effects {
+		if sc, ok := e.(*messages.IMSendChat); ok {
+			out = append(out, sc.Text)
+		}
+	}
+	return out
+}
+
+func TestAMessageTheAgentDidNotTakeIsSaidAndNeverTypedAgain(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("are you back")
+	h.message("next")
+	eff := h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"})
+	st := only[messages.IMSendToWindow](t, eff)
+	eff = h.send(&messages.IMSentToWindow{UpdateID: st.UpdateID, Err: "Enter did not land after 3 presses", NotTaken: true})
+	said := strings.Join(chatTexts(eff), "\n")
+	if !strings.Contains(said, `"are you back"`) || !strings.Contains(said, "still in its input line") {
+		t.Fatalf("the user is not told the message is stuck: %q", said)
+	}
+	if len(h.s.Queue) != 1 || h.s.Queue[0].Text != "next" {
+		t.Fatalf("queue %+v: the stuck message leaves the queue, the next one stays", h.s.Queue)
+	}
+	if got := h.typeAll(); strings.Join(got, ",") != "next" {
+		t.Fatalf("typed %v, want only the next message", got)
+	}
+}
+
+func TestAnAgentNotTakingInputHoldsTheMessageAndSaysSoOnce(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.message("continue")
+	var notices int
+	for range 3 {
+		eff := h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude",
+			Typed: h.s.Queue[0].UpdateID, TypeErr: "the agent did not show its input line", TypeNotReady: true})
+		for _, text := range chatTexts(eff) {
+			if strings.Contains(text, "is not taking input now") {
+				notices++
+			}
+		}
+		only[messages.IMCheckWindow](t, eff) // checked, and tried, again
+	}
+	if notices != 1 {
+		t.Fatalf("told %d times, want once", notices)
+	}
+	if got := h.typeAll(); strings.Join(got, ",") != "continue" {
+		t.Fatalf("typed %v: the held message is typed once the agent takes input", got)
+	}
+}
+
+func TestASessionSwitchInTheWindowIsFollowed(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	tag := h.s.Tag
+	h.deliverChat(h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 300, Replies: []string{"old"}, Ends: []int64{300}}))
+
+	for _, stale := range []*messages.IMSessionChanged{
+		{Tag: "thatch:other:1", SessionID: "s-2", Transcript: "/t/s-2.jsonl"},
+		{Tag: tag, SessionID: "s-1", Transcript: "/t/s-1.jsonl"},
+		{Tag: tag, SessionID: "s-2"},
+	} {
+		if eff := h.send(stale); len(eff) != 0 || h.s.Info.SessionID != "s-1" {
+			t.Fatalf("%+v: %s, session %s", stale, describe(eff), h.s.Info.SessionID)
+		}
+	}
+	eff := h.send(&messages.IMSessionChanged{Tag: tag, SessionID: "s-2", Transcript: "/t/s-2.jsonl", Source: "clear"})
+	if sf := only[messages.IMStopFollowing](t, eff); sf.Path != "/t/s-1.jsonl" {
+		t.Fatalf("stop %+v", sf)
+	}
+	ft := only[messages.IMFollowTranscript](t, eff)
+	if ft.Path != "/t/s-2.jsonl" || ft.Offset != 0 || ft.SessionID != "s-2" || ft.Tag != tag {
+		t.Fatalf("follow %+v: the new session's transcript from its start", ft)
+	}
+	if h.s.Info.SessionID != "s-2" || h.s.Chat.SessionID != "s-2" || h.s.Transcript != "/t/s-2.jsonl" || h.s.Offset != 0 {
+		t.Fatalf("binding %+v %+v %s@%d", h.s.Info, h.s.Chat, h.s.Transcript, h.s.Offset)
+	}
+	eff = h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 300, To: 400, Replies: []string{"late from the old"}, Ends: []int64{400}})
+	if len(chatTexts(eff)) != 0 {
+		t.Fatalf("the old transcript is no longer relayed: %v", chatTexts(eff))
+	}
+	eff = h.send(&messages.IMTranscriptRead{Path: "/t/s-2.jsonl", From: 0, To: 120, Replies: []string{"new"}, Ends: []int64{120}})
+	if got := chatTexts(eff); len(got) != 1 || got[0] != "new" {
+		t.Fatalf("the new session's reply: %v", got)
+	}
+}
+
+func TestTheLaunchTimeReachesEverySessionSearch(t *testing.T) {
+	h := newHarness(t)
+	cw := h.toWindow("hi", "/home/u/proj")
+	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
+	h.send(&messages.IMAgentSessionsListed{})
+	if h.s.Setup.Since != h.now.UnixMilli() {
+		t.Fatalf("launched at %d, want %d", h.s.Setup.Since, h.now.UnixMilli())
+	}
+	fa := only[messages.IMFindAgentSession](t, h.send(&messages.IMAgentLaunched{WindowID: "@1"}))
+	if fa.Since != h.now.UnixMilli() {
+		t.Fatalf("find %+v: no launch time", fa)
+	}
+	h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: "@1"}))
+	if h.s.Info.Since != h.now.UnixMilli() {
+		t.Fatalf("bound with launch time %d", h.s.Info.Since)
+	}
+	h.now = h.now.Add(time.Hour)
+	if fb := h.s.findBound(); fb.Since != h.s.Info.Since {
+		t.Fatalf("a later search %+v forgets the launch time", fb)
 	}
 }

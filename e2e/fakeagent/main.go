@@ -26,6 +26,21 @@ type session struct {
 	file  *os.File // nil for mimo
 	last  string   // uuid of the last record, for parent links
 	turn  int
+	// prompt starts the input line drawn before each message is read, as
+	// the real agent's TUI draws one ("" when stdout is no terminal).
+	prompt string
+}
+
+// inputPrompt is what starts the real agent's input line: thatch waits for
+// it before typing and checks after Enter that the line let go of the text.
+func inputPrompt(agent string) string {
+	switch agent {
+	case "claude":
+		return "❯\u00a0" // a no-break space, as claude draws it
+	case "codex":
+		return "› "
+	}
+	return ""
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -53,6 +68,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer fmt.Fprint(stdout, "\x1b[?2004l")
 	}
 	fmt.Fprintf(stdout, "%s (fake) session: %s\n", agent, s.id)
+	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
+		s.prompt = inputPrompt(agent)
+	}
 	return s.loop(stdin, stdout, stderr)
 }
 
@@ -239,6 +257,7 @@ func (s *session) claude(typ string, message any, extra map[string]any) error {
 
 func (s *session) loop(stdin io.Reader, stdout, stderr io.Writer) int {
 	code := 0
+	fmt.Fprint(stdout, s.prompt)
 	readMessages(stdin, func(msg string) bool {
 		if msg == "exit" {
 			return false
@@ -250,6 +269,7 @@ func (s *session) loop(stdin io.Reader, stdout, stderr io.Writer) int {
 			return false
 		}
 		fmt.Fprintln(stdout, reply)
+		fmt.Fprint(stdout, s.prompt)
 		return true
 	})
 	return code

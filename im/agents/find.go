@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"os"
+	"time"
 )
 
 // The ways FindSession finds a session, in the order it tries them.
@@ -15,7 +16,27 @@ const (
 	HowPane = "pane"
 	// HowHook: the agent's hook recorded the session for the window.
 	HowHook = "hook"
+	// HowNewest: the newest transcript for the directory that appeared
+	// after the launch and that no other thread follows.
+	HowNewest = "newest"
 )
+
+// FindQuery is what FindSession looks at.
+type FindQuery struct {
+	// PanePID is the pane's process; its tree's open files are read.
+	PanePID int
+	// PaneText is the captured pane, for a session id printed on it.
+	PaneText string
+	// HookFile and WindowKey name the hook map entry of the window.
+	HookFile, WindowKey string
+	// Dir and Since enable the last step: a transcript for Dir written
+	// at Since or later. Zero Since skips it.
+	Dir   string
+	Since time.Time
+	// Taken reports a transcript another thread follows: never taken
+	// by the last step. nil: none is.
+	Taken func(path string) bool
+}
 
 // Found is a session FindSession found.
 type Found struct {
@@ -30,25 +51,35 @@ type Found struct {
 
 // FindSession finds the session of agent a running in a pane without
 // touching the agent: first the transcript its processes hold open
-// (panePID and its descendants), then a session id in paneText (the
-// captured pane) whose transcript exists, the newest on screen first, then
-// the hook map entry for windowKey in hookFile. For an agent without
-// transcripts (mimo) the last id on screen is taken as it is. Every step
-// that cannot answer (no such process, no lsof, no hook file) falls through
-// to the next; ok is false when none answers or ctx ends.
-func (r *Registry) FindSession(ctx context.Context, a *Agent, panePID int, paneText, hookFile, windowKey string) (Found, bool) {
+// (q.PanePID and its descendants), then a session id in q.PaneText whose
+// transcript exists, the newest on screen first, then the hook map entry
+// for q.WindowKey, and last the newest transcript for q.Dir written since
+// q.Since that q.Taken does not claim (claude does not keep its
+// transcript open, codex prints no id). For an agent without transcripts
+// (mimo) the last id on screen is taken as it is. Every step that cannot
+// answer (no such process, no lsof, no hook file) falls through to the
+// next; ok is false when none answers or ctx ends.
+func (r *Registry) FindSession(ctx context.Context, a *Agent, q FindQuery) (Found, bool) {
 	if a == nil {
 		return Found{}, false
 	}
-	if f, ok := r.findOpen(ctx, a, panePID); ok {
+	if f, ok := r.findOpen(ctx, a, q.PanePID); ok {
 		return f, true
 	}
 	if ctx.Err() != nil {
 		return Found{}, false
 	}
-	if f, ok := findInPane(a, paneText); ok {
+	if f, ok := findInPane(a, q.PaneText); ok {
 		return f, true
 	}
+	if f, ok := r.findHook(a, q.HookFile, q.WindowKey); ok {
+		return f, true
+	}
+	return r.findNewest(a, q)
+}
+
+// findHook reads the hook map entry of the window.
+func (r *Registry) findHook(a *Agent, hookFile, windowKey string) (Found, bool) {
 	if hookFile == "" || windowKey == "" {
 		return Found{}, false
 	}
@@ -66,6 +97,29 @@ func (r *Registry) FindSession(ctx context.Context, a *Agent, panePID int, paneT
 		}
 	}
 	return Found{ID: e.SessionID, Path: e.TranscriptPath, How: HowHook}, true
+}
+
+// findNewest takes the newest transcript for the directory written since
+// the launch that no other thread follows.
+func (r *Registry) findNewest(a *Agent, q FindQuery) (Found, bool) {
+	if q.Since.IsZero() || q.Dir == "" || !a.HasTranscript() {
+		return Found{}, false
+	}
+	list, err := a.Sessions(q.Dir, 0)
+	if err != nil {
+		r.logger.Debug("cannot list the agent's sessions", "agent", a.Name, "dir", q.Dir, "error", err)
+		return Found{}, false
+	}
+	for _, s := range list { // newest first
+		if s.Modified.Before(q.Since) {
+			break
+		}
+		if q.Taken != nil && q.Taken(s.Path) {
+			continue
+		}
+		return Found{ID: s.ID, Path: s.Path, How: HowNewest}, true
+	}
+	return Found{}, false
 }
 
 // findOpen looks for a transcript of a among the files the pane's

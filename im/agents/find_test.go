@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/thatch-run/thatch/im/agents"
 )
@@ -86,7 +87,7 @@ func TestFindSessionOfARunningAgent(t *testing.T) {
 	}
 	check := func(name string, r *agents.Registry, paneText, key string, wantHow string) {
 		t.Helper()
-		f, ok := r.FindSession(ctx, agent(t, r, "claude"), pid, paneText, hookFile, key)
+		f, ok := r.FindSession(ctx, agent(t, r, "claude"), agents.FindQuery{PanePID: pid, PaneText: paneText, HookFile: hookFile, WindowKey: key})
 		if !ok || f.ID != id || f.How != wantHow {
 			t.Errorf("%s: FindSession = %+v, %v; want id %s by %s", name, f, ok, id, wantHow)
 			return
@@ -105,14 +106,14 @@ func TestFindSessionOfARunningAgent(t *testing.T) {
 	noise := "request 3f2b8c1e-0000-4000-8000-000000000001 failed\n"
 	check("pane", off, "old 11111111-2222-4333-8444-555555555555\n"+p.text()+noise, "", agents.HowPane)
 
-	if _, ok := off.FindSession(ctx, agent(t, off, "claude"), pid, noise, hookFile, "%7"); ok {
+	if _, ok := off.FindSession(ctx, agent(t, off, "claude"), agents.FindQuery{PanePID: pid, PaneText: noise, HookFile: hookFile, WindowKey: "%7"}); ok {
 		t.Fatal("found a session with no open files, no id on screen and no hook entry")
 	}
 	if err := agents.WriteHook(hookFile, "%7", agents.HookEntry{SessionID: id, TranscriptPath: wantPath, Cwd: cwd, Agent: "claude"}); err != nil {
 		t.Fatal(err)
 	}
 	check("hook", off, noise, "%7", agents.HowHook)
-	if f, ok := off.FindSession(ctx, agent(t, off, "codex"), pid, noise, hookFile, "%7"); ok {
+	if f, ok := off.FindSession(ctx, agent(t, off, "codex"), agents.FindQuery{PanePID: pid, PaneText: noise, HookFile: hookFile, WindowKey: "%7"}); ok {
 		t.Errorf("codex took claude's hook entry: %+v", f)
 	}
 }
@@ -120,7 +121,7 @@ func TestFindSessionOfARunningAgent(t *testing.T) {
 func TestFindSessionOfMimoTakesTheLastIDOnScreen(t *testing.T) {
 	r := newRegistry(t, t.TempDir(), nil)
 	text := "session 11111111-2222-4333-8444-555555555555\n...\nsession 0f0e0d0c-0b0a-4908-8706-050403020100\n"
-	f, ok := r.FindSession(context.Background(), agent(t, r, "mimo"), 0, text, "", "")
+	f, ok := r.FindSession(context.Background(), agent(t, r, "mimo"), agents.FindQuery{PanePID: 0, PaneText: text, HookFile: "", WindowKey: ""})
 	if !ok || f.ID != "0f0e0d0c-0b0a-4908-8706-050403020100" || f.How != agents.HowPane || f.Path != "" {
 		t.Errorf("FindSession(mimo) = %+v, %v", f, ok)
 	}
@@ -216,5 +217,45 @@ func TestProcTreeByChildrenMatchesAFullScan(t *testing.T) {
 	}
 	if fmt.Sprint(fast) != fmt.Sprint(full) {
 		t.Fatalf("children walk %v, full scan %v", fast, full)
+	}
+}
+
+func TestFindSessionFallsBackToTheNewestTranscriptSinceTheLaunch(t *testing.T) {
+	home := t.TempDir()
+	r := newRegistry(t, home, nil)
+	a, _ := r.Get("claude")
+	cwd := "/work/p"
+	dir := filepath.Join(home, ".claude", "projects", agents.ClaudeProjectDirs(cwd)[0])
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	launch := time.Now().Add(-time.Minute)
+	write := func(id string, at time.Time) string {
+		p := filepath.Join(dir, id+".jsonl")
+		if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const before, other, mine = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", "33333333-3333-4333-8333-333333333333"
+	write(before, launch.Add(-time.Hour))
+	otherPath := write(other, launch.Add(30*time.Second))
+	q := agents.FindQuery{Dir: cwd, Since: launch}
+	if f, ok := r.FindSession(context.Background(), a, q); !ok || f.ID != other || f.How != agents.HowNewest {
+		t.Fatalf("FindSession = %+v, %v; want the transcript written since the launch", f, ok)
+	}
+	q.Taken = func(p string) bool { return p == otherPath }
+	if f, ok := r.FindSession(context.Background(), a, q); ok {
+		t.Fatalf("FindSession = %+v: took another thread's transcript, or one from before the launch", f)
+	}
+	write(mine, launch.Add(10*time.Second))
+	if f, ok := r.FindSession(context.Background(), a, q); !ok || f.ID != mine {
+		t.Fatalf("FindSession = %+v, %v; want %s", f, ok, mine)
+	}
+	if f, ok := r.FindSession(context.Background(), a, agents.FindQuery{Dir: cwd}); ok {
+		t.Fatalf("FindSession without a launch time = %+v; the fallback needs one", f)
 	}
 }

@@ -41,6 +41,9 @@ type HookEntry struct {
 	// Agent names the agent that ran the hook; FindSession ignores an
 	// entry of another agent. "" matches any.
 	Agent string `json:"agent,omitempty"`
+	// Source is why the session started, as the agent said: "startup",
+	// "resume", "clear" or "compact" for claude; "" when not said.
+	Source string `json:"source,omitempty"`
 	// Updated is when the entry was written; WriteHook sets it when zero.
 	Updated time.Time `json:"updated"`
 }
@@ -64,6 +67,7 @@ func ParseClaudeHook(r io.Reader) (HookEntry, error) {
 		SessionID      string `json:"session_id"`
 		TranscriptPath string `json:"transcript_path"`
 		Cwd            string `json:"cwd"`
+		Source         string `json:"source"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r, MaxLine)).Decode(&in); err != nil {
 		return HookEntry{}, fmt.Errorf("%w: %w", ErrBadHook, err)
@@ -71,7 +75,11 @@ func ParseClaudeHook(r io.Reader) (HookEntry, error) {
 	if !ValidSessionID(in.SessionID) {
 		return HookEntry{}, fmt.Errorf("%w: session_id %q", ErrBadHook, in.SessionID)
 	}
-	return HookEntry{SessionID: in.SessionID, TranscriptPath: in.TranscriptPath, Cwd: in.Cwd, Agent: Claude}, nil
+	src := in.Source
+	if len(src) > 32 {
+		src = src[:32]
+	}
+	return HookEntry{SessionID: in.SessionID, TranscriptPath: in.TranscriptPath, Cwd: in.Cwd, Agent: Claude, Source: src}, nil
 }
 
 // ClaudeHookSettings returns the JSON to merge into ~/.claude/settings.json
@@ -100,6 +108,13 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ReadHooks returns every entry of the hook map, by window key. A missing
+// file is an empty map, not an error.
+func ReadHooks(hookFile string) (map[string]HookEntry, error) {
+	m, err := readHookMap(hookFile)
+	return m.Windows, err
 }
 
 // ReadHook returns the entry recorded for windowKey. A missing file is no

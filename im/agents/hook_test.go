@@ -19,7 +19,7 @@ func TestHookMapKeepsOneEntryPerWindow(t *testing.T) {
 	if _, ok, err := agents.ReadHook(file, "%1"); ok || err != nil {
 		t.Fatalf("ReadHook of a missing file = %v, %v; want no entry, no error", ok, err)
 	}
-	e1 := agents.HookEntry{SessionID: id1, TranscriptPath: "/h/.claude/projects/-p/" + id1 + ".jsonl", Cwd: "/p", Agent: "claude"}
+	e1 := agents.HookEntry{SessionID: id1, TranscriptPath: "/h/.claude/projects/-p/" + id1 + ".jsonl", Cwd: "/p", Agent: "claude", Source: "startup"}
 	e2 := agents.HookEntry{SessionID: id2, Cwd: "/q"}
 	for _, w := range []struct {
 		key string
@@ -115,7 +115,7 @@ func TestParseClaudeHookReadsSessionStartInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := agents.HookEntry{SessionID: id1, TranscriptPath: "/home/u/.claude/projects/-p/" + id1 + ".jsonl", Cwd: "/p", Agent: "claude"}
+	want := agents.HookEntry{SessionID: id1, TranscriptPath: "/home/u/.claude/projects/-p/" + id1 + ".jsonl", Cwd: "/p", Agent: "claude", Source: "startup"}
 	if e != want {
 		t.Errorf("ParseClaudeHook = %+v, want %+v", e, want)
 	}

@@ -34,6 +34,12 @@ type Proc struct {
 	// Cmdline is its arguments joined by spaces; "" for a zombie or a
 	// kernel thread.
 	Cmdline string
+	// State is the kernel's one-letter state ('R', 'S', 'T' stopped, 'Z'
+	// zombie, ...); 0 when unknown.
+	State byte
+	// SID is the process's session id: a daemon an agent starts leaves
+	// the pane's session (setsid).
+	SID int
 }
 
 // ProcTree returns pid and all its descendants, read from /proc (Linux):
@@ -143,14 +149,15 @@ func readProc(pid int) (Proc, error) {
 		return Proc{}, fmt.Errorf("%w: %d: unreadable stat", ErrNoProcess, pid)
 	}
 	fields := strings.Fields(string(stat[rp+1:]))
-	if len(fields) < 2 {
+	if len(fields) < 4 {
 		return Proc{}, fmt.Errorf("%w: %d: short stat", ErrNoProcess, pid)
 	}
 	ppid, err := strconv.Atoi(fields[1])
 	if err != nil {
 		return Proc{}, fmt.Errorf("%w: %d: ppid %q", ErrNoProcess, pid, fields[1])
 	}
-	p := Proc{PID: pid, PPID: ppid, Name: string(stat[lp+1 : rp])}
+	p := Proc{PID: pid, PPID: ppid, Name: string(stat[lp+1 : rp]), State: fields[0][0]}
+	p.SID, _ = strconv.Atoi(fields[3])
 	if cl, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
 		p.Cmdline = strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))
 	}
@@ -161,9 +168,16 @@ func readProc(pid int) (Proc, error) {
 // (as ProcTree returns it): the first process, in tree order, that some
 // agent's Detect matches, agents tried in Names order. The process nearest
 // the pane wins, so an agent that runs another agent as a tool is still
-// itself.
+// itself. A process that cannot take input does not count: one stopped
+// (Ctrl-Z), a zombie, or a daemon that left the pane's session (codex's
+// app-server outlives the TUI that started it). Nor does a shell: the one
+// that runs a launch line ("sh -ic 'claude ...'") names the agent in its
+// arguments, and stays while the agent it started is stopped or gone.
 func (r *Registry) Detect(tree []Proc) (name string, ok bool) {
 	for _, p := range tree {
+		if !Runs(p) || isShell(p.Name) || (tree[0].SID != 0 && p.SID != 0 && p.SID != tree[0].SID) {
+			continue
+		}
 		for _, n := range r.namesOrder() {
 			if r.agents[n].Matches(p) {
 				return n, true
@@ -171,6 +185,25 @@ func (r *Registry) Detect(tree []Proc) (name string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// isShell reports a process named as a shell (its kernel name).
+func isShell(name string) bool {
+	switch strings.TrimPrefix(name, "-") {
+	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "tcsh", "csh", "ash", "busybox":
+		return true
+	}
+	return false
+}
+
+// Runs reports whether p is running or waiting as usual: not stopped
+// (by a signal or a tracer), a zombie or dead.
+func Runs(p Proc) bool {
+	switch p.State {
+	case 'T', 't', 'Z', 'X', 'x':
+		return false
+	}
+	return true
 }
 
 // openFiles returns the paths of the files the processes of pids hold

@@ -18,6 +18,9 @@ var (
 	// ErrBadDetect is returned by NewRegistry when an agent's Detect is not
 	// a valid regular expression.
 	ErrBadDetect = errors.New("agents: bad detect regexp")
+	// ErrBadInput is returned by NewRegistry when an agent's Input is not
+	// a valid regular expression with at most one group.
+	ErrBadInput = errors.New("agents: bad input regexp")
 	// ErrNoResume is returned by ResumeCommand for an agent whose resume
 	// command is not configured (mimo by default).
 	ErrNoResume = errors.New("agents: no resume command configured")
@@ -56,6 +59,31 @@ type Spec struct {
 	// command line of each process in a pane. Default: the agent's name as
 	// the command, directly or as the script of node, bun or deno.
 	Detect string
+	// Input is a regular expression matched against each line of the
+	// agent's screen: a match is its input line, drawn when the agent is
+	// ready for input, and the expression's first group (if it has one)
+	// is what the line holds. thatch types only once it is drawn, and
+	// checks after Enter that the line let go of what was typed. "off"
+	// types at once, unchecked. Default: DefaultInput(name).
+	Input string
+}
+
+// InputOff is the Input value that turns the input-line checks off.
+const InputOff = "off"
+
+// DefaultInput returns the built-in input-line expression of an agent:
+// claude's input line starts with "❯" and a no-break space (its history
+// shows earlier messages after "❯" and a plain space, and a dialog its
+// options as " ❯ 1. Yes"); codex's with "› " (a dialog's numbered options
+// are not an input line). copilot and mimo have none built in.
+func DefaultInput(name string) string {
+	switch name {
+	case Claude:
+		return `^❯\x{00a0}(.*)$`
+	case Codex:
+		return `^\s*›\s?((?:[^0-9\s].*|[0-9]+[^.0-9].*|[0-9]*)?)$`
+	}
+	return ""
 }
 
 // format says how an agent keeps its sessions on disk.
@@ -80,6 +108,7 @@ type Agent struct {
 	Resume string
 
 	detect *regexp.Regexp
+	input  *regexp.Regexp // nil: no input-line checks
 	home   string
 	format format
 }
@@ -189,6 +218,21 @@ func NewRegistry(home string, specs map[string]Spec, opts ...Option) (*Registry,
 			continue
 		}
 		a.detect = re
+		input := DefaultInput(b.name)
+		if s.Input != "" {
+			input = s.Input
+		}
+		if input != "" && input != InputOff {
+			re, err := regexp.Compile(input)
+			if err == nil && re.NumSubexp() > 1 {
+				err = fmt.Errorf("%d groups, want at most one", re.NumSubexp())
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w for agent %s: %w", ErrBadInput, b.name, err))
+				continue
+			}
+			a.input = re
+		}
 		r.agents[b.name] = a
 	}
 	if len(errs) > 0 {
@@ -259,4 +303,63 @@ func (a *Agent) Matches(p Proc) bool {
 // pane.
 func (a *Agent) HasTranscript() bool {
 	return a.format != formatNone
+}
+
+// ChecksInput reports whether the agent has an input line to check (see
+// Spec.Input).
+func (a *Agent) ChecksInput() bool { return a.input != nil }
+
+// inputScan is how many non-blank lines at the bottom of a screen
+// InputLine looks at: an agent draws its input box at the bottom, with a
+// footer of a few lines below it; a line further up that looks alike is
+// the conversation (codex shows the user's messages after "› ").
+const inputScan = 10
+
+// InputLine finds the agent's input line on screen (a captured pane) and
+// returns what it holds, right-trimmed; ok is false when the screen shows
+// none (the agent is starting, busy with a dialog, or gone), or when the
+// agent has no input-line expression. The lowest matching line among the
+// last inputScan non-blank lines wins.
+func (a *Agent) InputLine(screen string) (text string, ok bool) {
+	if a.input == nil {
+		return "", false
+	}
+	lines := strings.Split(screen, "\n")
+	seen := 0
+	for i := len(lines) - 1; i >= 0 && seen < inputScan; i-- {
+		line := strings.TrimRight(lines[i], " \t\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		seen++
+		m := a.input.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if len(m) > 1 {
+			return strings.TrimRight(m[1], " "), true
+		}
+		return "", true
+	}
+	return "", false
+}
+
+// LaunchLine returns the shell command line that starts the agent, or
+// resumes sessionID when it is not "". For claude, settings names a
+// settings file (Claude Code's --settings) that thatch passes to every
+// claude it starts: its SessionStart hook tells thatch the session id,
+// whatever the user's own settings hold. It is appended to the line,
+// unless the line passes --settings itself.
+func (a *Agent) LaunchLine(sessionID, settings string) (string, error) {
+	line := a.Launch
+	if sessionID != "" {
+		var err error
+		if line, err = a.ResumeCommand(sessionID); err != nil {
+			return "", err
+		}
+	}
+	if a.format == formatClaude && settings != "" && !strings.Contains(line, "--settings") {
+		line += " --settings " + shellQuote(settings)
+	}
+	return line, nil
 }

@@ -129,6 +129,12 @@ func TestDetectFindsTheAgentNearestThePane(t *testing.T) {
 		{"an editor on a file named after the agent", []agents.Proc{bash, child(11, "vim", "vim claude.md")}, ""},
 		{"a longer name is another program", []agents.Proc{bash, child(11, "claude-monitor", "claude-monitor")}, ""},
 		{"a plain shell", []agents.Proc{bash}, ""},
+		{"the shell that runs a launch line names the agent but is not it", []agents.Proc{{PID: 10, Name: "sh", Cmdline: "/bin/sh -ic /opt/claude --settings /d/s.json", SID: 10}}, ""},
+		{"a stopped agent (Ctrl-Z) takes no input", []agents.Proc{bash, {PID: 11, PPID: 10, Name: "claude", Cmdline: "claude", State: 'T'}}, ""},
+		{"a zombie agent", []agents.Proc{bash, {PID: 11, PPID: 10, Name: "claude", State: 'Z'}}, ""},
+		{"a daemon the agent started left the pane's session", []agents.Proc{{PID: 10, Name: "bash", SID: 10},
+			{PID: 13, PPID: 10, Name: "codex", Cmdline: "/h/.codex/packages/bin/codex app-server --managed-daemon", SID: 13, State: 'S'}}, ""},
+		{"an agent in the pane's session", []agents.Proc{{PID: 10, Name: "bash", SID: 10}, {PID: 11, PPID: 10, Name: "codex", Cmdline: "codex", SID: 10, State: 'S'}}, "codex"},
 		{"no processes", nil, ""},
 	}
 	for _, c := range cases {
@@ -136,5 +142,44 @@ func TestDetectFindsTheAgentNearestThePane(t *testing.T) {
 		if got != c.want || ok != (c.want != "") {
 			t.Errorf("%s: Detect = %q, %v; want %q", c.name, got, ok, c.want)
 		}
+	}
+}
+
+func TestLaunchLineHandsClaudeThatchsSettings(t *testing.T) {
+	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{"codex": {Launch: "source .venv/bin/activate && codex"}})
+	cases := []struct {
+		agent, id, settings, want string
+	}{
+		{"claude", "", "/d/claude settings.json", "claude --settings '/d/claude settings.json'"},
+		{"claude", "11111111-1111-4111-8111-111111111111", "/d/s.json", "claude -r 11111111-1111-4111-8111-111111111111 --settings /d/s.json"},
+		{"claude", "", "", "claude"},
+		{"codex", "", "/d/s.json", "source .venv/bin/activate && codex"},
+		{"codex", "abc", "/d/s.json", "codex resume abc"},
+	}
+	for _, c := range cases {
+		a, _ := r.Get(c.agent)
+		if got, err := a.LaunchLine(c.id, c.settings); err != nil || got != c.want {
+			t.Errorf("%s LaunchLine(%q, %q) = %q, %v; want %q", c.agent, c.id, c.settings, got, err, c.want)
+		}
+	}
+	own := newRegistry(t, t.TempDir(), map[string]agents.Spec{"claude": {Launch: "claude --settings /mine.json"}})
+	a, _ := own.Get("claude")
+	if got, _ := a.LaunchLine("", "/d/s.json"); got != "claude --settings /mine.json" {
+		t.Errorf("a launch line with its own --settings got %q", got)
+	}
+	if _, err := a.LaunchLine("$(id)", "/d/s.json"); err == nil {
+		t.Error("an unsafe session id was taken")
+	}
+}
+
+func TestABadInputExpressionIsReported(t *testing.T) {
+	for _, bad := range []string{"(", "(a)(b)"} {
+		if _, err := agents.NewRegistry(t.TempDir(), map[string]agents.Spec{"codex": {Input: bad}}); !errors.Is(err, agents.ErrBadInput) {
+			t.Errorf("Input %q: %v, want ErrBadInput", bad, err)
+		}
+	}
+	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{"claude": {Input: agents.InputOff}})
+	if a, _ := r.Get("claude"); a.ChecksInput() {
+		t.Error(`Input "off" still checks`)
 	}
 }

@@ -95,11 +95,11 @@ func TestFakeClaudeInATmuxPane(t *testing.T) {
 		t.Errorf("Detect(%+v) = %q, %v", tree, name, ok)
 	}
 	a := agent(t, r, "claude")
-	if f, ok := r.FindSession(context.Background(), a, pid, "", "", ""); !ok || f.ID != id || f.How != agents.HowLsof {
+	if f, ok := r.FindSession(context.Background(), a, agents.FindQuery{PanePID: pid, PaneText: "", HookFile: "", WindowKey: ""}); !ok || f.ID != id || f.How != agents.HowLsof {
 		t.Errorf("FindSession by open files = %+v, %v; want %s", f, ok, id)
 	}
 	off := newRegistry(t, home, nil, agents.WithOpenFiles(agents.OpenFilesOff))
-	if f, ok := off.FindSession(context.Background(), a, pid, screen, "", ""); !ok || f.ID != id || f.How != agents.HowPane {
+	if f, ok := off.FindSession(context.Background(), a, agents.FindQuery{PanePID: pid, PaneText: screen, HookFile: "", WindowKey: ""}); !ok || f.ID != id || f.How != agents.HowPane {
 		t.Errorf("FindSession by pane = %+v, %v; want %s", f, ok, id)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -50,8 +51,8 @@ func errText(err error) string {
 }
 
 // checkWindow reads the window and tells which agent runs in it.
-func (f *FrontEnd) checkWindow(ctx context.Context, _ actors.Identity, e *messages.IMCheckWindow) any {
-	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+func (f *FrontEnd) checkWindow(parent context.Context, _ actors.Identity, e *messages.IMCheckWindow) any {
+	ctx, cancel := context.WithTimeout(parent, effectTimeout)
 	defer cancel()
 	w, err := f.tmux.Window(ctx, e.WindowID)
 	if errors.Is(err, tmux.ErrNoWindow) {
@@ -74,13 +75,20 @@ func (f *FrontEnd) checkWindow(ctx context.Context, _ actors.Identity, e *messag
 	res := &messages.IMWindowChecked{WindowID: e.WindowID, Alive: true, Name: w.Name, Agent: agent}
 	if t := e.Type; t != nil && w.Name == t.Name && agent == t.Agent {
 		res.Typed = t.UpdateID
-		res.TypeErr = errText(f.typeText(ctx, e.WindowID, t.UpdateID, t.Text))
+		var err error
+		res.TypeNotTaken, err = f.typeText(parent, e.WindowID, agent, t.UpdateID, t.Text)
+		res.TypeErr = errText(err)
+		res.TypeNotReady = errors.Is(err, errNotReady)
 	}
 	return res
 }
 
-// detect names the agent running in a window's pane ("" for none).
+// detect names the agent running in a window's pane ("" for none, and
+// for a dead pane, whose agent has exited).
 func (f *FrontEnd) detect(w tmux.Window) string {
+	if w.Dead {
+		return ""
+	}
 	tree, err := agents.ProcTree(w.PanePID)
 	if err != nil {
 		return ""
@@ -90,20 +98,14 @@ func (f *FrontEnd) detect(w tmux.Window) string {
 }
 
 func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messages.IMSendToWindow) any {
-	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
-	defer cancel()
-	err := f.typeText(ctx, e.WindowID, e.UpdateID, e.Text)
-	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err)}
-}
-
-// typeText types a message into a window, literally.
-func (f *FrontEnd) typeText(ctx context.Context, window string, update int64, text string) error {
-	err := f.tmux.SendText(ctx, window, text)
-	f.log.Trace("typed into a window", "window", window, "update", update, "error", err)
-	if err == nil && f.opts.Trace != nil {
-		f.opts.Trace("typed", update)
+	agent := ""
+	wctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	if w, err := f.tmux.Window(wctx, e.WindowID); err == nil {
+		agent = f.detect(w)
 	}
-	return err
+	cancel()
+	notTaken, err := f.typeText(ctx, e.WindowID, agent, e.UpdateID, e.Text)
+	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err), NotTaken: notTaken, NotReady: errors.Is(err, errNotReady)}
 }
 
 // sendChat sends one outbox entry on a goroutine of its own and returns at
@@ -206,7 +208,7 @@ func (f *FrontEnd) createWindow(ctx context.Context, _ actors.Identity, e *messa
 	case ok:
 		return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID, Name: w.Name}
 	}
-	if w, err = f.tmux.NewWindowEnv(ctx, e.Name, e.Dir, e.Tag, f.windowEnv(e.Tag), nil); err != nil {
+	if w, err = f.tmux.NewWindowEnv(ctx, e.Name, e.Dir, e.Tag, f.windowEnv(e.Tag), placeholder); err != nil {
 		return &messages.IMWindowCreated{Tag: e.Tag, Err: err.Error()}
 	}
 	f.rememberDir(e.Dir)
@@ -247,37 +249,109 @@ func (f *FrontEnd) listAgentSessions(_ context.Context, from actors.Identity, e 
 	return out
 }
 
-// launchAgent types the agent's launch (or resume) command into the
-// window's shell, unless the agent already runs there (a repeat after a
-// crash must not type it into the agent).
+// placeholder is what a window runs until its agent is launched: it
+// reads nothing (a shell would wait for input), and says what comes.
+var placeholder = []string{"sh", "-c", "printf 'thatch: the agent starts here once its session is chosen\\n'; exec sleep 2147483647"}
+
+// launchTimeout bounds the wait for a launched agent to run in its window.
+const launchTimeout = 30 * time.Second
+
+// launchAgent starts the agent's launch (or resume) command line as the
+// window's own program (tmux respawn-pane), through the user's shell
+// ($SHELL -ic LINE, so that aliases, functions and "source .venv/...
+// && codex" work) with no shell left waiting for input: when the agent
+// exits, the pane stays dead and the next check sees it gone. It reports
+// success only once the agent runs there; an agent that runs already is
+// not launched again (a repeat after a crash).
 func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messages.IMLaunchAgent) any {
-	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
-	defer cancel()
+	out := &messages.IMAgentLaunched{WindowID: e.WindowID}
 	a, ok := f.agents.Get(e.Agent)
 	if !ok {
-		return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: "unknown agent " + e.Agent}
+		out.Err = "unknown agent " + e.Agent
+		return out
 	}
-	w, err := f.tmux.Window(ctx, e.WindowID)
+	cctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	w, err := f.tmux.Window(cctx, e.WindowID)
+	cancel()
 	if err != nil {
-		return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: err.Error()}
+		out.Err = err.Error()
+		return out
 	}
 	if f.detect(w) == e.Agent {
-		return &messages.IMAgentLaunched{WindowID: e.WindowID}
+		return out
 	}
-	cmd := a.Launch
-	if e.SessionID != "" {
-		if cmd, err = a.ResumeCommand(e.SessionID); err != nil {
-			return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: err.Error()}
+	line, err := a.LaunchLine(e.SessionID, f.claudeSettings)
+	if err != nil {
+		out.Err = err.Error()
+		return out
+	}
+	cctx, cancel = context.WithTimeout(ctx, effectTimeout)
+	dir := e.Dir
+	if dir == "" {
+		dir = w.Dir
+	}
+	err = f.tmux.Respawn(cctx, e.WindowID, dir, f.windowEnv(e.Tag), []string{f.shell(), "-ic", line})
+	cancel()
+	if err != nil {
+		out.Err = err.Error()
+		return out
+	}
+	f.log.Debug("launched an agent", "window", e.WindowID, "agent", e.Agent, "line", line)
+	lctx, cancel := context.WithTimeout(ctx, launchTimeout)
+	defer cancel()
+	if why := f.waitRunning(lctx, e.WindowID, e.Agent); why != "" {
+		out.Err = why
+	}
+	return out
+}
+
+// shell is the user's shell, which runs an agent's launch line.
+func (f *FrontEnd) shell() string {
+	if sh := os.Getenv("SHELL"); sh != "" && filepath.IsAbs(sh) {
+		return sh
+	}
+	return "/bin/sh"
+}
+
+// waitRunning waits until agent runs in the window; it says why not
+// when it does not (the pane died: its last lines tell the user why).
+func (f *FrontEnd) waitRunning(ctx context.Context, window, agent string) string {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		w, err := f.tmux.Window(ctx, window)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			return err.Error()
+		case err == nil && w.Dead:
+			return agent + " exited at once" + f.paneTail(window)
+		case err == nil && f.detect(w) == agent:
+			return ""
+		}
+		select {
+		case <-ctx.Done():
+			return agent + " did not start in its window" + f.paneTail(window)
+		case <-tick.C:
 		}
 	}
-	err = f.tmux.SendText(ctx, e.WindowID, cmd)
-	return &messages.IMAgentLaunched{WindowID: e.WindowID, Err: errText(err)}
+}
+
+// paneTail is the last lines of a window's pane, for an error message.
+func (f *FrontEnd) paneTail(window string) string {
+	ctx, cancel := context.WithTimeout(f.runCtx, effectTimeout)
+	defer cancel()
+	text, err := f.tmux.Capture(ctx, window, 5)
+	text = strings.TrimSpace(text)
+	if err != nil || text == "" {
+		return ""
+	}
+	return "; its window shows:\n" + cleanText(text, 1000)
 }
 
 // findAgentSession looks for the session id of the agent in the window,
 // trying for a while: a starting agent opens its transcript after a
 // moment. Not finding one is not an error; the binding asks again later.
-func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *messages.IMFindAgentSession) any {
+func (f *FrontEnd) findAgentSession(ctx context.Context, from actors.Identity, e *messages.IMFindAgentSession) any {
 	out := &messages.IMAgentSessionFound{WindowID: e.WindowID}
 	a, ok := f.agents.Get(e.Agent)
 	if !ok {
@@ -297,7 +371,7 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *m
 		// agent runs (what it prints at start is not a reply); its text
 		// may still name the session.
 		f.waitForAgent(ctx, e.WindowID, e.Agent)
-		if found, ok := f.findOnce(ctx, a, e); ok {
+		if found, ok := f.findOnce(ctx, from.ID, a, e); ok {
 			out.SessionID, out.How = found.ID, found.How
 		}
 		out.Transcript = panePrefix + e.WindowID
@@ -306,7 +380,7 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, _ actors.Identity, e *m
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if found, ok := f.findOnce(ctx, a, e); ok {
+		if found, ok := f.findOnce(ctx, from.ID, a, e); ok {
 			out.SessionID, out.How = found.ID, found.How
 			out.Transcript = found.Path
 			if out.Transcript == "" {
@@ -366,7 +440,7 @@ func (f *FrontEnd) waitForAgent(ctx context.Context, window, agent string) {
 	}
 }
 
-func (f *FrontEnd) findOnce(ctx context.Context, a *agents.Agent, e *messages.IMFindAgentSession) (agents.Found, bool) {
+func (f *FrontEnd) findOnce(ctx context.Context, from string, a *agents.Agent, e *messages.IMFindAgentSession) (agents.Found, bool) {
 	w, err := f.tmux.Window(ctx, e.WindowID)
 	if err != nil {
 		return agents.Found{}, false
@@ -376,7 +450,16 @@ func (f *FrontEnd) findOnce(ctx context.Context, a *agents.Agent, e *messages.IM
 	if key == "" {
 		key = e.WindowID
 	}
-	return f.agents.FindSession(ctx, a, w.PanePID, text, f.hookFile, key)
+	q := agents.FindQuery{PanePID: w.PanePID, PaneText: text, HookFile: f.hookFile, WindowKey: key, Dir: e.Dir,
+		Taken: func(path string) bool {
+			by := f.follow.followedBy(path)
+			return by != "" && by != from
+		}}
+	if e.Since > 0 {
+		// A second early: the file system's clock may round down.
+		q.Since = time.UnixMilli(e.Since).Add(-time.Second)
+	}
+	return f.agents.FindSession(ctx, a, q)
 }
 
 func (f *FrontEnd) renameWindow(ctx context.Context, _ actors.Identity, e *messages.IMRenameWindow) any {
@@ -395,7 +478,7 @@ func (f *FrontEnd) renameWindow(ctx context.Context, _ actors.Identity, e *messa
 }
 
 func (f *FrontEnd) followTranscript(ctx context.Context, from actors.Identity, e *messages.IMFollowTranscript) any {
-	f.follow.Follow(from.ID, e.Path, e.Agent, e.Offset)
+	f.follow.Follow(from.ID, e.Path, e.Agent, e.Offset, e.Tag, e.SessionID)
 	if strings.HasPrefix(e.Path, panePrefix) {
 		// Before the binding types anything: the effects after this one wait.
 		f.follow.baseline(ctx, e.Path)
@@ -426,10 +509,10 @@ func (f *FrontEnd) parseLine(agent string, line []byte) []string {
 // deliverReplies hands replies read from a transcript to their binding.
 // A binding that refuses them (quarantined) gets none: the follower
 // moves on rather than retrying forever.
-func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m *messages.IMTranscriptRead) error {
+func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m any) error {
 	err := f.tree.DeliverContext(ctx, bindingID(binding), m, deliverTimeout)
 	if err != nil && refused(err) {
-		f.log.Error("a binding refused its agent's replies; they are not relayed", "thread", binding, "path", m.Path, "error", err)
+		f.log.Error("a binding refused what its agent's transcript or hook told; it is not relayed", "thread", binding, "error", err)
 		return nil
 	}
 	return err

@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -21,11 +22,14 @@ import (
 // (an agent's tool output, not a reply anyone reads on a phone).
 const maxLine = 1 << 20
 
-// followed is one transcript being followed for one binding.
+// followed is one transcript being followed for one binding: the
+// session sessionID of the agent in the window tagged tag.
 type followed struct {
 	binding string
 	agent   string
 	offset  int64
+	tag     string
+	session string
 }
 
 // follower follows agents' transcripts with inotify (fsnotify), one
@@ -39,7 +43,7 @@ type followed struct {
 type follower struct {
 	log     hclog.Logger
 	parse   func(agent string, line []byte) []string
-	deliver func(ctx context.Context, binding string, m *messages.IMTranscriptRead) error
+	deliver func(ctx context.Context, binding string, m any) error
 	// capture reads a window's pane, for agents that keep no transcript.
 	capture func(ctx context.Context, window string) (string, error)
 	panes   map[string]*paneFollow // by path ("pane:@3")
@@ -52,6 +56,13 @@ type follower struct {
 	missing map[string]bool
 	dirty   map[string]bool // paths to read now
 	wake    chan struct{}
+	// hookFile is the map the agents' hooks write (see agents.WriteHook);
+	// hooksDirty asks for it to be read and compared with what is
+	// followed. told holds, by window tag, the session a binding was last
+	// told of, so that it is told once.
+	hookFile   string
+	hooksDirty bool
+	told       map[string]string
 
 	w    *fsnotify.Watcher
 	stop context.CancelFunc
@@ -59,34 +70,52 @@ type follower struct {
 }
 
 func newFollower(log hclog.Logger, parse func(string, []byte) []string,
-	deliver func(context.Context, string, *messages.IMTranscriptRead) error,
-	capture func(context.Context, string) (string, error)) (*follower, error) {
+	deliver func(context.Context, string, any) error,
+	capture func(context.Context, string) (string, error), hookFile string) (*follower, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
 	}
+	if hookFile != "" {
+		// The hooks write the map by renaming a new file over it: the
+		// directory is watched, not the file.
+		dir := filepath.Dir(hookFile)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			w.Close()
+			return nil, err
+		}
+		if err := w.Add(dir); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &follower{log: log, parse: parse, deliver: deliver, capture: capture, panes: map[string]*paneFollow{}, files: map[string]*followed{}, dirs: map[string]int{}, missing: map[string]bool{},
-		dirty: map[string]bool{}, wake: make(chan struct{}, 1), w: w, stop: cancel, done: make(chan struct{})}
+		dirty: map[string]bool{}, wake: make(chan struct{}, 1), w: w, stop: cancel, done: make(chan struct{}),
+		hookFile: hookFile, told: map[string]string{}}
 	go f.run(ctx)
 	return f, nil
 }
 
-// Follow starts (or moves) following path for binding from offset.
-func (f *follower) Follow(binding, path, agent string, offset int64) {
+// Follow starts (or moves) following path for binding from offset, as
+// the transcript of session in the window tagged tag.
+func (f *follower) Follow(binding, path, agent string, offset int64, tag, session string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if strings.HasPrefix(path, panePrefix) {
 		f.followPaneLocked(binding, path, offset)
 		return
 	}
+	if tag != "" && f.hookFile != "" {
+		f.hooksDirty = true // the session may have changed while no one looked
+	}
 	if cur, ok := f.files[path]; ok {
-		cur.binding, cur.agent = binding, agent
+		cur.binding, cur.agent, cur.tag, cur.session = binding, agent, tag, session
 		if offset > cur.offset {
 			cur.offset = offset
 		}
 	} else {
-		f.files[path] = &followed{binding: binding, agent: agent, offset: offset}
+		f.files[path] = &followed{binding: binding, agent: agent, offset: offset, tag: tag, session: session}
 		dir := filepath.Dir(path)
 		if f.dirs[dir] == 0 && !f.missing[dir] {
 			if err := f.w.Add(dir); err != nil {
@@ -194,6 +223,9 @@ func (f *follower) run(ctx context.Context) {
 				if _, ok := f.files[ev.Name]; ok {
 					f.markLocked(ev.Name)
 				}
+				if ev.Name == f.hookFile {
+					f.hooksDirty = true
+				}
 				f.mu.Unlock()
 			}
 		case err, ok := <-f.w.Errors:
@@ -210,7 +242,8 @@ func (f *follower) run(ctx context.Context) {
 		case <-f.wake:
 		case <-retry.C:
 		}
-		if f.drain(ctx) {
+		again := f.checkHooks(ctx)
+		if f.drain(ctx) || again {
 			retry.Reset(time.Second) // a delivery failed: try again soon
 		}
 	}
@@ -328,4 +361,74 @@ func (f *follower) read(ctx context.Context, path string, item followed) (int64,
 		}
 	}
 	return to, n == 4*maxLine, nil
+}
+
+// checkHooks reads the hook map when a hook wrote it (or a transcript
+// started being followed), and tells each binding whose window's agent
+// now runs another session than the one followed: claude's /clear starts
+// a new session and transcript, /resume goes back to another. It reports
+// whether a binding could not be told (and so must be told again).
+func (f *follower) checkHooks(ctx context.Context) (again bool) {
+	f.mu.Lock()
+	if !f.hooksDirty {
+		f.mu.Unlock()
+		return false
+	}
+	f.hooksDirty = false
+	type want struct {
+		binding string
+		msg     *messages.IMSessionChanged
+	}
+	byTag := map[string]followed{}
+	for _, it := range f.files {
+		if it.tag != "" {
+			byTag[it.tag] = *it
+		}
+	}
+	f.mu.Unlock()
+	if len(byTag) == 0 {
+		return false
+	}
+	hooks, err := agents.ReadHooks(f.hookFile)
+	if err != nil {
+		f.log.Warn("cannot read the agents' hook map; a session an agent switched to is not followed until it can", "file", f.hookFile, "error", err)
+		return false
+	}
+	var tell []want
+	f.mu.Lock()
+	for tag, it := range byTag {
+		e, ok := hooks[tag]
+		if !ok || e.SessionID == "" || e.SessionID == it.session || e.TranscriptPath == "" ||
+			(e.Agent != "" && e.Agent != it.agent) || f.told[tag] == e.SessionID {
+			continue
+		}
+		m := &messages.IMSessionChanged{Tag: tag, SessionID: e.SessionID, Transcript: filepath.Clean(e.TranscriptPath), Source: e.Source}
+		if e.Source == "resume" {
+			// An earlier session goes on in its own transcript: what it
+			// holds was relayed (or not) when it was written.
+			m.Offset = fileEnd(m.Transcript)
+		}
+		tell = append(tell, want{it.binding, m})
+	}
+	f.mu.Unlock()
+	for _, t := range tell {
+		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+		err := f.deliver(dctx, t.binding, t.msg)
+		cancel()
+		if err != nil {
+			f.log.Warn("cannot tell a binding its agent switched sessions; trying again", "thread", t.binding, "session", t.msg.SessionID, "error", err)
+			again = true
+			continue
+		}
+		f.log.Info("the agent switched sessions; following the new one", "thread", t.binding, "session", t.msg.SessionID, "source", t.msg.Source)
+		f.mu.Lock()
+		f.told[t.msg.Tag] = t.msg.SessionID
+		f.mu.Unlock()
+	}
+	if again {
+		f.mu.Lock()
+		f.hooksDirty = true
+		f.mu.Unlock()
+	}
+	return again
 }

@@ -93,7 +93,10 @@ type FrontEnd struct {
 	roots    []string
 	allowed  map[int64]bool
 	hookFile string
-	follow   *follower
+	// claudeSettings is the settings file passed to every claude thatch
+	// starts (--settings): its SessionStart hook reports the session.
+	claudeSettings string
+	follow         *follower
 	// Set by Mount.
 	tree *supervisor.Tree
 
@@ -166,7 +169,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	resumable := map[string]bool{}
 	var names []string
 	for _, a := range im.Agents.ByName() {
-		specs[a.Name] = agents.Spec{Launch: a.Launch, Resume: a.Resume, Detect: a.Detect}
+		specs[a.Name] = agents.Spec{Launch: a.Launch, Resume: a.Resume, Detect: a.Detect, Input: a.Input}
 		resumable[a.Name] = a.Resume != ""
 		names = append(names, a.Name)
 	}
@@ -175,7 +178,13 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
 	f.agents = reg
-	if f.tmux, err = tmux.New(tmux.Options{Socket: im.Tmux.Socket, Session: im.Tmux.Session, Logger: f.log.Named("tmux")}); err != nil {
+	if f.claudeSettings, err = writeClaudeSettings(filepath.Join(f.cfg.Data.Dir, "im")); err != nil {
+		return frontend.Parts{}, fmt.Errorf("im: %w", err)
+	}
+	// The tmux server takes its environment from the client that starts
+	// it, and every agent takes the server's: thatch's secrets stay out.
+	if f.tmux, err = tmux.New(tmux.Options{Socket: im.Tmux.Socket, Session: im.Tmux.Session, Logger: f.log.Named("tmux"),
+		Env: f.cfg.ChildEnv(os.Environ())}); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
 	if f.bot, err = f.newBot(); err != nil {
@@ -226,7 +235,7 @@ func (f *FrontEnd) Mount(_ context.Context, t *supervisor.Tree, _ frontend.Mux) 
 	capture := func(ctx context.Context, window string) (string, error) {
 		return f.tmux.Capture(ctx, window, paneLines)
 	}
-	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture)
+	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture, f.hookFile)
 	if err != nil {
 		return fmt.Errorf("im: transcript watcher: %w", err)
 	}
@@ -302,4 +311,33 @@ func expandRoots(roots []string, home string) []string {
 		out = append(out, filepath.Clean(r))
 	}
 	return out
+}
+
+// writeClaudeSettings writes, into dir, the settings file thatch passes to
+// every claude it starts (--settings FILE, which adds to the user's own
+// settings and changes none of them): a SessionStart hook that runs this
+// binary's `hook claude`, so that the session in a window is known from
+// its start, after /clear and after /resume, with no setup by the user.
+// It returns the file's path.
+func writeClaudeSettings(dir string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("the claude hook needs thatch's own path: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("claude settings directory: %w", err)
+	}
+	path := filepath.Join(dir, "claude-settings.json")
+	body := []byte(agents.ClaudeHookSettings(exe) + "\n")
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(body) {
+		return path, nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, body, 0o600); err != nil {
+		return "", fmt.Errorf("write claude settings: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("write claude settings: %w", err)
+	}
+	return path, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/im/telegram"
+	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/supervisor"
 )
@@ -180,11 +181,14 @@ func nameSource(s telegram.NameSource) string {
 	return ""
 }
 
-// cleanText makes text safe to journal: valid UTF-8, no NUL, at most limit
-// bytes (cut at a rune boundary, with a note that it was cut).
+// cleanText makes text safe to journal and to type: valid UTF-8, no
+// control characters but tab and newline (tmux.Printable: a ^D or ^C
+// typed into an agent would end or stop it, and the rest of the line
+// reach what reads the terminal next), at most limit bytes (cut at a
+// rune boundary, with a note that it was cut).
 func cleanText(s string, limit int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "")
+	s = tmux.Printable(s)
 	if len(s) <= limit {
 		return s
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 )
@@ -24,13 +25,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // recorder collects what the follower delivers; fail makes deliveries
 // fail until it is cleared.
 type recorder struct {
-	mu     sync.Mutex
-	got    []*messages.IMTranscriptRead
-	fail   bool
-	failed int
+	mu      sync.Mutex
+	got     []*messages.IMTranscriptRead
+	fail    bool
+	failed  int
+	changes []*messages.IMSessionChanged
 }
 
-func (r *recorder) deliver(_ context.Context, binding string, m *messages.IMTranscriptRead) error {
+func (r *recorder) deliver(_ context.Context, binding string, msg any) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail {
@@ -40,7 +42,14 @@ func (r *recorder) deliver(_ context.Context, binding string, m *messages.IMTran
 	if binding != "b1" {
 		return errors.New("delivered to the wrong binding " + binding)
 	}
-	r.got = append(r.got, m)
+	switch m := msg.(type) {
+	case *messages.IMTranscriptRead:
+		r.got = append(r.got, m)
+	case *messages.IMSessionChanged:
+		r.changes = append(r.changes, m)
+	default:
+		return errors.New("unexpected message")
+	}
 	return nil
 }
 
@@ -66,7 +75,7 @@ func parseEcho(_ string, line []byte) []string {
 // delivers them to rec; the test's cleanup closes it.
 func startFollower(t *testing.T, rec *recorder) *follower {
 	t.Helper()
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil)
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil, filepath.Join(t.TempDir(), "hooks", "claude-sessions.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +113,7 @@ func TestFollowerRelaysCompleteLinesOnceFromTheJournaledOffset(t *testing.T) {
 	offset := int64(len("R:old\n"))
 	rec := &recorder{}
 	f := startFollower(t, rec)
-	f.Follow("b1", path, "claude", offset)
+	f.Follow("b1", path, "claude", offset, "", "")
 	appendLine(t, path, "tool noise\nR:one\nR:tw")
 	waitFor(t, "the first reply", func() bool { return len(rec.replies()) == 1 })
 	appendLine(t, path, "o\n")
@@ -123,7 +132,7 @@ func TestFollowerRetriesAFailedDeliveryWithoutLosingIt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	rec := &recorder{fail: true}
 	f := startFollower(t, rec)
-	f.Follow("b1", path, "claude", 0)
+	f.Follow("b1", path, "claude", 0, "", "")
 	appendLine(t, path, "R:kept\n")
 	waitFor(t, "a failed delivery", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.failed > 0 })
 	rec.mu.Lock()
@@ -136,7 +145,7 @@ func TestFollowerWaitsForAFileNotWrittenYet(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "later.jsonl")
 	rec := &recorder{}
 	f := startFollower(t, rec)
-	f.Follow("b1", path, "claude", 0)
+	f.Follow("b1", path, "claude", 0, "", "")
 	appendLine(t, path, "R:first\n")
 	waitFor(t, "a reply from a file created after Follow", func() bool { return len(rec.replies()) == 1 })
 }
@@ -226,7 +235,7 @@ func TestFollowerReadsAFileWhoseDirectoryIsMadeLater(t *testing.T) {
 	path := filepath.Join(dir, "s.jsonl")
 	rec := &recorder{}
 	f := startFollower(t, rec)
-	f.Follow("b1", path, "claude", 0)
+	f.Follow("b1", path, "claude", 0, "", "")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -277,5 +286,49 @@ func TestMediaCaptionSaysWhatTheCaptionCameWith(t *testing.T) {
 		if got := mediaCaption(c.media, c.caption); got != c.want {
 			t.Errorf("mediaCaption(%q, %q) = %q, want %q", c.media, c.caption, got, c.want)
 		}
+	}
+}
+
+func TestFollowerTellsTheBindingWhenTheAgentSwitchesSessions(t *testing.T) {
+	rec := &recorder{}
+	f := startFollower(t, rec)
+	dir := t.TempDir()
+	const tag, old, cleared = "thatch:tg:1:2:1", "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	oldPath := filepath.Join(dir, old+".jsonl")
+	if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: old, TranscriptPath: oldPath, Agent: "claude", Source: "startup"}); err != nil {
+		t.Fatal(err)
+	}
+	f.Follow("b1", oldPath, "claude", 0, tag, old)
+
+	// A hook that reports another window's session, or this one's again, changes nothing.
+	if err := agents.WriteHook(f.hookFile, "thatch:tg:1:3:1", agents.HookEntry{SessionID: cleared, TranscriptPath: filepath.Join(dir, cleared+".jsonl"), Agent: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	// /clear: the hook reports a new session for the window.
+	newPath := filepath.Join(dir, cleared+".jsonl")
+	if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: cleared, TranscriptPath: newPath, Agent: "claude", Source: "clear"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the binding told of the new session", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.changes) == 1 })
+	rec.mu.Lock()
+	got := *rec.changes[0]
+	rec.mu.Unlock()
+	want := messages.IMSessionChanged{Tag: tag, SessionID: cleared, Transcript: newPath, Source: "clear"}
+	if got != want {
+		t.Fatalf("told %+v, want %+v (a new session's transcript is read from its start)", got, want)
+	}
+
+	// Once told, the binding is not told again for every write of the map.
+	if err := agents.WriteHook(f.hookFile, "thatch:tg:1:4:1", agents.HookEntry{SessionID: old, Agent: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	f.Follow("b1", filepath.Join(dir, "other.jsonl"), "claude", 0, "thatch:tg:1:4:1", old)
+	appendLine(t, oldPath, "R:still read\n")
+	waitFor(t, "the old transcript still read", func() bool { return len(rec.replies()) == 1 })
+	rec.mu.Lock()
+	n := len(rec.changes)
+	rec.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("told %d times, want once", n)
 	}
 }

@@ -35,6 +35,12 @@ type Options struct {
 	// ExecOnly forks a tmux client for every command instead of using a
 	// control-mode client (slower; for comparison and tests). Default: false.
 	ExecOnly bool
+	// Env is the environment of the tmux clients this Client starts. A
+	// server one of them starts takes it as its global environment, which
+	// every window's programs inherit: it must hold no secret of the
+	// caller's. Default: os.Environ(). TMUX and TMUX_PANE are always
+	// left out (a client inside tmux would talk to that server instead).
+	Env []string
 }
 
 // Window is what tmux reports about a window and its active pane.
@@ -45,6 +51,9 @@ type Window struct {
 	PanePID int    // #{pane_pid}
 	Command string // #{pane_current_command}
 	Tag     string // the window option @thatch_tag; "" if unset
+	// Dead: the pane's program has exited and the pane stays, dead
+	// (remain-on-exit, which thatch sets on the windows it makes).
+	Dead bool
 }
 
 // Client runs tmux commands on one server and session. It is safe for
@@ -55,10 +64,15 @@ type Client struct {
 	env    []string
 	bufSeq atomic.Uint64
 
-	mu      sync.Mutex // guards the fields below; held while dialing
-	conn    *conn      // nil until dialed, and after it was dropped
-	retryAt time.Time  // no dial before then, after one failed
-	closed  bool
+	mu       sync.Mutex         // guards the fields below; never held while waiting on tmux
+	conn     *conn              // nil until dialed, and after it was dropped
+	dialing  chan struct{}      // closed when the dial under way ends; nil while none is
+	stopDial context.CancelFunc // cancels the dial under way
+	dialGen  uint64             // counts redialNow calls
+	retryAt  time.Time          // no dial before then, after one failed
+	closed   bool
+	reaping  sync.WaitGroup // control-mode clients being closed in the background
+	retiring *conn          // the last client dropped; the next dial waits until it is gone
 }
 
 // redialDelay is how long a Client forks tmux per command after a failed
@@ -94,7 +108,11 @@ func New(o Options) (*Client, error) {
 		return nil, fmt.Errorf("tmux: invalid options: %s", strings.Join(probs, "; "))
 	}
 	c := &Client{o: o, log: o.Logger}
-	for _, kv := range os.Environ() {
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	for _, kv := range env {
 		// A tmux client inside tmux would talk to that server instead.
 		if !strings.HasPrefix(kv, "TMUX=") && !strings.HasPrefix(kv, "TMUX_PANE=") {
 			c.env = append(c.env, kv)
@@ -112,57 +130,140 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	cn := c.conn
 	c.conn, c.closed = nil, true
+	dialing, stop := c.dialing, c.stopDial
 	c.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-dialing // the dial closes what it made, seeing c.closed
+	}
 	if cn != nil {
 		cn.close()
 	}
+	c.reaping.Wait()
 	return nil
 }
 
 // getConn returns the control-mode client, dialing one when there is
-// none, or nil when commands must be forked instead.
+// none, or nil when commands must be forked instead. The dial runs on
+// its own (bounded by Options.Timeout, not by ctx) and holds no lock:
+// callers that find one under way wait for it only as long as ctx lets
+// them, so a slow tmux never holds up a command past its deadline.
 func (c *Client) getConn(ctx context.Context) (*conn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, ErrClosed
-	}
-	if c.o.ExecOnly {
-		return nil, nil
-	}
-	if c.conn != nil {
-		if c.conn.alive() {
-			return c.conn, nil
+	for dials := 0; ; dials++ {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
 		}
-		c.conn.close() // it has stopped: this only reaps it
-		c.conn = nil
+		if c.o.ExecOnly {
+			c.mu.Unlock()
+			return nil, nil
+		}
+		if cn := c.conn; cn != nil {
+			if cn.alive() {
+				c.mu.Unlock()
+				return cn, nil
+			}
+			c.conn = nil
+			c.reapLocked(cn) // it stopped, or is on its way out
+		}
+		if dialing := c.dialing; dialing != nil {
+			c.mu.Unlock()
+			select {
+			case <-dialing:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("tmux: waiting for the control-mode client: %w", ctx.Err())
+			}
+		}
+		if time.Now().Before(c.retryAt) || dials == 2 {
+			// No server, no session, or clients that leave as soon as
+			// they come: fork for now.
+			c.mu.Unlock()
+			return nil, nil
+		}
+		c.startDialLocked()
+		c.mu.Unlock()
 	}
-	if time.Now().Before(c.retryAt) {
-		return nil, nil
-	}
-	cn, err := dial(ctx, c)
-	if err != nil {
-		c.retryAt = time.Now().Add(redialDelay)
-		c.log.Debug("no control-mode client; forking tmux per command", "error", err)
-		return nil, nil
-	}
-	c.log.Debug("control-mode client attached", "session", c.o.Session)
-	return c.setConn(cn), nil
 }
 
-func (c *Client) setConn(cn *conn) *conn {
-	c.conn = cn
-	return cn
+// startDialLocked starts dialing a control-mode client in the
+// background; c.mu is held.
+func (c *Client) startDialLocked() {
+	dialing := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), c.o.Timeout)
+	c.dialing, c.stopDial = dialing, cancel
+	gen := c.dialGen
+	retiring := c.retiring
+	c.retiring = nil
+	go func() {
+		defer close(dialing)
+		if retiring != nil {
+			// tmux (3.6 and before) crashes when it notifies a control
+			// client that is still identifying itself (tmux GitHub issue
+			// 4980); the client being closed is notified of as it goes
+			// (client-detached), so it goes first.
+			select {
+			case <-retiring.done:
+			case <-ctx.Done():
+			}
+		}
+		cn, err := dial(ctx, c)
+		cancel()
+		c.mu.Lock()
+		c.dialing, c.stopDial = nil, nil
+		closed := c.closed
+		switch {
+		case err != nil:
+			// A dial that began before a server or session was made
+			// (redialNow) says nothing about the next one.
+			if gen == c.dialGen {
+				c.retryAt = time.Now().Add(redialDelay)
+			}
+		case !closed:
+			c.conn = cn
+		}
+		c.mu.Unlock()
+		switch {
+		case err != nil:
+			c.log.Debug("no control-mode client; forking tmux per command", "error", err)
+		case closed:
+			cn.close()
+		default:
+			c.log.Debug("control-mode client attached", "session", c.o.Session)
+		}
+	}()
 }
 
-// dropConn forgets cn, if it is still the current client, and closes it.
+// reapLocked closes cn in the background, for Close to wait on; c.mu is
+// held. Once the Client is closed nothing may join c.reaping, so the
+// caller closes cn itself: reapLocked reports false.
+func (c *Client) reapLocked(cn *conn) bool {
+	if c.closed {
+		return false
+	}
+	c.retiring = cn
+	c.reaping.Add(1)
+	go func() {
+		defer c.reaping.Done()
+		cn.close()
+	}()
+	return true
+}
+
+// dropConn forgets cn, if it is still the current client, and closes it
+// without waiting for it to exit: the command that found it broken
+// returns at once.
 func (c *Client) dropConn(cn *conn) {
 	c.mu.Lock()
 	if c.conn == cn {
 		c.conn = nil
 	}
+	reaped := c.reapLocked(cn)
 	c.mu.Unlock()
-	cn.close()
+	if !reaped {
+		cn.close()
+	}
 }
 
 // redialNow lets the next command dial at once: a server or session was
@@ -170,6 +271,7 @@ func (c *Client) dropConn(cn *conn) {
 func (c *Client) redialNow() {
 	c.mu.Lock()
 	c.retryAt = time.Time{}
+	c.dialGen++
 	c.mu.Unlock()
 }
 
@@ -202,7 +304,7 @@ func (c *Client) batch(ctx context.Context, idempotent bool, cmds ...[]string) (
 		switch {
 		case errors.Is(err, errConnLost):
 			c.dropConn(cn)
-			if attempt == 0 && (idempotent || errors.Is(err, errNotSent)) {
+			if attempt == 0 && (idempotent || errors.Is(err, errNotRun)) {
 				continue
 			}
 		case errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil:
@@ -225,6 +327,11 @@ func controlBatch(ctx context.Context, cn *conn, cmds [][]string) ([]string, err
 		select {
 		case r := <-ch:
 			if r.err != nil {
+				if i > 0 && errors.Is(r.err, errNotRun) {
+					// The commands before it ran: sending the batch again
+					// would run them twice.
+					return nil, fmt.Errorf("%w after %d of %d commands", errConnLost, i, len(cmds))
+				}
 				return nil, r.err
 			}
 			if r.failed && first == nil {

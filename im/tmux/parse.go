@@ -10,13 +10,13 @@ import (
 // tagOption is the window user option that holds a window's tag.
 const tagOption = "@thatch_tag"
 
-// windowFormat describes one window as "ID PID " and then its name,
+// windowFormat describes one window as "ID PID DEAD " and then its name,
 // directory, command and tag, each as "LENGTH:VALUE" (#{n:...} counts
 // bytes), so that any byte in a value (a newline in a directory, a tab in
 // a tag) is read back as it is. tmux finds a pane's current path through
 // its foreground process group, which a just-started pane may not have
 // yet; the directory it started in stands in until then.
-var windowFormat = "#{window_id} #{pane_pid} " +
+var windowFormat = "#{window_id} #{pane_pid} #{?pane_dead,1,0} " +
 	sized("#{window_name}") +
 	sized("#{?pane_current_path,#{pane_current_path},#{pane_start_path}}") +
 	sized("#{pane_current_command}") + sized("#{"+tagOption+"}")
@@ -58,6 +58,11 @@ func parseWindow(s string) (Window, string, error) {
 		return w, "", fmt.Errorf("%w: pane pid %q of %s", errParse, clip(pid), id)
 	}
 	w.ID, w.PanePID = id, n
+	dead, s, ok := strings.Cut(s, " ")
+	if !ok || (dead != "0" && dead != "1") {
+		return w, "", fmt.Errorf("%w: pane_dead %q of %s", errParse, clip(dead), id)
+	}
+	w.Dead = dead == "1"
 	for _, f := range []*string{&w.Name, &w.Dir, &w.Command, &w.Tag} {
 		if *f, s, err = sizedField(s); err != nil {
 			return w, "", fmt.Errorf("%w (window %s)", err, id)

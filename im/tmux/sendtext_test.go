@@ -156,3 +156,18 @@ func TestArgumentsSurviveTheCommandParser(t *testing.T) {
 		})
 	}
 }
+
+func TestPrintableDropsWhatATerminalActsOn(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text":                      "plain text",
+		"tab\tand\nnewline":               "tab\tand\nnewline",
+		"\x04touch /tmp/x":                "touch /tmp/x",
+		"\x03\x1a\x1b[31mred\x7f":         "[31mred",
+		"crlf\r\nand cr\rend":             "crlf\nand cr\nend",
+		"c1 \u0085\u009b here, é ok \x00": "c1  here, é ok ",
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

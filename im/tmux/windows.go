@@ -60,12 +60,52 @@ func (c *Client) NewWindowEnv(ctx context.Context, name, dir, tag string, env, c
 	if !validID(id) {
 		return Window{}, fmt.Errorf("%w: new-window printed %q", errParse, clip(out))
 	}
+	// The pane stays, dead, when its program exits: a window thatch made
+	// never falls back to a shell, and a check sees the agent is gone.
+	if _, err := c.run(ctx, true, "set-option", "-w", "-t", id, "remain-on-exit", "on"); err != nil {
+		return Window{}, fmt.Errorf("tmux: set remain-on-exit on window %s: %w", id, err)
+	}
 	if tag != "" {
 		if _, err := c.run(ctx, true, "set-option", "-w", "-t", id, tagOption, tag); err != nil {
 			return Window{}, fmt.Errorf("tmux: tag window %s: %w", id, err)
 		}
 	}
 	return c.Window(ctx, id)
+}
+
+// Respawn ends what runs in the window's pane, if anything, and starts
+// cmd there instead (respawn-pane -k): in dir, with env ("NAME=value"
+// each) added to the environment. A single element of cmd is a shell
+// command line, as tmux runs it with sh -c; more elements are an argument
+// vector. The pane stays when cmd exits (remain-on-exit).
+func (c *Client) Respawn(ctx context.Context, id, dir string, env, cmd []string) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	if len(cmd) == 0 {
+		return fmt.Errorf("%w: no command to respawn", ErrInvalidText)
+	}
+	if err := checkText(append(append([]string{dir}, env...), cmd...)...); err != nil {
+		return err
+	}
+	args := []string{"respawn-pane", "-k", "-t", id}
+	for _, kv := range env {
+		if !validEnv(kv) {
+			return fmt.Errorf("%w: environment entry %q is not NAME=value", ErrInvalidText, kv)
+		}
+		args = append(args, "-e", kv)
+	}
+	if dir != "" {
+		args = append(args, "-c", formatLiteral(dir))
+	}
+	args = append(append(args, "--"), cmd...)
+	if _, err := c.run(ctx, false, "set-option", "-w", "-t", id, "remain-on-exit", "on"); err != nil {
+		return fmt.Errorf("tmux: set remain-on-exit on window %s: %w", id, err)
+	}
+	if _, err := c.run(ctx, false, args...); err != nil {
+		return fmt.Errorf("tmux: respawn %s: %w", id, err)
+	}
+	return nil
 }
 
 // validEnv reports whether kv is NAME=value with a portable variable name.
@@ -188,36 +228,73 @@ func (c *Client) FindTagged(ctx context.Context, tag string) (Window, bool, erro
 // pasted (through a buffer of its own, paste-buffer -p), so that an agent
 // that asked for bracketed paste receives it as one paste rather than as
 // lines each submitted by its newline. Empty text presses Enter alone.
+// Control characters but tab and newline are left out (see Printable).
 func (c *Client) SendText(ctx context.Context, id, text string) error {
+	return c.typeText(ctx, id, text, true)
+}
+
+// Type is SendText without the Enter: the text is left in the agent's
+// input line, for the caller to press Enter once it shows there.
+func (c *Client) Type(ctx context.Context, id, text string) error {
+	return c.typeText(ctx, id, text, false)
+}
+
+func (c *Client) typeText(ctx context.Context, id, text string, enter bool) error {
 	if !validID(id) {
 		return fmt.Errorf("%w: %q", ErrInvalidID, id)
 	}
-	if err := checkText(text); err != nil {
-		return err
-	}
-	enter := []string{"send-keys", "-t", id, "Enter"}
-	var err error
+	text = Printable(text)
+	var cmds [][]string
 	switch {
 	case text == "":
-		_, err = c.batch(ctx, false, enter)
-	case !strings.ContainsAny(text, "\r\n"):
-		_, err = c.batch(ctx, false, []string{"send-keys", "-t", id, "-l", "--", text}, enter)
+	case !strings.Contains(text, "\n"):
+		cmds = append(cmds, []string{"send-keys", "-t", id, "-l", "--", text})
 	default:
 		buf := fmt.Sprintf("thatch-%d-%d", os.Getpid(), c.bufSeq.Add(1))
-		_, err = c.batch(ctx, false,
-			[]string{"set-buffer", "-b", buf, "--", text},
-			[]string{"paste-buffer", "-d", "-p", "-b", buf, "-t", id},
-			enter)
-		if err != nil {
-			// The paste did not happen (the window went away): do not
-			// leave the text behind in the server.
-			_, _ = c.run(ctx, true, "delete-buffer", "-b", buf)
-		}
+		cmds = append(cmds, []string{"set-buffer", "-b", buf, "--", text}, []string{"paste-buffer", "-d", "-p", "-b", buf, "-t", id})
+		defer func() {
+			if len(cmds) > 0 {
+				// The paste did not happen (the window went away): do
+				// not leave the text behind in the server.
+				_, _ = c.run(ctx, true, "delete-buffer", "-b", buf)
+			}
+		}()
 	}
-	if err != nil {
+	if enter {
+		cmds = append(cmds, []string{"send-keys", "-t", id, "Enter"})
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	if _, err := c.batch(ctx, false, cmds...); err != nil {
 		return fmt.Errorf("tmux: send text to %s: %w", id, err)
 	}
+	cmds = nil
 	return nil
+}
+
+// Printable returns s without the control characters a terminal acts on:
+// C0 but tab and newline (a carriage return becomes a newline), DEL and
+// C1. Typed into an agent, ^D ends its input and ^C or ^Z stops it, and
+// what follows would reach whatever reads the terminal next.
+func Printable(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\r':
+			return '\n'
+		case isControl(r):
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n') || (r >= 0x7f && r < 0xa0)
 }
 
 // SendKeys presses keys by tmux key name ("C-c", "Escape", "Enter") in

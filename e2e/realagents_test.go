@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/thatch-run/thatch/e2e/fakeresponses"
+)
+
+// The IM front end with the real Claude Code and codex CLIs in its tmux
+// windows, their models played by scripted local fakes that answer
+// "echo: <what the user typed>". These prove that thatch drives the real
+// agents (finds their sessions, types so that the text lands, follows
+// them across restarts and session changes), not anything about a model.
+var _ = Describe("IM front end with the real agents", Label("im", "real-agents"), func() {
+	var iw *IMWorld
+	var d *Daemon
+
+	// count is how many times the thread was told text.
+	count := func(thread int64, text string) func() int {
+		return func() int {
+			n := 0
+			for _, s := range iw.Said(thread)() {
+				if s == text {
+					n++
+				}
+			}
+			return n
+		}
+	}
+
+	It("claude: sets up with no hook in the user's settings, relays replies, and keeps control characters and secrets away", func() {
+		iw = NewRealIMWorld("claude")
+		iw.Env = append(iw.Env, "THATCH_IM_TELEGRAM_TOKEN="+imToken)
+		d = StartDaemon(iw.World)
+		thread := iw.Setup("real claude", "claude", "api", "hello claude")
+
+		By("the message that started the setup reached claude, and its answer came back")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hello claude"))
+		Expect(filepath.Join(iw.Home, ".claude", "settings.json")).NotTo(BeAnExistingFile(), "no hook was installed in the user's settings")
+		Expect(iw.Said(thread)()).NotTo(ContainElement(ContainSubstring("has not found")))
+
+		By("a second message")
+		iw.TG.Message(imChat, thread, imUser, "and a second one")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: and a second one"))
+
+		By("^D and ^C are not typed: claude gets the text and stays; no shell runs the rest")
+		marker := filepath.Join(iw.Root, "pwned")
+		iw.TG.Message(imChat, thread, imUser, "\x04\x04touch "+marker)
+		iw.TG.Message(imChat, thread, imUser, "\x03\x03still here")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: still here"))
+		Expect(iw.Said(thread)()).To(ContainElement("echo: touch " + marker))
+		Expect(marker).NotTo(BeAnExistingFile())
+		Expect(iw.Claude.UserTexts()).To(Equal([]string{"hello claude", "and a second one", "touch " + marker, "still here"}),
+			"each message reached the model once, in order")
+
+		By("the bot token is in neither the tmux server's environment nor claude's")
+		out, err := iw.Tmux("show-environment", "-g")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).NotTo(ContainSubstring(imToken))
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", iw.AgentPID(iw.Tagged()[0].ID, "claude")))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(env)).To(ContainSubstring("ANTHROPIC_BASE_URL="), "claude's own environment was read")
+		Expect(string(env)).NotTo(ContainSubstring(imToken))
+	})
+
+	It("claude: survives a SIGKILL of the daemon, and Recover after its window was killed types the queued message so that it is sent", func() {
+		iw = NewRealIMWorld("claude")
+		d = StartDaemon(iw.World)
+		thread := iw.Setup("kill me", "claude", "web", "first")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: first"))
+		iw.Settled(d, thread)
+
+		By("a SIGKILL of the daemon and a restart")
+		d.Kill()
+		d = StartDaemon(iw.World)
+		iw.TG.Message(imChat, thread, imUser, "after the restart")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: after the restart"))
+
+		By("the window is killed; Recover resumes the session in a new one and the queued message is sent, not left in the input box")
+		_, err := iw.Tmux("kill-window", "-t", iw.Tagged()[0].ID)
+		Expect(err).NotTo(HaveOccurred())
+		iw.TG.Message(imChat, thread, imUser, "are you back")
+		iw.Press(thread, imUser, iw.Prompt(thread, "window of this session is gone"), "Recover")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: are you back"))
+		Expect(iw.Claude.UserTexts()).To(Equal([]string{"first", "after the restart", "are you back"}))
+		sessions := map[string]bool{}
+		for _, r := range iw.Claude.UserTurns() {
+			sessions[r.SessionID] = true
+		}
+		Expect(sessions).To(HaveLen(1), "one session throughout: the recovered window resumed it")
+		Expect(count(thread, "echo: first")()).To(Equal(1), "nothing relayed twice")
+		Expect(count(thread, "echo: after the restart")()).To(Equal(1))
+	})
+
+	It("claude: follows the new session after /clear, across a SIGKILL too", func() {
+		iw = NewRealIMWorld("claude")
+		d = StartDaemon(iw.World)
+		thread := iw.Setup("clear", "claude", "docs", "before")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: before"))
+
+		By("/clear starts a new session; the next reply comes from its transcript")
+		iw.TG.Message(imChat, thread, imUser, "/clear")
+		iw.TG.Message(imChat, thread, imUser, "after clear")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: after clear"))
+		turns := iw.Claude.UserTurns()
+		Expect(turns).To(HaveLen(2))
+		Expect(turns[1].SessionID).NotTo(Equal(turns[0].SessionID), "claude runs a new session")
+		iw.Settled(d, thread)
+		Expect(iw.BindingSession(d, thread)).To(Equal(turns[1].SessionID), "the binding follows the new session")
+
+		By("a SIGKILL right after another /clear: the restarted daemon follows the newest session")
+		iw.TG.Message(imChat, thread, imUser, "/clear")
+		Eventually(func() int { return len(iw.sessionFiles("docs")) }).Should(Equal(3))
+		d.Kill()
+		d = StartDaemon(iw.World)
+		iw.TG.Message(imChat, thread, imUser, "after the second clear")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: after the second clear"))
+		Expect(count(thread, "echo: after clear")()).To(Equal(1), "no reply relayed twice")
+		Expect(count(thread, "echo: before")()).To(Equal(1))
+	})
+
+	It("codex: sets up, relays replies, and resumes its session after the window was killed", func() {
+		iw = NewRealIMWorld("codex")
+		d = StartDaemon(iw.World)
+		thread := iw.Setup("real codex", "codex", "api", "hello codex")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hello codex"))
+		iw.TG.Message(imChat, thread, imUser, "second")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: second"))
+
+		_, err := iw.Tmux("kill-window", "-t", iw.Tagged()[0].ID)
+		Expect(err).NotTo(HaveOccurred())
+		iw.TG.Message(imChat, thread, imUser, "still there")
+		iw.Press(thread, imUser, iw.Prompt(thread, "window of this session is gone"), "Recover")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: still there"))
+		Expect(iw.Codex.UserTurns()).To(Equal([]string{"hello codex", "second", "still there"}))
+		sessions := map[string]bool{}
+		for _, r := range iw.Codex.Requests() {
+			if r.Kind == fakeresponses.KindTurn && r.SessionID != "" {
+				sessions[r.SessionID] = true
+			}
+		}
+		Expect(sessions).To(HaveLen(1), "the recovered window resumed the same session")
+		Expect(count(thread, "echo: hello codex")()).To(Equal(1))
+	})
+})
+
+// sessionFiles lists claude's transcripts for a project under Projects.
+func (iw *IMWorld) sessionFiles(project string) []string {
+	dir := strings.Map(func(r rune) rune {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, filepath.Join(iw.Projects, project))
+	files, _ := filepath.Glob(filepath.Join(iw.Home, ".claude", "projects", dir, "*.jsonl"))
+	return files
+}

@@ -1,0 +1,57 @@
+package agents_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/thatch-run/thatch/im/agents"
+)
+
+// The screens in testdata/screens were captured (tmux capture-pane -p)
+// from the real claude 2.1.328 and codex 0.169.0, run in tmux against
+// local fakes of their model APIs. InputLine must find the input line on
+// each, and only there: typing into a dialog would answer it.
+func TestInputLineOnTheAgentsRealScreens(t *testing.T) {
+	r, err := agents.NewRegistry(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		file  string
+		agent string
+		ok    bool
+		text  string
+	}{
+		{"claude-starting", agents.Claude, false, ""},
+		{"claude-first-draw", agents.Claude, true, ""},
+		{"claude-ready", agents.Claude, true, ""},
+		{"claude-ready-manual-mode", agents.Claude, true, ""},
+		{"claude-typed", agents.Claude, true, "hello world"},
+		{"claude-busy", agents.Claude, true, ""},
+		{"claude-after-reply", agents.Claude, true, ""},
+		{"claude-pasted-long", agents.Claude, true, "[Pasted text #1 +39 lines]"},
+		{"claude-permission", agents.Claude, false, ""},
+		{"claude-exited", agents.Claude, false, ""},
+		{"claude-suspended", agents.Claude, false, ""},
+		{"codex-starting", agents.Codex, true, "Ask Codex to do anything"},
+		{"codex-ready", agents.Codex, true, "Ask Codex to do anything"},
+		{"codex-typed", agents.Codex, true, "hello codex"},
+		{"codex-busy", agents.Codex, true, "Ask Codex to do anything"},
+		{"codex-approval", agents.Codex, false, ""},
+		{"codex-trust", agents.Codex, false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", "screens", c.file+".txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := r.Get(c.agent)
+			text, ok := a.InputLine(string(b))
+			if ok != c.ok || text != c.text {
+				t.Errorf("InputLine = %q, %v; want %q, %v", text, ok, c.text, c.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,140 @@
+package front
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/thatch-run/thatch/im/agents"
+)
+
+// Typing into an agent's TUI. A real agent is not a line reader: it takes
+// keys only once its input box is drawn (keys sent while it starts are
+// lost or left in the box), and it may read an Enter that comes right
+// after a paste as part of the paste. So a message is typed only once the
+// agent's input line shows, Enter is pressed once the text shows in it,
+// and the line is read again to see that the agent took the message; an
+// Enter that did not land is pressed again, a bounded number of times.
+// The text itself is typed once, never again: a message the agent did not
+// take stays in its input line, and the user is told.
+const (
+	// readyTimeout bounds the wait for the agent's input line.
+	readyTimeout = 30 * time.Second
+	// echoTimeout bounds the wait for the typed text to show.
+	echoTimeout = 3 * time.Second
+	// takeTimeout bounds the wait, after each Enter, for the line to let
+	// go of the text.
+	takeTimeout = 2 * time.Second
+	// settle is the pause between the text showing and Enter: codex reads
+	// keys that come fast, one after another, as a paste, and an Enter
+	// within about 120 ms of them as a line break within it.
+	settle = 250 * time.Millisecond
+	// enterTries is how many times Enter is pressed at most.
+	enterTries = 3
+	// typePoll is how often the screen is read meanwhile.
+	typePoll = 100 * time.Millisecond
+)
+
+// Errors of typing, as the binding's user reads them.
+var (
+	errNotReady = errors.New("the agent did not show its input line")
+	errNotTaken = errors.New("Enter did not land")
+)
+
+// typeText types a message into a window, literally, and presses Enter.
+// For an agent with an input line (agents.Agent.ChecksInput) it waits for
+// the line first and checks afterwards that the agent took the message;
+// notTaken reports text left in the input line (it must not be typed
+// again). ctx bounds the whole.
+func (f *FrontEnd) typeText(ctx context.Context, window, agent string, update int64, text string) (notTaken bool, err error) {
+	a, ok := f.agents.Get(agent)
+	if !ok || !a.ChecksInput() {
+		tctx, cancel := context.WithTimeout(ctx, effectTimeout)
+		err = f.tmux.SendText(tctx, window, text)
+		cancel()
+	} else {
+		notTaken, err = f.typeChecked(ctx, a, window, text)
+	}
+	f.log.Trace("typed into a window", "window", window, "update", update, "not_taken", notTaken, "error", err)
+	if err == nil && f.opts.Trace != nil {
+		f.opts.Trace("typed", update)
+	}
+	return notTaken, err
+}
+
+func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, text string) (bool, error) {
+	before, ok := f.waitLine(ctx, a, window, readyTimeout, func(string, bool) bool { return true })
+	if !ok {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, fmt.Errorf("%w (waited %s)", errNotReady, readyTimeout)
+	}
+	tctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	err := f.tmux.Type(tctx, window, text)
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	// The text shows in the line (a paste as its summary): the agent has
+	// read it, and the Enter after it is an Enter of its own.
+	typed, shown := f.waitLine(ctx, a, window, echoTimeout, func(line string, ok bool) bool { return ok && line != before })
+	if !shown {
+		f.log.Debug("the typed text did not show in the agent's input line; pressing Enter anyway", "window", window, "agent", a.Name)
+		typed = before
+	}
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-time.After(settle):
+	}
+	for try := 1; try <= enterTries; try++ {
+		tctx, cancel := context.WithTimeout(ctx, effectTimeout)
+		err := f.tmux.SendKeys(tctx, window, "Enter")
+		cancel()
+		if err != nil {
+			return false, err
+		}
+		// Taken: the line let go of the text (it is empty again, or the
+		// agent drew something else, such as a dialog, in its place).
+		if _, taken := f.waitLine(ctx, a, window, takeTimeout, func(line string, ok bool) bool { return !ok || line != typed }); taken {
+			if try > 1 {
+				f.log.Info("an Enter did not land; pressing it again did", "window", window, "agent", a.Name, "presses", try)
+			}
+			return false, nil
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+	}
+	if !shown {
+		// Nothing to tell the text from what the line held: assume it
+		// went, rather than tell the user of a failure that may not be.
+		return false, nil
+	}
+	return true, fmt.Errorf("%w after %d presses", errNotTaken, enterTries)
+}
+
+// waitLine reads the window's screen until done(input line, drawn) holds,
+// for at most limit; it returns the last line read and whether done held.
+func (f *FrontEnd) waitLine(ctx context.Context, a *agents.Agent, window string, limit time.Duration, done func(string, bool) bool) (string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(typePoll)
+	defer tick.Stop()
+	for {
+		screen, err := f.tmux.Capture(ctx, window, 0)
+		if err == nil {
+			line, ok := a.InputLine(screen)
+			if done(line, ok) {
+				return line, true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-tick.C:
+		}
+	}
+}
