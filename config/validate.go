@@ -173,7 +173,7 @@ func (v *validator) path(key, got, hint string) {
 
 func (v *validator) loopback(key, got string) {
 	host, port, err := net.SplitHostPort(got)
-	if err != nil || !isLoopback(host) {
+	if err != nil || !IsLoopbackHost(host) {
 		v.add(key, "must be a loopback address (127.0.0.1:port), got %q", got)
 		return
 	}
@@ -182,7 +182,11 @@ func (v *validator) loopback(key, got string) {
 	}
 }
 
-func isLoopback(host string) bool {
+// IsLoopbackHost reports whether host (no port) names this machine's
+// loopback interface: "localhost" in any case, or a loopback IP address.
+// It is the one loopback check: check-config and the control server use
+// it alike, so that what one accepts the other serves.
+func IsLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

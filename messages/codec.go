@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"hash/crc32"
 	"reflect"
 	"sync"
+	"unicode/utf8"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -41,6 +43,11 @@ var (
 	// call's args) is not JSON: the codec embeds raw JSON as it is, and it
 	// could not read such bytes back.
 	ErrRawJSON = errors.New("messages: raw JSON that is not JSON")
+	// ErrInvalidUTF8 is returned by Encode for a value with a string that
+	// is not valid UTF-8: JSON would carry it as U+FFFD, so the value
+	// replayed from the journal would not be the one decided on. The
+	// edges make text valid before anything is decided on it.
+	ErrInvalidUTF8 = errors.New("messages: text that is not valid UTF-8")
 	// ErrCorrupt is returned by Decode for bytes that are not an envelope.
 	ErrCorrupt = errors.New("messages: corrupt envelope")
 )
@@ -104,7 +111,7 @@ func (e *entry) checkRaw(v reflect.Value) (json.RawMessage, bool) {
 		v = v.Elem()
 	}
 	for _, p := range e.rawPaths {
-		if b := v.FieldByIndex(p).Bytes(); len(b) > 0 && !json.Valid(b) {
+		if b := v.FieldByIndex(p).Bytes(); len(b) > 0 && (!json.Valid(b) || !utf8.Valid(b)) {
 			return b, true
 		}
 	}
@@ -255,6 +262,12 @@ func Encode(v any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messages: encode %s: %w", e.name, err)
 	}
+	// The marshaler writes each invalid byte as the escape \ufffd (a
+	// valid U+FFFD is written as itself), so only a body that holds the
+	// escape needs the walk that tells which it was.
+	if bytes.Contains(body, escapedFFFD) && invalidUTF8(reflect.ValueOf(v)) {
+		return nil, fmt.Errorf("%w: encode %s", ErrInvalidUTF8, e.name)
+	}
 	out := make([]byte, 5, 5+binary.MaxVarintLen64*2+len(e.name)+len(body))
 	out[0] = formatV2
 	out = binary.AppendUvarint(out, uint64(len(e.name)))
@@ -358,4 +371,42 @@ func split(b []byte) (name string, version uint16, body []byte, checked bool, er
 		return "", 0, nil, false, fmt.Errorf("%w: bad version", ErrCorrupt)
 	}
 	return name, uint16(v), b[k:], checked, nil
+}
+
+var escapedFFFD = []byte(`\ufffd`)
+
+// invalidUTF8 reports whether a string inside v (a field, an element, a
+// map key or value) is not valid UTF-8. Raw JSON is checkRaw's.
+func invalidUTF8(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && invalidUTF8(v.Elem())
+	case reflect.String:
+		return !utf8.ValidString(v.String())
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return false // bytes are base64 in JSON; raw JSON is checkRaw's
+		}
+		fallthrough
+	case reflect.Array:
+		for i := range v.Len() {
+			if invalidUTF8(v.Index(i)) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && invalidUTF8(v.Field(i)) {
+				return true
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			if invalidUTF8(it.Key()) || invalidUTF8(it.Value()) {
+				return true
+			}
+		}
+	}
+	return false
 }

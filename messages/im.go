@@ -62,6 +62,9 @@ type IMTranscriptRead struct {
 	// Ends are the offsets where each reply's line ends, so that a batch
 	// read again after a delivery that did land is not relayed twice.
 	Ends []int64 `json:"ends,omitempty"`
+	// Reset: the file was truncated or replaced, and is read from its
+	// start again (From is 0): the binding's offset goes back to To.
+	Reset bool `json:"reset,omitempty"`
 }
 
 // Effects of a binding, carried out by the IM front end. Each names what

@@ -86,6 +86,11 @@ type SweepReport struct {
 	// Notes are one-line remarks: a leg that failed (logged, not fatal),
 	// a sweep that was disarmed, how many families were nudged.
 	Notes []string `json:"notes,omitempty"`
+	// Round marks the report of a round the sweeper started (its effect's
+	// result), as opposed to one a front end ran on its own (the strand
+	// sweep of a host that just connected): the sweeper arms the sweep's
+	// next round when its round reports, so that rounds never pile up.
+	Round bool `json:"round,omitempty"`
 }
 
 // SweepCounts are a round's totals.

@@ -18,27 +18,48 @@ import (
 // the result message to send back to the entity that issued the effect, or
 // nil when the effect has none.
 type Handler struct {
-	typ reflect.Type
-	run func(ctx context.Context, from actors.Identity, eff any) any
+	typ  reflect.Type
+	lane string
+	run  func(ctx context.Context, from actors.Identity, eff any) any
+}
+
+// HandlerOption changes how a handler's effects are run.
+type HandlerOption func(*Handler)
+
+// Lane runs the handler's effects in the lane called name: each entity
+// has one FIFO per lane, and its lanes run apart from each other, so a
+// slow effect (a chat send waiting out a 429, a search that polls for
+// seconds) holds up only the effects of its own lane of its own entity.
+// Effects of one lane run one at a time, in the order the entity released
+// them. Default: the entity's main lane ("").
+func Lane(name string) HandlerOption {
+	return func(h *Handler) { h.lane = name }
 }
 
 // Handle makes the Handler of effect type *E.
-func Handle[E any](run func(ctx context.Context, from actors.Identity, eff *E) any) Handler {
-	return Handler{typ: reflect.TypeFor[*E](), run: func(ctx context.Context, from actors.Identity, eff any) any {
+func Handle[E any](run func(ctx context.Context, from actors.Identity, eff *E) any, opts ...HandlerOption) Handler {
+	h := Handler{typ: reflect.TypeFor[*E](), run: func(ctx context.Context, from actors.Identity, eff any) any {
 		return run(ctx, from, eff.(*E))
 	}}
+	for _, o := range opts {
+		o(&h)
+	}
+	return h
 }
 
 // Type is the effect type the handler runs (a pointer type).
 func (h Handler) Type() reflect.Type { return h.typ }
 
+// LaneName is the lane the handler's effects run in ("" for the main one).
+func (h Handler) LaneName() string { return h.lane }
+
 // effects is the tree's executor: it dispatches each effect by its type to
-// the handler a front end registered, on a FIFO per entity. Effects of one
-// entity run one at a time, in the order the entity released them (the
-// exit wrap-up depends on it); different entities run in parallel. A
-// handler's result goes back to its entity as a message, before the effect
-// counts as done, so that a quiescence check sees it in the entity's
-// mailbox.
+// the handler a front end registered, on a FIFO per entity and lane (see
+// Lane). Effects of one entity's lane run one at a time, in the order the
+// entity released them (the exit wrap-up depends on it); different lanes
+// and entities run in parallel. A handler's result goes back to its entity
+// as a message, before the effect counts as done, so that a quiescence
+// check sees it in the entity's mailbox: Quiesce covers every lane.
 type effects struct {
 	log      hclog.Logger
 	handlers map[reflect.Type]Handler
@@ -52,7 +73,7 @@ type effects struct {
 	gate chan struct{}
 
 	mu      sync.Mutex
-	queues  map[actors.Identity][]any
+	queues  map[queueKey][]any
 	pending int // queued or running
 	quiet   chan struct{}
 	// issued counts every effect ever queued: a quiescence check compares
@@ -62,7 +83,7 @@ type effects struct {
 }
 
 func newEffects(log hclog.Logger, hs []Handler) (*effects, error) {
-	x := &effects{log: log, handlers: map[reflect.Type]Handler{}, queues: map[actors.Identity][]any{}, gate: make(chan struct{})}
+	x := &effects{log: log, handlers: map[reflect.Type]Handler{}, queues: map[queueKey][]any{}, gate: make(chan struct{})}
 	for _, h := range hs {
 		if h.typ == nil {
 			return nil, fmt.Errorf("supervisor: a handler without an effect type")
@@ -76,9 +97,16 @@ func newEffects(log hclog.Logger, hs []Handler) (*effects, error) {
 	return x, nil
 }
 
-// Execute queues eff behind the entity's earlier effects. It never blocks.
-// It implements actors.Executor.
+// queueKey names one FIFO: an entity's lane.
+type queueKey struct {
+	from actors.Identity
+	lane string
+}
+
+// Execute queues eff behind the earlier effects of the entity's lane it
+// runs in. It never blocks. It implements actors.Executor.
 func (x *effects) Execute(from actors.Identity, eff any) {
+	key := queueKey{from: from, lane: x.handlers[reflect.TypeOf(eff)].lane}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.ctx.Err() != nil {
@@ -87,17 +115,18 @@ func (x *effects) Execute(from actors.Identity, eff any) {
 	}
 	x.issued.Add(1)
 	x.pending++
-	q, running := x.queues[from]
-	x.queues[from] = append(q, eff)
+	q, running := x.queues[key]
+	x.queues[key] = append(q, eff)
 	if running {
 		return
 	}
 	x.wg.Add(1)
-	go x.drain(from)
+	go x.drain(key)
 }
 
-// drain runs from's queue until it is empty; it is the queue's only runner.
-func (x *effects) drain(from actors.Identity) {
+// drain runs a lane's queue until it is empty; it is the queue's only
+// runner.
+func (x *effects) drain(key queueKey) {
 	defer x.wg.Done()
 	select {
 	case <-x.gate:
@@ -105,18 +134,18 @@ func (x *effects) drain(from actors.Identity) {
 	}
 	for {
 		x.mu.Lock()
-		q := x.queues[from]
+		q := x.queues[key]
 		if len(q) == 0 || x.ctx.Err() != nil {
 			x.pending -= len(q)
-			delete(x.queues, from)
+			delete(x.queues, key)
 			x.signalLocked()
 			x.mu.Unlock()
 			return
 		}
 		eff := q[0]
-		x.queues[from] = q[1:]
+		x.queues[key] = q[1:]
 		x.mu.Unlock()
-		x.run(from, eff)
+		x.run(key.from, eff)
 		x.mu.Lock()
 		x.pending--
 		x.signalLocked()

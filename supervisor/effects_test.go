@@ -53,6 +53,8 @@ type (
 	orphanEff struct{}
 	// ctxEff runs until its context ends.
 	ctxEff struct{}
+	// laneEff is a blockEff in the lane "slow".
+	laneEff struct{ Name string }
 )
 
 func init() {
@@ -160,6 +162,14 @@ func (h *fxHandlers) list() []Handler {
 			defer h.leave(from)
 			return &stepResult{N: e.N, Of: e.Of}
 		}),
+		Handle(func(ctx context.Context, from actors.Identity, e *laneEff) any {
+			h.started <- from.ID + "/" + e.Name
+			select {
+			case <-h.gate(e.Name):
+			case <-ctx.Done():
+			}
+			return &fxResult{Name: e.Name}
+		}, Lane("slow")),
 		Handle(func(ctx context.Context, _ actors.Identity, _ *ctxEff) any {
 			h.started <- "ctx"
 			<-ctx.Done()
@@ -320,4 +330,40 @@ func TestStopCancelsABlockedEffect(t *testing.T) {
 	}
 	r.close()
 	goleak.VerifyNone(t, leakOptions...)
+}
+
+// An effect in a lane of its own does not hold up the entity's other
+// effects, its lane keeps its order, and Quiesce waits for every lane: a
+// test that proves a negative with it cannot pass while a send is still in
+// flight in another lane.
+func TestALaneRunsApartInOrderAndQuiesceWaitsForIt(t *testing.T) {
+	h := newFxHandlers()
+	r, _ := startFx(t, h, nil)
+	id := fxID("laned")
+	r.ask(id, &releaseMsg{Effects: []any{&laneEff{"s1"}, &laneEff{"s2"}, &blockEff{"m1"}}})
+	got := map[string]bool{}
+	for range 2 {
+		got[receive(t, "an effect to start", h.started)] = true
+	}
+	if !got["laned/s1"] || !got["laned/m1"] {
+		t.Fatalf("started %v, want s1 and m1 (the main lane does not wait for the slow one)", got)
+	}
+	h.open("m1")
+	if err := r.tree.Quiesce(100 * time.Millisecond); err == nil {
+		t.Fatal("Quiesce returned nil while an effect of another lane was blocked")
+	}
+	if !empty(h.started) {
+		t.Fatal("s2 started while s1 runs in the same lane")
+	}
+	h.open("s1")
+	if s := receive(t, "s2 to start", h.started); s != "laned/s2" {
+		t.Fatalf("after s1 %s started, want laned/s2", s)
+	}
+	h.open("s2")
+	if err := r.tree.Quiesce(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.done(id), []string{"m1", "s1", "s2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("results handled: %v, want %v", got, want)
+	}
 }

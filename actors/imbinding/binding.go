@@ -971,13 +971,13 @@ func (p *plan) bind(b *messages.IMBound) {
 // transcript relays the agent's replies read from its transcript.
 func (p *plan) transcript(m *messages.IMTranscriptRead) {
 	s := p.s
-	if m.Path != s.Transcript || m.To <= s.Offset {
+	if m.Path != s.Transcript || (m.To <= s.Offset && !m.Reset) {
 		return // another file, or read before (a restart reads again)
 	}
 	p.event(&messages.IMRepliesRead{To: m.To})
 	var out []messages.IMOutEntry
 	for i, r := range m.Replies {
-		if len(m.Ends) == len(m.Replies) && m.Ends[i] <= s.Offset {
+		if !m.Reset && len(m.Ends) == len(m.Replies) && m.Ends[i] <= s.Offset {
 			continue // relayed before: the batch was read again after a delivery that landed
 		}
 		if strings.TrimSpace(r) != "" {

@@ -1021,3 +1021,19 @@ func TestTheLaunchTimeReachesEverySessionSearch(t *testing.T) {
 		t.Fatalf("a later search %+v forgets the launch time", fb)
 	}
 }
+
+func TestATranscriptReadAgainFromItsStartIsRelayed(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.deliverChat(h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 900, Replies: []string{"old"}, Ends: []int64{900}}))
+	// Truncated: the follower reads from 0 and says so.
+	eff := h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 100, Replies: []string{"after the truncation"}, Ends: []int64{100}, Reset: true})
+	if got := chatTexts(eff); len(got) != 1 || got[0] != "after the truncation" || h.s.Offset != 100 {
+		t.Fatalf("relayed %v, offset %d", got, h.s.Offset)
+	}
+	// Without Reset, a read below the offset is one from before.
+	h.deliverChat(eff)
+	if got := chatTexts(h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 100, Replies: []string{"again"}, Ends: []int64{100}})); len(got) != 0 {
+		t.Fatalf("relayed a read from before: %v", got)
+	}
+}

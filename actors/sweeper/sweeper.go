@@ -110,13 +110,15 @@ func (k Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		return k.recovered(s, m, now)
 	case *actors.Tick:
 		switch m.Name {
+		// A round's next one is armed when it reports (see SweepReport),
+		// not when it starts: a round that outlasts the interval (a hung
+		// host) never has another piled up behind it.
 		case timerRuntime:
 			return actors.Decision{
-				Events: []any{&messages.SweepRan{At: now, Sweep: messages.SweepRuntime, After: k.interval()}},
+				Events: []any{&messages.SweepRan{At: now, Sweep: messages.SweepRuntime}},
 				Effects: []any{
 					&messages.SweepRuntimeState{Cutoff: now.Add(-k.ttl()), DeletedCutoff: now.Add(-k.deletedTTL())},
 					&messages.SweepStaleClaims{},
-					&actors.StartTimer{Name: timerRuntime, After: k.interval()},
 				},
 			}
 		case timerStrand:
@@ -124,11 +126,8 @@ func (k Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 				return actors.Decision{}
 			}
 			return actors.Decision{
-				Events: []any{&messages.SweepRan{At: now, Sweep: messages.SweepStrand, After: k.strandInterval()}},
-				Effects: []any{
-					&messages.SweepStrandedSessions{},
-					&actors.StartTimer{Name: timerStrand, After: k.strandInterval()},
-				},
+				Events:  []any{&messages.SweepRan{At: now, Sweep: messages.SweepStrand}},
+				Effects: []any{&messages.SweepStrandedSessions{}},
 			}
 		}
 		return actors.Decision{}
@@ -141,9 +140,30 @@ func (k Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		r.Moved, r.Deleted = slices.Clone(m.Moved), slices.Clone(m.Deleted)
 		r.Dropped, r.Skipped = slices.Clone(m.Dropped), slices.Clone(m.Skipped)
 		r.Notes = slices.Clone(m.Notes)
-		return actors.Decision{Events: []any{&messages.SweepReported{Report: r}}}
+		d := actors.Decision{Events: []any{&messages.SweepReported{Report: r}}}
+		if timer, after, ok := k.rearm(m); ok {
+			d.Events = append(d.Events, &messages.SweepArmed{Sweep: m.Sweep, At: now, After: after, Interval: after})
+			d.Effects = append(d.Effects, &actors.StartTimer{Name: timer, After: after})
+		}
+		return d
 	}
 	return actors.Decision{Unhandled: true}
+}
+
+// rearm returns the timer that starts the next round of the sweep whose
+// round reported, and when; ok is false for a report that is not a
+// round's, or of a sweep that is off.
+func (k Kind) rearm(r *messages.SweepReport) (timer string, after time.Duration, ok bool) {
+	if !r.Round {
+		return "", 0, false
+	}
+	switch r.Sweep {
+	case messages.SweepRuntime:
+		return timerRuntime, k.interval(), true
+	case messages.SweepStrand:
+		return timerStrand, k.strandInterval(), !k.NoStrand
+	}
+	return "", 0, false
 }
 
 // recovered arms both timers. The runtime-state sweep runs at once on the

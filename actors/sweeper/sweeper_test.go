@@ -89,21 +89,37 @@ func TestRoundsCarryTheirCutoffsAndRearm(t *testing.T) {
 	if rs == nil || !rs.Cutoff.Equal(t0.Add(-time.Hour)) || !rs.DeletedCutoff.Equal(t0.Add(-2*time.Hour)) {
 		t.Fatalf("runtime round %+v", d)
 	}
-	if timers(d)[timerRuntime] != 5*time.Minute {
-		t.Fatalf("re-arm %v", timers(d))
+	if len(timers(d)) != 0 {
+		t.Fatalf("armed %v when the round started, not when it reports", timers(d))
 	}
 	s = apply(k, s, d)
 	d = k.Decide(s, &actors.Tick{Name: timerStrand}, t0.Add(time.Minute))
-	if _, ok := d.Effects[0].(*messages.SweepStrandedSessions); !ok || timers(d)[timerStrand] != 7*time.Minute {
+	if _, ok := d.Effects[0].(*messages.SweepStrandedSessions); !ok || len(timers(d)) != 0 {
 		t.Fatalf("strand round %+v", d)
 	}
 	s = apply(k, s, d)
 	if s.Runs != 2 || !s.LastRun.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("state %+v", s)
 	}
+	// The strand round takes 20 minutes (a hung host): the next one is
+	// 7 minutes after its report, not after its start.
+	d = k.Decide(s, &messages.SweepReport{Sweep: messages.SweepStrand, Round: true}, t0.Add(21*time.Minute))
+	if timers(d)[timerStrand] != 7*time.Minute || len(timers(d)) != 1 {
+		t.Fatalf("re-arm after the report %v", timers(d))
+	}
+	s = apply(k, s, d)
 	st := s.Sweeps[messages.SweepStrand]
-	if st.Runs != 1 || !st.Next.Equal(t0.Add(8*time.Minute)) {
+	if st.Runs != 1 || !st.Next.Equal(t0.Add(28*time.Minute)) {
 		t.Fatalf("strand record %+v", st)
+	}
+	d = k.Decide(s, &messages.SweepReport{Sweep: messages.SweepRuntime, Round: true}, t0.Add(22*time.Minute))
+	if timers(d)[timerRuntime] != 5*time.Minute || len(timers(d)) != 1 {
+		t.Fatalf("runtime re-arm after the report %v", timers(d))
+	}
+	// A host's own strand report (not a round the sweeper started) arms
+	// nothing: it must not push the next round away.
+	if d := k.Decide(s, &messages.SweepReport{Sweep: messages.SweepStrand}, t0.Add(23*time.Minute)); len(timers(d)) != 0 {
+		t.Fatalf("a host's report re-armed %v", timers(d))
 	}
 	if d := k.Decide(s, &actors.Tick{Name: "other"}, t0); len(d.Events)+len(d.Effects) != 0 {
 		t.Fatalf("foreign tick acted: %+v", d)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/config"
 )
 
 var (
@@ -223,13 +225,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	return err
 }
 
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// isLoopback is config's loopback check: what check-config accepts, the
+// server serves.
+func isLoopback(host string) bool { return config.IsLoopbackHost(host) }
 
 // LoadOrCreateToken reads the bearer token from path, or creates one (32
 // random bytes, hex) with mode 0600. A token file readable by others is

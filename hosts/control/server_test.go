@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/config"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -118,5 +120,29 @@ func TestRefusesNonLoopback(t *testing.T) {
 	s, _ := newServer(t, "0.0.0.0:0")
 	if err := s.Start(); !errors.Is(err, ErrNotLoopback) {
 		t.Fatalf("start on 0.0.0.0: %v", err)
+	}
+}
+
+// What check-config accepts as loopback, the server serves: the two
+// once disagreed on "LOCALHOST".
+func TestServesEveryListenAddressCheckConfigAccepts(t *testing.T) {
+	for _, addr := range []string{"LOCALHOST:0", "localhost:0", "127.0.0.1:0", "[::1]:0"} {
+		cfg := config.Defaults()
+		cfg.Control.Listen = addr
+		cfg.ResolvePaths(nil, t.TempDir())
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("check-config refuses %s: %v", addr, err)
+		}
+		s, _ := newServer(t, addr)
+		err := s.Start()
+		if err != nil && addr == "[::1]:0" && strings.Contains(err.Error(), "cannot assign requested address") {
+			continue // no IPv6 loopback on this machine
+		}
+		if err != nil {
+			t.Fatalf("check-config accepts %s, the server refuses it: %v", addr, err)
+		}
+		if err := s.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -29,14 +29,17 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 	return []supervisor.Handler{
 		supervisor.Handle(f.checkWindow),
 		supervisor.Handle(f.sendToWindow),
-		supervisor.Handle(f.sendChat),
+		// A send may wait out 429s for minutes: its own lane, so that
+		// typing and the flows never wait behind it.
+		supervisor.Handle(f.sendChat, supervisor.Lane(laneChat)),
 		supervisor.Handle(f.answerPress),
 		supervisor.Handle(f.clearButtons),
 		supervisor.Handle(f.listDirectory),
 		supervisor.Handle(f.createWindow),
 		supervisor.Handle(f.listAgentSessions),
 		supervisor.Handle(f.launchAgent),
-		supervisor.Handle(f.findAgentSession),
+		// A search polls for up to FindTimeout: typing must not wait.
+		supervisor.Handle(f.findAgentSession, supervisor.Lane(laneFind)),
 		supervisor.Handle(f.renameWindow),
 		supervisor.Handle(f.followTranscript),
 		supervisor.Handle(f.stopFollowing),
@@ -108,21 +111,23 @@ func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messa
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err), NotTaken: notTaken, NotReady: errors.Is(err, errNotReady)}
 }
 
-// sendChat sends one outbox entry on a goroutine of its own and returns at
-// once: a send may wait out 429s for minutes, and the binding's other
-// effects (typing a message, answering a press) must not wait behind it.
-// The binding has one entry in flight at a time, so order is kept; the
-// result comes back as a message.
+// The lanes of the binding's effects besides its main one.
+const (
+	laneChat = "chat"
+	laneFind = "find"
+)
+
+// sendChat sends one outbox entry, in the binding's chat lane: a send may
+// wait out 429s for minutes, and the binding's other effects (typing a
+// message, answering a press) must not wait behind it. The binding has one
+// entry in flight at a time, so order is kept; the result comes back
+// through the dispatcher, so a quiescence check waits for it.
 func (f *FrontEnd) sendChat(_ context.Context, from actors.Identity, e *messages.IMSendChat) any {
-	f.sends.Add(1)
-	go func() {
-		defer f.sends.Done()
-		res := f.sendNow(from, e)
-		if f.runCtx.Err() == nil {
-			f.tree.Send(from, res)
-		}
-	}()
-	return nil
+	res := f.sendNow(from, e)
+	if f.runCtx.Err() != nil {
+		return nil // stopping: the entry is sent again after the restart
+	}
+	return res
 }
 
 // sendNow sends e and says how it went; the binding from is told of each

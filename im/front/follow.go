@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -30,6 +31,9 @@ type followed struct {
 	offset  int64
 	tag     string
 	session string
+	// ino is the file's inode when it was last read (0 before): another
+	// one means the file was replaced, and is read from its start.
+	ino uint64
 }
 
 // follower follows agents' transcripts with inotify (fsnotify), one
@@ -268,7 +272,7 @@ func (f *follower) drain(ctx context.Context) (again bool) {
 		if !ok {
 			break
 		}
-		to, more, err := f.read(ctx, path, item)
+		to, ino, more, err := f.read(ctx, path, item)
 		if err != nil {
 			if ctx.Err() == nil {
 				f.log.Warn("cannot relay transcript replies; trying again", "path", path, "error", err)
@@ -278,9 +282,10 @@ func (f *follower) drain(ctx context.Context) (again bool) {
 		}
 		f.mu.Lock()
 		if cur, ok := f.files[path]; ok {
-			if to > cur.offset {
-				cur.offset = to
+			if to > cur.offset || ino != cur.ino {
+				cur.offset = to // a replaced or truncated file goes back
 			}
+			cur.ino = ino
 			if more {
 				f.dirty[path] = true
 			}
@@ -304,42 +309,51 @@ func (f *follower) next() (string, followed, bool) {
 }
 
 // read reads complete lines of path from item.offset (at most a chunk),
-// delivers their replies, and returns the offset after them and whether
-// more is left to read.
-func (f *follower) read(ctx context.Context, path string, item followed) (int64, bool, error) {
+// delivers their replies, and returns the offset after them, the file's
+// inode, and whether more is left to read. A file that is shorter than
+// the offset (truncated) or another file than before (replaced by a
+// rename) is read from its start, and the binding told so (Reset), so
+// that no later reply is lost.
+func (f *follower) read(ctx context.Context, path string, item followed) (int64, uint64, bool, error) {
 	fh, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return item.offset, false, nil // not written yet: the directory watch tells when it is
+		return item.offset, item.ino, false, nil // not written yet: the directory watch tells when it is
 	}
 	if err != nil {
-		return item.offset, false, err
+		return item.offset, item.ino, false, err
 	}
 	defer fh.Close()
 	info, err := fh.Stat()
 	if err != nil {
-		return item.offset, false, err
+		return item.offset, item.ino, false, err
 	}
-	size := info.Size() - item.offset
+	ino := inode(info)
+	from, reset := item.offset, false
+	if info.Size() < from || (item.ino != 0 && ino != item.ino) {
+		f.log.Info("a transcript was truncated or replaced; reading it from its start", "path", path, "offset", from, "size", info.Size())
+		from, reset = 0, true
+	}
+	size := info.Size() - from
 	if size <= 0 {
-		return item.offset, false, nil
+		return from, ino, false, nil
 	}
 	buf := make([]byte, min(size, 4*maxLine))
-	n, err := fh.ReadAt(buf, item.offset)
+	n, err := fh.ReadAt(buf, from)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return item.offset, false, err
+		return item.offset, item.ino, false, err
 	}
 	buf = buf[:n]
 	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
 		if n == 4*maxLine {
 			// One line longer than the chunk: skip it whole.
-			return item.offset + int64(n), true, nil
+			return from + int64(n), ino, true, nil
 		}
-		return item.offset, false, nil // a partial line: wait for its end
+		return from, ino, false, nil // a partial line: wait for its end
 	}
 	var replies []string
 	var ends []int64
-	at := item.offset
+	at := from
 	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
 		at += int64(len(line)) + 1
 		if len(line) == 0 || len(line) > maxLine {
@@ -350,17 +364,25 @@ func (f *follower) read(ctx context.Context, path string, item followed) (int64,
 			ends = append(ends, at)
 		}
 	}
-	to := item.offset + int64(end) + 1
-	f.log.Trace("transcript read", "path", path, "from", item.offset, "to", to, "replies", len(replies))
-	if len(replies) > 0 {
+	to := from + int64(end) + 1
+	f.log.Trace("transcript read", "path", path, "from", from, "to", to, "replies", len(replies))
+	if len(replies) > 0 || reset {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		defer cancel()
-		err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: item.offset, To: to, Replies: replies, Ends: ends})
+		err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: from, To: to, Replies: replies, Ends: ends, Reset: reset})
 		if err != nil {
-			return item.offset, false, err
+			return item.offset, item.ino, false, err
 		}
 	}
-	return to, n == 4*maxLine, nil
+	return to, ino, n == 4*maxLine, nil
+}
+
+// inode is the file's inode number (0 where the system does not say).
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
 }
 
 // checkHooks reads the hook map when a hook wrote it (or a transcript

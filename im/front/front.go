@@ -106,11 +106,13 @@ type FrontEnd struct {
 	// The update offset last handled, and when its row was written.
 	offMu      sync.Mutex
 	offNext    int64
+	offSaved   int64 // the value the row holds
 	offWritten time.Time
-	// runCtx ends at Stop; chat sends run under it, counted by sends.
+	offTimer   *time.Timer // the trailing write; nil when none is due
+	offStopped bool
+	// runCtx ends at Stop; chat sends run under it.
 	runCtx    context.Context
 	runCancel context.CancelFunc
-	sends     sync.WaitGroup
 }
 
 var (
@@ -269,12 +271,11 @@ func (f *FrontEnd) Stop(context.Context) error {
 	}
 	f.wg.Wait()
 	f.offMu.Lock()
-	f.writeOffsetLocked()
+	f.stopOffsetLocked()
 	f.offMu.Unlock()
 	if f.runCancel != nil {
 		f.runCancel()
 	}
-	f.sends.Wait()
 	var errs []error
 	if f.follow != nil {
 		errs = append(errs, f.follow.Close())

@@ -58,26 +58,49 @@ func (f *FrontEnd) handle(ctx context.Context, in telegram.Inbound) error {
 const offsetEvery = time.Second
 
 // noteOffset records the next update to ask for, writing the row at most
-// every offsetEvery (and at Stop).
+// every offsetEvery; one skipped is written offsetEvery after the last
+// write (a trailing write), so the row never stays behind the last update
+// of a burst. Stop writes it too.
 func (f *FrontEnd) noteOffset(next int64) {
 	f.offMu.Lock()
 	defer f.offMu.Unlock()
 	f.offNext = next
-	if time.Since(f.offWritten) < offsetEvery {
+	if wait := offsetEvery - time.Since(f.offWritten); wait > 0 {
+		if f.offTimer == nil && !f.offStopped {
+			f.offTimer = time.AfterFunc(wait, func() {
+				f.offMu.Lock()
+				defer f.offMu.Unlock()
+				f.offTimer = nil
+				if !f.offStopped {
+					f.writeOffsetLocked()
+				}
+			})
+		}
 		return
 	}
 	f.writeOffsetLocked()
 }
 
+// stopOffsetLocked writes the offset a last time and stops the trailing
+// write.
+func (f *FrontEnd) stopOffsetLocked() {
+	f.offStopped = true
+	if f.offTimer != nil {
+		f.offTimer.Stop()
+		f.offTimer = nil
+	}
+	f.writeOffsetLocked()
+}
+
 func (f *FrontEnd) writeOffsetLocked() {
-	if f.offNext == 0 {
+	if f.offNext == 0 || f.offNext == f.offSaved {
 		return
 	}
 	if err := f.rows.Put(offsetTable, offsetKey, []byte(strconv.FormatInt(f.offNext, 10))); err != nil {
 		f.log.Warn("cannot store the update offset", "error", err)
 		return
 	}
-	f.offWritten = time.Now()
+	f.offWritten, f.offSaved = time.Now(), f.offNext
 }
 
 // route checks an update at the edge and delivers it to its binding.

@@ -332,3 +332,72 @@ func TestFollowerTellsTheBindingWhenTheAgentSwitchesSessions(t *testing.T) {
 		t.Fatalf("told %d times, want once", n)
 	}
 }
+
+// The offset row follows the last update of a burst too: a burst within
+// offsetEvery is written once at its start and once after it, so a
+// restart asks Telegram for what follows the last update handled, not for
+// one before it.
+func TestTheOffsetRowCatchesUpAfterABurst(t *testing.T) {
+	st, err := persistence.Open(t.TempDir(), persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &FrontEnd{rows: st.Rows(), log: hclog.NewNullLogger()}
+	row := func() string {
+		r, ok, err := st.Rows().Get(offsetTable, offsetKey)
+		if err != nil || !ok {
+			return ""
+		}
+		return string(r.Value)
+	}
+	f.noteOffset(11)
+	if got := row(); got != "11" {
+		t.Fatalf("row %q after the first update, want 11", got)
+	}
+	f.noteOffset(12)
+	f.noteOffset(13)
+	waitFor(t, "the trailing write of the burst's last offset", func() bool { return row() == "13" })
+	f.noteOffset(14)
+	f.offMu.Lock()
+	f.stopOffsetLocked()
+	f.offMu.Unlock()
+	if got := row(); got != "14" {
+		t.Fatalf("row %q after Stop, want 14", got)
+	}
+}
+
+// A transcript that is truncated, or replaced by a rename, is read again
+// from its start: the replies written after that reach the binding (told
+// Reset, so that it takes a lower offset), none is lost.
+func TestFollowerReadsATruncatedOrReplacedTranscriptFromItsStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	appendLine(t, path, "R:one\nR:two, a longer line than what comes after\n")
+	rec := &recorder{}
+	f := startFollower(t, rec)
+	f.Follow("b1", path, "claude", 0, "", "")
+	waitFor(t, "the first replies", func() bool { return len(rec.replies()) == 2 })
+
+	if err := os.WriteFile(path, []byte("R:three\n"), 0o600); err != nil { // truncated and rewritten
+		t.Fatal(err)
+	}
+	waitFor(t, "the reply after the truncation", func() bool { return len(rec.replies()) == 3 })
+
+	tmp := filepath.Join(dir, "new.tmp")
+	if err := os.WriteFile(tmp, []byte("R:four, in a file of its own that is longer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil { // replaced
+		t.Fatal(err)
+	}
+	waitFor(t, "the reply in the replacing file", func() bool { return len(rec.replies()) == 4 })
+	if got := strings.Join(rec.replies(), "|"); got != "one|two, a longer line than what comes after|three|four, in a file of its own that is longer" {
+		t.Fatalf("replies %q", got)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !rec.got[1].Reset || rec.got[1].From != 0 || !rec.got[2].Reset {
+		t.Fatalf("reads after a truncation or replacement must say Reset from 0: %+v %+v", rec.got[1], rec.got[2])
+	}
+}

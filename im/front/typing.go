@@ -39,7 +39,7 @@ const (
 // Errors of typing, as the binding's user reads them.
 var (
 	errNotReady = errors.New("the agent did not show its input line")
-	errNotTaken = errors.New("Enter did not land")
+	errNotTaken = errors.New("the agent did not take the Enter")
 )
 
 // typeText types a message into a window, literally, and presses Enter.

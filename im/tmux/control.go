@@ -27,7 +27,7 @@ var errNotRun = fmt.Errorf("%w before tmux read the command", errConnLost)
 type reply struct {
 	out    string // the block's lines, joined by newlines
 	failed bool   // the block ended with %error; out is tmux's message
-	err    error  // errConnLost: no block will come
+	err    error  // errConnLost (or errNotRun): no block will come
 }
 
 // conn is one control-mode tmux client: the process, its stdin, and the
@@ -143,13 +143,13 @@ func (cn *conn) read(stdout io.Reader) {
 			_ = cn.cmd.Process.Kill()
 		case b != nil:
 			cn.deliver(b)
-		case f.exited:
+		case strings.HasPrefix(line, "%exit"):
 			cn.log.Debug("control-mode client exiting", "notice", line)
 			cn.leave()
 		}
 	}
 	werr := cn.cmd.Wait()
-	// A client that left cleanly wrote %exit last, after tmux had answered
+	// A client that tmux let go wrote %exit last, after tmux had answered
 	// every command it read and stopped reading: what is still owed was
 	// never run.
 	cn.stop(werr, f.exited && !lost)
@@ -170,7 +170,7 @@ type framer struct {
 	flags  int
 	number uint32 // of the last block begun
 	begun  bool   // a block has begun, so number is set
-	exited bool   // the last line read was %exit (outside a block)
+	exited bool   // the last line read was a %exit of a client that tmux let go
 }
 
 // errFraming means a line outside a block looked like a guard that tmux
@@ -206,9 +206,20 @@ func (f *framer) line(s string) (*block, error) {
 			return nil, fmt.Errorf("%w: %q outside a block", errFraming, clip(s))
 		}
 	case s == "%exit" || strings.HasPrefix(s, "%exit "):
-		f.exited = true
+		f.exited = letGo(strings.TrimPrefix(s[len("%exit"):], " "))
 	}
 	return nil, nil
+}
+
+// letGo reports whether a control-mode client that exited for reason
+// (its %exit line) was let go by tmux: detached, its session gone, the
+// server shut down. tmux then stops reading the client's commands once
+// it has run and answered those it read. Other reasons ("server exited
+// unexpectedly": it crashed or was killed; "terminated": the client was
+// killed) leave commands that tmux may have run unanswered.
+func letGo(reason string) bool {
+	return reason == "" || reason == "detached" || strings.HasPrefix(reason, "detached (from session ") ||
+		reason == "server exited"
 }
 
 // parseGuard reads "TIME NUMBER FLAGS" as tmux writes it (%ld %u %d,
@@ -331,8 +342,13 @@ func (cn *conn) send(ctx context.Context, cmds [][]string) ([]chan reply, error)
 	cn.mu.Unlock()
 	d, _ := ctx.Deadline() // zero: no deadline
 	_ = cn.stdin.SetWriteDeadline(d)
-	if _, err := io.WriteString(cn.stdin, b.String()); err != nil {
+	if n, err := io.WriteString(cn.stdin, b.String()); err != nil {
 		_ = cn.cmd.Process.Kill()
+		if n == 0 {
+			// Not a byte went (tmux had closed its end, or read nothing
+			// before the deadline): no command can have run.
+			return nil, fmt.Errorf("%w: write: %v", errNotRun, err)
+		}
 		return nil, fmt.Errorf("%w: write: %v", errConnLost, err)
 	}
 	return chs, nil

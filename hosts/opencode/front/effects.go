@@ -60,9 +60,11 @@ func (o *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(o.exit),
 		supervisor.Handle(o.recordWatcherDeaths),
 		supervisor.Handle(o.recordFamilyDeleted),
-		supervisor.Handle(o.sweepRuntimeState),
-		supervisor.Handle(o.sweepStaleClaims),
-		supervisor.Handle(o.sweepStranded),
+		// One lane per sweep: a strand round over many directories on a
+		// hung host never holds up the runtime-state or stale-claim sweeps.
+		supervisor.Handle(o.sweepRuntimeState, supervisor.Lane("sweep.runtime")),
+		supervisor.Handle(o.sweepStaleClaims, supervisor.Lane("sweep.stale")),
+		supervisor.Handle(o.sweepStranded, supervisor.Lane("sweep.strand")),
 	}
 }
 
@@ -248,7 +250,9 @@ func (o *FrontEnd) sweepRuntimeState(ctx context.Context, _ actors.Identity, e *
 	if deleted.IsZero() {
 		deleted = e.Cutoff
 	}
-	return o.sweepRuntime(ctx, e.Cutoff, deleted)
+	rep := o.sweepRuntime(ctx, e.Cutoff, deleted)
+	rep.Round = true
+	return rep
 }
 
 func (o *FrontEnd) sweepStaleClaims(context.Context, actors.Identity, *messages.SweepStaleClaims) any {
@@ -268,7 +272,9 @@ func (o *FrontEnd) sweepStaleClaims(context.Context, actors.Identity, *messages.
 // sweepStranded runs one strand round over every connected host; its
 // report goes back to the sweeper.
 func (o *FrontEnd) sweepStranded(ctx context.Context, _ actors.Identity, _ *messages.SweepStrandedSessions) any {
-	return o.healStranded(ctx, "")
+	rep := o.healStranded(ctx, "")
+	rep.Round = true
+	return rep
 }
 
 // forgetDeletedFamilies forgets the journal of every family whose parent
