@@ -37,7 +37,7 @@ type Options struct {
 	Clock actors.Clock
 	// FrontEnds are the front ends to run (cmd/thatch runs the opencode
 	// one). Default: none; the runtime then runs the store, the memory
-	// store, the sweeper and the control API only.
+	// store and the control API only.
 	FrontEnds []frontend.FrontEnd
 	// Kinds are extra entity kinds to supervise besides the front ends'.
 	Kinds []supervisor.Spec
@@ -138,13 +138,8 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	if err := r.openStores(ctx); err != nil {
 		return err
 	}
-	kinds := []supervisor.Spec{supervisor.Entity[sweeper.State](sweeper.Kind{
-		Interval:        r.cfg.Sweep.Interval,
-		RuntimeStateTTL: r.cfg.Sweep.RuntimeStateTTL,
-		DeletedTTL:      r.cfg.Sweep.DeletedSessionTTL,
-		StrandInterval:  r.cfg.Sweep.StrandInterval,
-		NoStrand:        !r.cfg.Sweep.Strand,
-	})}
+	var kinds []supervisor.Spec
+	var wake []actors.Identity
 	effects := append([]supervisor.Handler(nil), r.o.Effects...)
 	for _, fe := range r.o.FrontEnds {
 		parts, err := fe.Open(ctx, frontend.Core{Store: r.store, Memory: r.mem, Clock: r.o.Clock, Logger: r.log.Named(fe.Name())})
@@ -153,9 +148,10 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 		}
 		kinds = append(kinds, parts.Kinds...)
 		effects = append(effects, parts.Effects...)
+		wake = append(wake, parts.Wake...)
 	}
 	kinds = append(kinds, r.o.Kinds...)
-	if err := r.startTree(kinds, effects); err != nil {
+	if err := r.startTree(kinds, effects, wake); err != nil {
 		return err
 	}
 	if err := r.startControl(ctx); err != nil {
@@ -217,8 +213,9 @@ func (r *Runtime) privateDataDir() error {
 }
 
 // startTree starts the supervision tree with every kind and effect
-// handler, then wakes the sweeper so that its timer runs from the start.
-func (r *Runtime) startTree(kinds []supervisor.Spec, effects []supervisor.Handler) error {
+// handler, then wakes the entities the front ends named (the opencode
+// one's sweeper), so that their timers run from the start.
+func (r *Runtime) startTree(kinds []supervisor.Spec, effects []supervisor.Handler, wake []actors.Identity) error {
 	var err error
 	r.tree, err = supervisor.Start(supervisor.Options{
 		System:  supervisor.NewActorSystem(r.log),
@@ -245,9 +242,10 @@ func (r *Runtime) startTree(kinds []supervisor.Spec, effects []supervisor.Handle
 	if err != nil {
 		return err
 	}
-	// The sweeper journals nothing until its first round.
-	if _, err := r.tree.Request(actors.Identity{Kind: sweeper.KindName, ID: sweeper.ID}, &supervisor.Ping{}, 10*time.Second); err != nil {
-		return fmt.Errorf("thatch: start sweeper: %w", err)
+	for _, id := range wake {
+		if _, err := r.tree.Request(id, &supervisor.Ping{}, 10*time.Second); err != nil {
+			return fmt.Errorf("thatch: start %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -376,6 +374,10 @@ type Status struct {
 	// UnhandledMessages counts messages an entity's kind did not handle
 	// (each one logged; none acknowledged).
 	UnhandledMessages uint64 `json:"unhandledMessages"`
+	// UnhandledEffects counts effects released with no handler for their
+	// type (each logged and dropped): a front end that should run them is
+	// missing.
+	UnhandledEffects uint64 `json:"unhandledEffects"`
 	// Quarantined are the entities that cannot rebuild their state from
 	// their journal; `thatch repair` drops or releases them.
 	Quarantined []supervisor.Quarantine `json:"quarantined"`
@@ -415,6 +417,7 @@ func (r *Runtime) StatusReport() (*Status, error) {
 		Kinds:             kinds,
 		LastErrors:        errs,
 		UnhandledMessages: r.tree.UnknownMessages(),
+		UnhandledEffects:  r.tree.UnhandledEffects(),
 		Quarantined:       r.tree.Quarantined(),
 	}
 	st.Sweepers = r.sweepers()
@@ -433,8 +436,12 @@ func (r *Runtime) StatusReport() (*Status, error) {
 	return st, nil
 }
 
-// sweepers reads the sweeper's view (nil when it cannot answer in time).
+// sweepers reads the sweeper's view (nil when there is none, or when it
+// cannot answer in time).
 func (r *Runtime) sweepers() []sweeper.SweepView {
+	if !r.tree.HasKind(sweeper.KindName) {
+		return nil // no opencode front end
+	}
 	res, err := r.tree.Request(sweeper.Identity, &supervisor.Inspect{}, 5*time.Second)
 	if err != nil {
 		r.log.Debug("status: the sweeper did not answer", "error", err)

@@ -209,10 +209,6 @@ func newIMWorld(c *Config, name string, passivateAfter time.Duration) (*imWorld,
 	cfg.Control.TokenFile = filepath.Join(cfg.Data.Dir, "control.token")
 	cfg.Control.StateFile = filepath.Join(cfg.Data.Dir, "control.json")
 	cfg.Actors.PassivateAfter = passivateAfter
-	// No opencode front end here: its sweeps have no handler, so they
-	// would only log that their effects were dropped.
-	cfg.Sweep.Strand = false
-	cfg.Sweep.Interval = 24 * time.Hour
 	cfg.IM.Telegram.Token = config.Secret(imToken)
 	cfg.IM.Telegram.APIURL = w.tg.URL()
 	cfg.IM.AllowedUsers = []string{strconv.FormatInt(imUser, 10)}

@@ -129,10 +129,14 @@ type shell struct {
 	// undurable are the deliveries decided since the last durable append,
 	// oldest first.
 	undurable []*delivery
-	// crashed is the delivery whose Decide panicked, if any; it counts
-	// towards the poison limit, a journal failure does not.
+	// crashed is the delivery whose Decide, or the Encode or Apply of an
+	// event it decided, panicked, if any; it counts towards the poison
+	// limit, a journal failure does not.
 	crashed  *delivery
 	attempts int
+	// recoverCrashes counts the starts whose Recovered panicked the same
+	// way, in a row; past the poison limit, Recovered is skipped.
+	recoverCrashes int
 }
 
 type passivateCheck struct{}
@@ -256,7 +260,20 @@ func (e *entity[S]) start(ctx actor.Context) {
 	e.touch(ctx)
 	redo, crashed := e.sh.undurable, e.sh.crashed
 	e.sh.undurable, e.sh.crashed = nil, nil
-	e.handle(ctx, &delivery{msg: &actors.Recovered{Restarted: restarted, Events: replayed}})
+	if e.sh.recoverCrashes > e.maxRedeliveries() {
+		// Recovered itself is the poison: the entity runs without it
+		// rather than restart until the policy gives up.
+		e.sh.recoverCrashes = 0
+		reason := fmt.Sprintf("message %T failed %s %d times", &actors.Recovered{}, e.id, e.maxRedeliveries()+1)
+		e.log.Error("dropping poison message", "message", fmt.Sprintf("%T", &actors.Recovered{}))
+		if e.env.OnPoison != nil {
+			e.env.OnPoison(e.id, &actors.Recovered{}, reason)
+		}
+	} else {
+		e.sh.recoverCrashes++
+		e.handle(ctx, &delivery{msg: &actors.Recovered{Restarted: restarted, Events: replayed}})
+		e.sh.recoverCrashes = 0
+	}
 	for _, d := range redo {
 		if d == crashed {
 			e.sh.attempts++
@@ -422,9 +439,6 @@ func (e *entity[S]) handle(ctx actor.Context, d *delivery) {
 		e.sh.crashed = d // cleared once Decide returns
 	}
 	dec := e.k.Decide(e.state, d.msg, e.env.Clock.Now())
-	if !isRecovered {
-		e.sh.crashed = nil
-	}
 	if dec.Unhandled {
 		e.log.Warn("message not handled by its kind; dropped", "message", fmt.Sprintf("%T", d.msg))
 		if e.env.OnUnhandled != nil {
@@ -440,6 +454,9 @@ func (e *entity[S]) handle(ctx actor.Context, d *delivery) {
 		e.buf = append(e.buf, b)
 		e.state = e.k.Apply(e.state, ev)
 		e.seq++
+	}
+	if !isRecovered {
+		e.sh.crashed = nil // a panic in Decide, Encode or Apply counts
 	}
 	if isRecovered {
 		d = nil

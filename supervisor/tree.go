@@ -672,6 +672,21 @@ func (t *Tree) enqueueForget(job func()) bool {
 // another kind): each was logged and none was acknowledged as handled.
 func (t *Tree) UnknownMessages() uint64 { return t.unknown.Load() }
 
+// HasKind reports whether the tree runs the kind called name.
+func (t *Tree) HasKind(name string) bool {
+	_, ok := t.kinds[name]
+	return ok
+}
+
+// UnhandledEffects counts the effects released with no handler for their
+// type (each logged and dropped).
+func (t *Tree) UnhandledEffects() uint64 {
+	if t.effects == nil {
+		return 0
+	}
+	return t.effects.unhandled.Load()
+}
+
 // rootActor is the top of the tree; kind supervisors are its children.
 type rootActor struct{}
 

@@ -131,33 +131,55 @@ func (f *Family) Active(s *State) bool {
 // Decision; a message of a type it does not handle at all (a value where a
 // pointer is expected, another kind's message) is marked Unhandled.
 func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
-	if !handles(msg) {
-		return actors.Decision{Unhandled: true}
-	}
 	d := &decider{f: f, orig: s, s: s, now: now}
 	switch m := msg.(type) {
 	case *messages.FetchPayload:
 		d.fetch(m)
-		return d.out
 	case *messages.ExtractionDone:
 		d.done(m)
-		return d.out
+	default:
+		if s.Deleted {
+			return d.tombstone(msg)
+		}
+		if !d.live(msg) {
+			return actors.Decision{Unhandled: true}
+		}
 	}
-	if s.Deleted {
-		switch m := msg.(type) {
-		case *actors.Recovered:
-			if !s.DeletionNoted {
-				// The note was lost in a crash (or the tombstone is older
-				// than notes): the sweep needs it to forget the family.
-				d.effect(&messages.RecordFamilyDeleted{SessionID: s.ID})
-			}
-		case *messages.DeletionNoted:
-			if m.SessionID == s.ID && !s.DeletionNoted {
-				d.emit(&messages.FamilyDeletionNoted{})
-			}
+	return d.out
+}
+
+// tombstone decides for a deleted family: it notes its deletion once and
+// ignores the late events of its sessions. Whether a message is one the
+// family knows at all is live's to say: the one list of its types.
+func (d *decider) tombstone(msg any) actors.Decision {
+	s := d.s
+	switch m := msg.(type) {
+	case *actors.Recovered:
+		if !s.DeletionNoted {
+			// The note was lost in a crash (or the tombstone is older
+			// than notes): the sweep needs it to forget the family.
+			d.effect(&messages.RecordFamilyDeleted{SessionID: s.ID})
+		}
+		return d.out
+	case *messages.DeletionNoted:
+		if m.SessionID == s.ID && !s.DeletionNoted {
+			d.emit(&messages.FamilyDeletionNoted{})
 		}
 		return d.out
 	}
+	// Decide is pure: deciding on a copy tells whether the type is known,
+	// and what it would do is dropped.
+	if !(&decider{f: d.f, orig: s, s: s, now: d.now}).live(msg) {
+		return actors.Decision{Unhandled: true}
+	}
+	return actors.Decision{}
+}
+
+// live decides on msg for a family that is not deleted; it reports false
+// for a message of a type the family does not handle (its default branch
+// is the one list of the types it does).
+func (d *decider) live(msg any) bool {
+	s := d.s
 	switch m := msg.(type) {
 	case *messages.ToolExecuted:
 		d.toolExecuted(m)
@@ -203,24 +225,10 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 		d.tick(m)
 	case *actors.Recovered:
 		d.recovered(m)
+	default:
+		return false
 	}
-	return d.out
-}
-
-// handles reports whether msg is of a type a family decides on. Every type
-// in Decide's switches is listed here.
-func handles(msg any) bool {
-	switch msg.(type) {
-	case *messages.FetchPayload, *messages.ExtractionDone, *messages.DeletionNoted,
-		*messages.ToolExecuted, *messages.SessionCreated, *messages.SessionIdle,
-		*messages.SessionErrored, *messages.SessionDeleted, *messages.SessionCompacted,
-		*messages.CommandExecuting, *messages.MemoryWritten, *messages.MessagesFetched,
-		*messages.ChildSessionCreated, *messages.SessionExitIssued, *messages.SessionCompactIssued,
-		*messages.SessionPrompted, *messages.FamilyReconciled, *messages.StaleSweep,
-		*actors.Tick, *actors.Recovered:
-		return true
-	}
-	return false
+	return true
 }
 
 // decider builds one Decision. s starts as the caller's state; the first

@@ -1321,9 +1321,18 @@ func TestReconciled(t *testing.T) {
 
 func TestUnknownMessage(t *testing.T) {
 	f := newFam(t, Config{})
-	d := f.send(struct{ X int }{1})
-	if len(d.Events)+len(d.Effects) != 0 || d.Reply != nil {
-		t.Errorf("decision %+v", d)
+	d := f.send(&struct{ X int }{1})
+	if !d.Unhandled || len(d.Events)+len(d.Effects) != 0 || d.Reply != nil {
+		t.Errorf("decision %+v, want Unhandled and nothing else", d)
+	}
+	// A deleted family ignores its sessions' late events, and still tells
+	// a type it does not know from one it does.
+	f.send(&messages.SessionDeleted{SessionID: parent})
+	if d := f.send(&struct{ X int }{1}); !d.Unhandled {
+		t.Errorf("deleted family: unknown message decided %+v", d)
+	}
+	if d := f.send(tool(parent, "late")); d.Unhandled || len(d.Events)+len(d.Effects) != 0 {
+		t.Errorf("deleted family: a late tool call decided %+v, want nothing, handled", d)
 	}
 }
 

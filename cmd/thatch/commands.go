@@ -221,6 +221,9 @@ func printStatus(st *thatch.Status, all bool) {
 			fmt.Printf("  %s  since %s: %s\n", q.Entity, q.Since.Local().Format(time.DateTime), q.Error)
 		}
 	}
+	if st.UnhandledEffects > 0 {
+		fmt.Printf("\neffects with no handler: %d (logged and dropped; a front end that runs them is missing)\n", st.UnhandledEffects)
+	}
 	if st.UnhandledMessages > 0 {
 		fmt.Printf("\nunhandled messages: %d (logged and rejected; a bug worth reporting)\n", st.UnhandledMessages)
 	}

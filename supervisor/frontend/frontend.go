@@ -54,9 +54,13 @@ type Core struct {
 type Parts struct {
 	// Kinds are the entity kinds the front end owns.
 	Kinds []supervisor.Spec
-	// Effects are the handlers of the effect types its kinds release (and
-	// of the core kinds' effects it carries out, such as the sweeps).
+	// Effects are the handlers of the effect types its kinds release.
 	Effects []supervisor.Handler
+	// Wake are entities the runtime starts once the tree is up: an entity
+	// that arms its timers on recovery and journals nothing until they
+	// fire (the opencode front end's sweeper) is not rehydrated before it
+	// has a journal.
+	Wake []actors.Identity
 }
 
 // Mux is where a front end mounts its control API routes; every route is

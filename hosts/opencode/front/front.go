@@ -26,6 +26,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/ocfamily"
 	"github.com/thatch-run/thatch/actors/ocregistry"
+	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/opencode"
 	"github.com/thatch-run/thatch/messages"
@@ -116,12 +117,23 @@ func (o *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		FinishGrace:     grace,
 		ExitRetryWindow: o.cfg.OpenCode.ExitRetryWindow,
 	})
+	// The sweeper's rounds are all this front end's to run: a runtime
+	// without it has no sweeper (and no sweep effects nobody handles).
+	sw := sweeper.Kind{
+		Interval:        o.cfg.Sweep.Interval,
+		RuntimeStateTTL: o.cfg.Sweep.RuntimeStateTTL,
+		DeletedTTL:      o.cfg.Sweep.DeletedSessionTTL,
+		StrandInterval:  o.cfg.Sweep.StrandInterval,
+		NoStrand:        !o.cfg.Sweep.Strand,
+	}
 	return frontend.Parts{
 		Kinds: []supervisor.Spec{
 			supervisor.Entity[ocfamily.State](family),
 			supervisor.Entity[ocregistry.State](ocregistry.Kind{}),
+			supervisor.Entity[sweeper.State](sw),
 		},
 		Effects: o.handlers(),
+		Wake:    []actors.Identity{sweeper.Identity},
 	}, nil
 }
 
