@@ -389,6 +389,9 @@ type Status struct {
 	// window, state, last message), BindingsTotal how many there are.
 	Bindings      []any `json:"bindings,omitempty"`
 	BindingsTotal int   `json:"bindingsTotal"`
+	// FrontEnds says how each front end's link to the outside goes (the
+	// ones that can tell).
+	FrontEnds []frontend.Health `json:"frontEnds,omitempty"`
 	// Sweepers shows each sweep: when it last ran, how long it took, what
 	// it did (moved, deleted, dropped, with ids), what it skipped and why,
 	// and when it runs next.
@@ -426,6 +429,9 @@ func (r *Runtime) StatusReport() (*Status, error) {
 			views, total := rep.Report(0)
 			st.Sessions = append(st.Sessions, views...)
 			st.SessionsTotal += total
+		}
+		if hr, ok := fe.(frontend.HealthReporter); ok {
+			st.FrontEnds = append(st.FrontEnds, hr.Health())
 		}
 		if rep, ok := fe.(frontend.BindingReporter); ok {
 			views, total := rep.ReportBindings(0)

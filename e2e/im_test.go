@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -128,6 +130,55 @@ var _ = Describe("IM front end", Label("im"), func() {
 		iw.TG.Message(imChat, thread, imUser, "env MY_BOT_TOKEN")
 		Eventually(iw.Said(thread)).Should(ContainElement("env MY_BOT_TOKEN="))
 		Expect(iw.Said(thread)()).To(ContainElement("env THATCH_IM_TELEGRAM_TOKEN="))
+	})
+
+	It("keeps polling through a refused bot token, shows it in thatch status, and answers once the token works again", func() {
+		start()
+		thread := iw.Setup("token", "claude", "api", "hi")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
+
+		iw.TG.Revoke(true)
+		status := func() (string, int) {
+			cmd := exec.Command(bins.Thatch, "status", "--config", iw.ThatchConfig)
+			cmd.Env = iw.Env
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			return string(out), code
+		}
+		Eventually(func() int { _, code := status(); return code }).Should(Equal(3), "thatch status exits non-zero while the bot is refused")
+		out, _ := status()
+		Expect(out).To(MatchRegexp(`im\s+DOWN\s+Telegram refuses the bot token.*401`))
+		Expect(out).NotTo(ContainSubstring(imToken))
+
+		By("the token works again: the message sent meanwhile is answered")
+		iw.TG.Message(imChat, thread, imUser, "are you polling")
+		iw.TG.Revoke(false)
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: are you polling"))
+		Eventually(func() int { _, code := status(); return code }).Should(Equal(0))
+	})
+
+	It("makes no binding for a stranger's topics, messages or presses", func() {
+		start()
+		stranger := int64(7)
+		iw.TG.ServiceFrom(stranger)
+		var last int64
+		for i := range 5 {
+			thread := iw.TG.CreateTopic(imChat, fmt.Sprintf("stranger %d", i))
+			iw.TG.Message(imChat, thread, stranger, "hello")
+			last = iw.TG.Press(imChat, thread, stranger, 1, "1:a:0")
+		}
+		Eventually(iw.TG.Confirmed).Should(BeNumerically(">=", last), "every update was handled")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var st struct {
+			BindingsTotal int `json:"bindingsTotal"`
+		}
+		Expect(d.Client().Do(ctx, "GET", "/v1/status", nil, &st)).To(Succeed())
+		Expect(st.BindingsTotal).To(Equal(0), "no binding was made, none journaled")
+		Expect(iw.TG.Messages(imChat, 0)).To(BeEmpty())
 	})
 
 	It("ignores users who are not on the allow-list, and their button presses", func() {

@@ -69,6 +69,9 @@ func newIMWorld(real string, extra []string) *IMWorld {
 		Socket:   fmt.Sprintf("thatch-e2e-%d-%d", os.Getpid(), imSockets.Add(1)),
 		Projects: filepath.Join(w.Home, "projects")}
 	DeferCleanup(iw.TG.Close)
+	// The allowed user makes and renames the topics, as in a group of
+	// their own: thatch takes nothing from anyone else.
+	iw.TG.ServiceFrom(imUser)
 	DeferCleanup(func() {
 		_, _ = iw.Tmux("kill-server")
 		_ = os.Remove(filepath.Join(os.TempDir(), fmt.Sprintf("tmux-%d", os.Getuid()), iw.Socket))

@@ -111,17 +111,15 @@ type Config struct {
 
 // ChatBinding is the chat side of a binding.
 type ChatBinding struct {
-	UserID      int64  `json:"userID"`
 	ThreadID    int64  `json:"threadID"`
 	ChatID      int64  `json:"chatID"`
-	SessionID   string `json:"sessionID,omitempty"`
 	DisplayName string `json:"displayName"`
 }
 
-// WindowBinding ties the agent session to its tmux window.
+// WindowBinding is the tmux window the agent runs in. The agent's session
+// is Info.SessionID: one place for each fact.
 type WindowBinding struct {
-	SessionID string `json:"sessionID,omitempty"`
-	WindowID  string `json:"windowID"`
+	WindowID string `json:"windowID"`
 }
 
 // SessionInfo is what is known of the agent session.
@@ -213,6 +211,9 @@ type State struct {
 	// Held is the queued message the user was told waits for the agent
 	// to take input (0: none).
 	Held int64 `json:"held,omitempty"`
+	// Refused is why the chat last refused a message of the binding for
+	// good (it was dropped), for status; "" when none was.
+	Refused string `json:"refused,omitempty"`
 }
 
 func init() { messages.Register[State]("im.binding.state", 1) }
@@ -1129,6 +1130,9 @@ func applyChat(n, s *State, ev any) bool {
 		if i < 0 {
 			return true
 		}
+		if e.Refused != "" {
+			n.Refused = e.Refused
+		}
 		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce && e.MessageID != 0 {
 			c := *pr
 			c.MessageIDs = append(slices.Clip(pr.MessageIDs), e.MessageID)
@@ -1178,11 +1182,8 @@ func applyBinding(n, s *State, ev any) bool {
 			// check in flight stays in flight.
 			n.Phase, n.Setup = PhaseBound, nil
 		}
-		n.Chat.DisplayName, n.Chat.SessionID = e.DisplayName, e.SessionID
-		if s.Actor != 0 {
-			n.Chat.UserID = s.Actor
-		}
-		n.Window = WindowBinding{SessionID: e.SessionID, WindowID: e.WindowID}
+		n.Chat.DisplayName = e.DisplayName
+		n.Window = WindowBinding{WindowID: e.WindowID}
 		n.Tag = e.Tag
 		wname := e.WindowName
 		if wname == "" {
@@ -1199,7 +1200,7 @@ func applyBinding(n, s *State, ev any) bool {
 		n.Info.WindowName = e.Name
 	case *messages.IMAgentChanged:
 		// The old agent's session is not this one's: it is found anew.
-		n.Info.AgentType, n.Info.SessionID, n.Window.SessionID, n.Chat.SessionID = e.Agent, "", "", ""
+		n.Info.AgentType, n.Info.SessionID = e.Agent, ""
 		n.Transcript, n.Offset = "", 0
 	case *messages.IMChecked:
 		n.Checking = false
@@ -1243,12 +1244,15 @@ type View struct {
 	Queued      int    `json:"queued,omitempty"`
 	Unsent      int    `json:"unsent,omitempty"`
 	LastMessage string `json:"lastMessage,omitempty"`
+	// Refused is why the chat last refused one of the binding's messages
+	// for good (it was dropped).
+	Refused string `json:"refused,omitempty"`
 }
 
 // View shows the binding.
 func (*Kind) View(s *State) any {
 	v := View{Thread: s.Key, DisplayName: s.Chat.DisplayName, Agent: s.Info.AgentType, Window: s.Window.WindowID,
-		Session: s.Info.SessionID, State: s.Phase, Queued: len(s.Queue), Unsent: len(s.Outbox)}
+		Session: s.Info.SessionID, State: s.Phase, Queued: len(s.Queue), Unsent: len(s.Outbox), Refused: s.Refused}
 	if v.DisplayName == "" {
 		v.DisplayName = s.Name()
 	}

@@ -244,8 +244,8 @@ func TestSetupFlowBindsAndDeliversTheFirstMessage(t *testing.T) {
 	if st := only[messages.IMSendToWindow](t, eff); st.Text != "fix the build" || st.WindowID != "@3" {
 		t.Fatalf("the message that started the setup: %+v", st)
 	}
-	want := ChatBinding{UserID: 42, ThreadID: 5, ChatID: -100, SessionID: "old-1", DisplayName: "topic-5"}
-	if h.s.Chat != want || h.s.Window != (WindowBinding{SessionID: "old-1", WindowID: "@3"}) ||
+	want := ChatBinding{ThreadID: 5, ChatID: -100, DisplayName: "topic-5"}
+	if h.s.Chat != want || h.s.Window != (WindowBinding{WindowID: "@3"}) || h.s.Actor != 42 ||
 		h.s.Info != (SessionInfo{SessionID: "old-1", Cwd: "/home/u/proj", WindowName: "topic-5", AgentType: "claude", Since: h.s.Info.Since}) || h.s.Info.Since == 0 {
 		t.Fatalf("records: %+v %+v %+v", h.s.Chat, h.s.Window, h.s.Info)
 	}
@@ -736,7 +736,7 @@ func TestTheFlowAnswersToWhoeverSpokeNotWhoCreatedTheTopic(t *testing.T) {
 	// The topic's creator (user 1) only names the topic.
 	h.send(&messages.IMUpdate{UpdateID: 1, UserID: 1, ChatID: -100, ThreadID: 5, TopicName: "api", NameSource: messages.NameCreated})
 	h.bind()
-	if h.s.Chat.UserID != 42 || h.s.Chat.DisplayName != "api" {
+	if h.s.Actor != 42 || h.s.Chat.DisplayName != "api" {
 		t.Fatalf("binding %+v", h.s.Chat)
 	}
 }
@@ -987,7 +987,7 @@ func TestASessionSwitchInTheWindowIsFollowed(t *testing.T) {
 	if ft.Path != "/t/s-2.jsonl" || ft.Offset != 0 || ft.SessionID != "s-2" || ft.Tag != tag {
 		t.Fatalf("follow %+v: the new session's transcript from its start", ft)
 	}
-	if h.s.Info.SessionID != "s-2" || h.s.Chat.SessionID != "s-2" || h.s.Transcript != "/t/s-2.jsonl" || h.s.Offset != 0 {
+	if h.s.Info.SessionID != "s-2" || h.s.Transcript != "/t/s-2.jsonl" || h.s.Offset != 0 {
 		t.Fatalf("binding %+v %+v %s@%d", h.s.Info, h.s.Chat, h.s.Transcript, h.s.Offset)
 	}
 	eff = h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 300, To: 400, Replies: []string{"late from the old"}, Ends: []int64{400}})
@@ -1035,5 +1035,16 @@ func TestATranscriptReadAgainFromItsStartIsRelayed(t *testing.T) {
 	h.deliverChat(eff)
 	if got := chatTexts(h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 100, Replies: []string{"again"}, Ends: []int64{100}})); len(got) != 0 {
 		t.Fatalf("relayed a read from before: %v", got)
+	}
+}
+
+func TestAMessageRefusedForGoodIsShownInTheView(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	eff := h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 10, Replies: []string{"a reply"}, Ends: []int64{10}})
+	sc := only[messages.IMSendChat](t, eff)
+	h.send(&messages.IMChatSent{Seq: sc.Seq, Err: "Bad Request: message thread not found", Permanent: true})
+	if v := h.k.View(h.s).(View); v.Refused != "Bad Request: message thread not found" || v.Unsent != 0 {
+		t.Fatalf("view %+v: the refusal is not shown", v)
 	}
 }

@@ -179,16 +179,21 @@ func runStatus(args []string) int {
 		fmt.Fprintf(os.Stderr, "thatch status: %v\n", err)
 		return 1
 	}
-	if asJSON {
-		fmt.Println(string(raw))
-		return 0
-	}
 	var st thatch.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		fmt.Fprintf(os.Stderr, "thatch status: %v\n", err)
 		return 1
 	}
-	printStatus(&st, all)
+	if asJSON {
+		fmt.Println(string(raw))
+	} else {
+		printStatus(&st, all)
+	}
+	for _, h := range st.FrontEnds {
+		if !h.OK {
+			return 3 // a front end is down: scripts and monitors see it
+		}
+	}
 	return 0
 }
 
@@ -203,6 +208,23 @@ func printStatus(st *thatch.Status, all bool) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Live, k.Passivated, k.Persisted, k.Active)
 	}
 	tw.Flush()
+	if len(st.FrontEnds) > 0 {
+		fmt.Printf("\nfront ends:\n")
+		for _, h := range st.FrontEnds {
+			mark := "ok"
+			if !h.OK {
+				mark = "DOWN"
+			}
+			line := fmt.Sprintf("  %s  %s  %s", h.FrontEnd, mark, h.State)
+			if !h.Since.IsZero() {
+				line += "  since " + h.Since.Local().Format(time.DateTime)
+			}
+			if h.LastError != "" {
+				line += ": " + h.LastError
+			}
+			fmt.Println(line)
+		}
+	}
 	if len(st.Sweepers) > 0 {
 		fmt.Printf("\nsweepers:\n")
 		writeSweepers(os.Stdout, st.Sweepers)

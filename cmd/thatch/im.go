@@ -56,6 +56,9 @@ func writeBindings(w io.Writer, bindings []any) {
 				state += fmt.Sprintf(", %d unsent", v.Unsent)
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", v.Thread, v.DisplayName, v.Agent, v.Window, state, v.LastMessage)
+			if v.Refused != "" {
+				fmt.Fprintf(tw, "  \t\t\t\tTelegram refused a message for good (dropped): %s\t\n", v.Refused)
+			}
 		}
 	}
 	tw.Flush()

@@ -50,7 +50,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 404, (&apiErr{code: 404, desc: "Not Found"}).body())
 		return
 	}
-	if token != s.token {
+	if token != s.token || s.revoked.Load() {
 		writeJSON(w, 401, (&apiErr{code: 401, desc: "Unauthorized"}).body())
 		return
 	}

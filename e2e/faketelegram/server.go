@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,8 +54,12 @@ type chat struct {
 // Server is the fake Bot API. Its methods are safe for concurrent use.
 type Server struct {
 	token string
-	srv   *httptest.Server
-	done  chan struct{}
+	// revoked makes every call answer 401 (see Revoke).
+	revoked atomic.Bool
+	// service is the sender of topic service messages (see ServiceFrom).
+	service atomic.Int64
+	srv     *httptest.Server
+	done    chan struct{}
 
 	mu        sync.Mutex
 	updates   []update // pending, ascending update_id
@@ -81,6 +86,22 @@ type update struct {
 	id  int64
 	obj json.RawMessage // encoded at push: later edits do not change it
 }
+
+// ServiceFrom makes userID the sender of the service messages that
+// CreateTopic and EditTopic push (the one who makes or renames a topic).
+// Default: user 1.
+func (s *Server) ServiceFrom(userID int64) { s.service.Store(userID) }
+
+func (s *Server) serviceFrom() int64 {
+	if id := s.service.Load(); id != 0 {
+		return id
+	}
+	return 1
+}
+
+// Revoke makes the server refuse the token (401 to every call) while on
+// is true, as Telegram does for a token revoked with @BotFather.
+func (s *Server) Revoke(on bool) { s.revoked.Store(on) }
 
 // New starts a server on 127.0.0.1 that accepts token; it is ready when
 // New returns.
@@ -205,7 +226,7 @@ func (s *Server) CreateTopic(chatID int64, name string) int64 {
 	defer s.mu.Unlock()
 	c := s.chat(chatID)
 	c.forum = true
-	m, id := s.newMessage(chatID, 0, user(1))
+	m, id := s.newMessage(chatID, 0, user(s.serviceFrom()))
 	m["message_thread_id"] = id
 	m["is_topic_message"] = true
 	m["forum_topic_created"] = map[string]any{"name": name, "icon_color": 7322096}
@@ -220,7 +241,7 @@ func (s *Server) EditTopic(chatID, threadID int64, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.chat(chatID).forum = true
-	m, _ := s.newMessage(chatID, threadID, user(1))
+	m, _ := s.newMessage(chatID, threadID, user(s.serviceFrom()))
 	m["forum_topic_edited"] = map[string]any{"name": name}
 	if created, ok := s.chat(chatID).topics[threadID]; ok {
 		m["reply_to_message"] = created

@@ -118,7 +118,32 @@ type FrontEnd struct {
 var (
 	_ frontend.FrontEnd        = (*FrontEnd)(nil)
 	_ frontend.BindingReporter = (*FrontEnd)(nil)
+	_ frontend.HealthReporter  = (*FrontEnd)(nil)
 )
+
+// Health says how the bot's polling goes: a refused token, or a Telegram
+// that cannot be reached, shows here and makes `thatch status` exit
+// non-zero, rather than messages going unanswered without a word.
+func (f *FrontEnd) Health() frontend.Health {
+	h := frontend.Health{FrontEnd: Name}
+	if f.bot == nil {
+		h.State = "not started"
+		return h
+	}
+	b := f.bot.Health()
+	h.OK, h.LastError, h.Since = b.Polling, b.LastError, b.Since
+	switch {
+	case b.Polling:
+		h.State = "polling Telegram"
+	case b.Refused:
+		h.State = "Telegram refuses the bot token (check im.telegram.token); asking again"
+	case b.LastError != "":
+		h.State = "cannot reach Telegram; retrying"
+	default:
+		h.OK, h.State = true, "starting"
+	}
+	return h
+}
 
 // New makes the IM front end for cfg; nothing runs until the runtime opens
 // and starts it.

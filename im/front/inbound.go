@@ -111,8 +111,18 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 	allowed := f.cfg.IM.Open || f.allowed[in.UserID]
 	key := imbinding.Key(in.ChatID, in.ThreadID)
 	f.log.Trace("update", "id", in.UpdateID, "thread", key, "user", in.UserID, "press", in.Callback != nil)
+	if !allowed {
+		// Nothing from a stranger reaches a binding: not a message, not a
+		// press, not a topic they made or renamed (each would make a
+		// binding entity, journaled, for anyone who can post).
+		f.log.Debug("ignored an update from a user not on the allow-list", "user", in.UserID)
+		if in.Callback != nil {
+			f.answer(ctx, in.Callback.ID)
+		}
+		return nil
+	}
 	if c := in.Callback; c != nil {
-		if !allowed || len(c.Data) > maxData || !utf8.ValidString(c.Data) {
+		if len(c.Data) > maxData || !utf8.ValidString(c.Data) {
 			f.answer(ctx, c.ID)
 			return nil
 		}
@@ -120,10 +130,6 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 			UpdateID: in.UpdateID, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID,
 			MessageID: c.MessageID, CallbackID: c.ID, Data: c.Data,
 		}, deliverTimeout)
-	}
-	if !allowed && (in.Text != "" || in.Media != "") {
-		f.log.Debug("ignored a message from a user not on the allow-list", "user", in.UserID)
-		return nil
 	}
 	if in.Media != "" {
 		in.Text = mediaCaption(in.Media, in.Caption) // the binding says the rest was not passed on
@@ -133,9 +139,6 @@ func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
 		NameSource: nameSource(in.NameSrc), Media: cleanText(in.Media, maxName)}
 	if isStart(up.Text) {
 		up.Start, up.Text = true, ""
-	}
-	if !allowed {
-		up.Text, up.Start, up.Media = "", false, "" // a stranger's service message may still name the topic
 	}
 	if up.Text == "" && up.TopicName == "" && !up.Start && up.Media == "" {
 		return nil

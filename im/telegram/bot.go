@@ -101,6 +101,48 @@ type Bot struct {
 
 	mu    sync.Mutex
 	chats map[int64]*chatGate
+
+	hmu    sync.Mutex
+	health Health
+}
+
+// Health is how polling goes, for status.
+type Health struct {
+	// Polling: the last getUpdates succeeded.
+	Polling bool
+	// Refused: Telegram refuses the token (401) or the method (404); Run
+	// keeps asking, slowly, until it is accepted again (a token revoked
+	// for good stays refused, and says so here).
+	Refused bool
+	// LastError is the last getUpdates failure ("" after a success).
+	LastError string
+	// Since is when the state (polling or failing) began.
+	Since time.Time
+}
+
+// Health reports how polling goes.
+func (b *Bot) Health() Health {
+	b.hmu.Lock()
+	defer b.hmu.Unlock()
+	return b.health
+}
+
+// setHealth records a getUpdates outcome, and reports whether the state
+// changed (polling, failing, refused), for a log line per change.
+func (b *Bot) setHealth(err error) bool {
+	b.hmu.Lock()
+	defer b.hmu.Unlock()
+	h := Health{Polling: err == nil, Refused: errors.Is(err, ErrRefused)}
+	if err != nil {
+		h.LastError = b.redact(err).Error()
+	}
+	changed := h.Polling != b.health.Polling || h.Refused != b.health.Refused || b.health.Since.IsZero()
+	h.Since = b.health.Since
+	if changed {
+		h.Since = b.now()
+	}
+	b.health = h
+	return changed
 }
 
 // New checks o and builds a Bot. It makes no request: a wrong token shows

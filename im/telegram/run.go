@@ -16,10 +16,13 @@ import (
 )
 
 // Backoff after a failed handle or a failed getUpdates: it starts at
-// minBackoff and doubles up to maxBackoff.
+// minBackoff and doubles up to maxBackoff; after a refusal (401, 404),
+// from refusedBackoff up to maxRefusedBackoff.
 const (
-	minBackoff = 100 * time.Millisecond
-	maxBackoff = 5 * time.Second
+	minBackoff        = 100 * time.Millisecond
+	maxBackoff        = 5 * time.Second
+	refusedBackoff    = 5 * time.Second
+	maxRefusedBackoff = 5 * time.Minute
 )
 
 // pollLimit is the most updates one getUpdates asks for (Telegram's maximum).
@@ -33,9 +36,11 @@ const pollLimit = 100
 // skipped. Before it waits, and when ctx ends, Run confirms the updates
 // handled so far, so that Telegram drops those and only those.
 //
-// Run returns nil when ctx ends, ErrRunning when another Run is polling,
-// and an error wrapping ErrRefused when Telegram refuses the token (401) or
-// the method (404). Other getUpdates failures are logged and retried.
+// Run returns nil when ctx ends, and ErrRunning when another Run is
+// polling. A getUpdates failure is logged and retried; a refusal of the
+// token (401) or the method (404) too, more slowly (a token revoked and
+// given back, a proxy that answered 404 for a while), logged at ERROR
+// once. Health says how polling goes.
 func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbound) error) error {
 	if !b.running.CompareAndSwap(false, true) {
 		return ErrRunning
@@ -62,13 +67,21 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 				if ctx.Err() != nil {
 					return nil
 				}
-				if errors.Is(err, ErrRefused) {
-					return err
-				}
+				changed := b.setHealth(err)
 				backoff = nextBackoff(backoff, err)
-				b.log.Warn("getUpdates failed; retrying", "error", err, "wait", backoff)
+				if errors.Is(err, ErrRefused) {
+					backoff = min(max(backoff, refusedBackoff), maxRefusedBackoff)
+					if changed {
+						b.log.Error("Telegram refuses the bot's token or the method; no message is received until it accepts it again (asking again, slowly)", "error", err, "wait", backoff)
+					}
+				} else {
+					b.log.Warn("getUpdates failed; retrying", "error", err, "wait", backoff)
+				}
 				sleep(ctx, backoff)
 				continue
+			}
+			if b.setHealth(nil) {
+				b.log.Info("polling Telegram for updates")
 			}
 			backoff = 0
 			b.confirmed = b.next
@@ -130,6 +143,9 @@ func nextBackoff(d time.Duration, err error) time.Duration {
 	}
 	if d < minBackoff {
 		return minBackoff
+	}
+	if errors.Is(err, ErrRefused) {
+		return min(2*d, maxRefusedBackoff)
 	}
 	return min(2*d, maxBackoff)
 }

@@ -116,14 +116,24 @@ func TestRunConfirmsNoUpdateBeforeItsHandlerSucceeded(t *testing.T) {
 	}
 }
 
-func TestRunStopsWhenTelegramRefusesTheToken(t *testing.T) {
-	w := newWorld(t, func(o *Options) { o.Token = "424242:SECRET-token-BBB" })
-	err := w.bot.Run(context.Background(), func(context.Context, Inbound) error { return nil })
-	if !errors.Is(err, ErrRefused) {
-		t.Fatalf("Run = %v, want ErrRefused", err)
+// A refused token does not stop polling for good (one 401 once did,
+// silently): Run keeps asking, slowly, Health says it is refused and why,
+// and once the token is accepted again the updates come through.
+func TestRunOutlastsARefusedTokenAndSaysSo(t *testing.T) {
+	w := newWorld(t, nil)
+	w.srv.Revoke(true)
+	rec := &recorder{}
+	run(t, w.bot, func(_ context.Context, in Inbound) error { rec.add(in); return nil })
+	eventually(t, "the refusal shown", func() bool { return w.bot.Health().Refused })
+	h := w.bot.Health()
+	if h.Polling || !strings.Contains(h.LastError, "401") || strings.Contains(h.LastError, testToken) || h.Since.IsZero() {
+		t.Fatalf("health %+v: want refused, with the 401 and without the token", h)
 	}
-	if err := w.bot.Run(context.Background(), nil); !errors.Is(err, ErrRefused) {
-		t.Fatalf("a second Run = %v, want ErrRefused (the first released the bot)", err)
+	w.srv.Message(1, 0, 1, "after the token came back")
+	w.srv.Revoke(false)
+	eventually(t, "the update after the refusal", func() bool { return len(rec.get()) == 1 })
+	if h := w.bot.Health(); !h.Polling || h.Refused || h.LastError != "" {
+		t.Fatalf("health %+v after the token was accepted again", h)
 	}
 }
 

@@ -95,6 +95,28 @@ type Reporter interface {
 	Report(limit int) (views []any, total int)
 }
 
+// Health is how a front end's link to the outside world goes, for
+// `thatch status` (which exits non-zero while one is not OK).
+type Health struct {
+	// FrontEnd is the front end's name.
+	FrontEnd string `json:"frontEnd"`
+	// OK: it works (polling, connected).
+	OK bool `json:"ok"`
+	// State says what it does, in a few words ("polling Telegram",
+	// "Telegram refuses the bot token").
+	State string `json:"state"`
+	// LastError is the last failure while not OK.
+	LastError string `json:"lastError,omitempty"`
+	// Since is when the state began.
+	Since time.Time `json:"since,omitzero"`
+}
+
+// HealthReporter is implemented by a front end that can tell whether its
+// link to the outside works (the IM front end: its bot's polling).
+type HealthReporter interface {
+	Health() Health
+}
+
 // BindingReporter is implemented by a front end whose chat bindings
 // `thatch status` lists (the IM front end).
 type BindingReporter interface {
