@@ -55,6 +55,9 @@ func noServer(msg string) bool {
 	for _, s := range []string{
 		"no server running", "error connecting to", "server exited unexpectedly",
 		"can't find session", "no sessions", "session not found",
+		// A server with no session (kept alive by a config job or by
+		// exit-empty off) answers any targeted command so.
+		"no current target",
 	} {
 		if strings.Contains(msg, s) {
 			return true

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // NewWindow creates a window named name in dir, in the session, without
@@ -374,6 +375,9 @@ func (c *Client) KillServer(ctx context.Context) error {
 	c.mu.Lock()
 	closed, cn := c.closed, c.conn
 	c.conn = nil
+	// No control-mode client dials while the server goes: tmux 3.3a can
+	// crash sending a notification to a client still connecting.
+	c.retryAt = time.Now().Add(redialDelay)
 	c.mu.Unlock()
 	if closed {
 		return ErrClosed
