@@ -43,7 +43,6 @@ func TestImportBoundaries(t *testing.T) {
 		{"hosts/opencode/front/...", []string{mod + "/im/..."}},
 		// The IM parts speak tmux, the agents' files and the Bot API; they
 		// know nothing of entities or storage.
-		{"im", []string{mod + "/hosts/...", mod + "/persistence/...", pebble}},
 		{"im/tmux", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		{"im/agents", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		{"im/telegram", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},

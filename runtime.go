@@ -64,7 +64,6 @@ type Runtime struct {
 	running []frontend.FrontEnd
 	fatal   chan error
 	fatalMu sync.Once
-	stopFns []func(context.Context) error
 }
 
 // New checks the config and prepares a runtime. Nothing is opened yet.
@@ -294,14 +293,6 @@ func (r *Runtime) fail(err error) {
 // Everything acknowledged before it is durable.
 func (r *Runtime) Fatal() <-chan error { return r.fatal }
 
-// OnStop registers a function that Stop calls (in reverse order of
-// registration) before the tree and store close.
-func (r *Runtime) OnStop(f func(context.Context) error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopFns = append(r.stopFns, f)
-}
-
 // Stop closes the control API, stops the front ends, every entity and the
 // effect runners, and closes the store. Every acknowledged write is
 // already durable, so Stop loses nothing even when ctx ends early.
@@ -322,9 +313,6 @@ func (r *Runtime) stopLocked(ctx context.Context) error {
 	}
 	for i := len(r.running) - 1; i >= 0; i-- {
 		errs = append(errs, r.running[i].Stop(ctx))
-	}
-	for i := len(r.stopFns) - 1; i >= 0; i-- {
-		errs = append(errs, r.stopFns[i](ctx))
 	}
 	if r.tree != nil {
 		errs = append(errs, r.tree.Stop(10*time.Second))

@@ -1,7 +1,8 @@
 // Package actors is the vocabulary of thatch's entity kinds: the Kind
 // contract, the Decision a kind returns, the timer and Send effects, and
 // the Clock. The kinds themselves live in its subpackages (ocfamily,
-// ocregistry, sweeper); the runtime that drives them is in supervisor.
+// ocregistry, sweeper, imbinding); the runtime that drives them is in
+// supervisor.
 //
 // Every long-lived thing thatch looks after (an opencode session family, an
 // IM binding, a sweeper) is an entity named by a stable Identity that owns

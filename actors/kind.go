@@ -10,15 +10,20 @@ import (
 type Identity = messages.Identity
 
 // Decision is what a kind's pure Decide returns for one message. The entity
-// runtime applies it in this order:
+// runtime carries it out in this order:
 //
-//  1. Events are encoded and appended to the journal; the append is fsync'd.
-//     If it fails, nothing below happens and the actor fails (its
-//     supervisor restarts it with backoff; the message is redelivered).
-//  2. Each event is folded into the state with Apply.
-//  3. Reply, if not nil, is sent to the message's sender.
-//  4. Effects are handed, in order, to the executor. Effects never run
-//     before the events that caused them are durable.
+//  1. Each event is encoded and folded into the state with Apply at once,
+//     so that the next message is decided on the state it makes.
+//  2. The events are appended to the journal behind (write-behind: one
+//     fsync'd append in flight per entity; the events of messages handled
+//     meanwhile go in the next one). If an append fails, nothing decided
+//     since the last durable one is released, and the actor fails: its
+//     supervisor restarts it from the journal and the messages are
+//     handled again.
+//  3. Once the append that holds its events has landed, the effects are
+//     handed, in order, to the executor, and then Reply, if not nil, is
+//     sent to the message's sender. Neither happens before the events that
+//     caused them are durable; outputs are released in handling order.
 type Decision struct {
 	// Events to journal. Each must be a pointer to a type registered with
 	// messages.Register. Default: none.

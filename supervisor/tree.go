@@ -316,7 +316,7 @@ func (t *Tree) Request(to actors.Identity, msg any, timeout time.Duration) (any,
 
 // ErrTimeout is returned by Request and Deliver when the entity did not
 // answer in time. The message may still be handled later.
-var ErrTimeout = errors.New("no answer in time")
+var ErrTimeout = errors.New("supervisor: no answer in time")
 
 // call sends msg with a reply function (Call) and waits for the
 // answer.
@@ -358,7 +358,7 @@ func (t *Tree) await(ctx context.Context, to actors.Identity, answer <-chan any,
 	select {
 	case res = <-answer:
 	case <-timer.C:
-		return nil, fmt.Errorf("supervisor: request %s: %w after %v", to, ErrTimeout, timeout)
+		return nil, fmt.Errorf("request %s: %w after %v", to, ErrTimeout, timeout)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("supervisor: request %s: %w", to, ctx.Err())
 	}

@@ -22,6 +22,8 @@
 //     thatch_get_extraction_payload) received and has not yet completed;
 //   - the children, each an extraction child (titled thatch-extraction) or a
 //     task sub-agent, with its own small buffer and its toast counts;
+//     which family a child belongs to is the registry's fact
+//     (actors/ocregistry);
 //   - the flags: extracting (and which child), compacting, an armed
 //     /thatch/compact or /thatch/exit wrap-up.
 //
@@ -33,11 +35,12 @@
 //
 // # Example
 //
-//	k := session.New(session.DefaultConfig())
+//	k := ocfamily.New(ocfamily.Config{})
 //	s := k.Initial("ses_parent")
 //	d := k.Decide(s, &messages.SessionIdle{Host: "h", SessionID: "ses_parent"}, now)
 //	for _, ev := range d.Events {
-//		s = k.Apply(s, ev) // after the runtime journaled them
+//		s = k.Apply(s, ev) // the runtime applies at once, journals behind
 //	}
-//	// then d.Reply to the sender, then d.Effects to the executor
+//	// once those events are durable: d.Effects to the executor, then
+//	// d.Reply to the sender
 package ocfamily
