@@ -204,6 +204,9 @@ func newIMWorld(c *Config, name string, passivateAfter time.Duration) (*imWorld,
 	}
 	w := &imWorld{c: c, dir: dir, remove: remove, tg: faketelegram.New(imToken), tracer: newIMTracer(), log: &imLog{},
 		socket: fmt.Sprintf("thatch-bench-%d-%d", os.Getpid(), imSockets.Add(1))}
+	// The allowed user makes and renames the topics: thatch takes nothing
+	// from anyone else.
+	w.tg.ServiceFrom(imUser)
 	cfg := config.Defaults()
 	cfg.Data.Dir = filepath.Join(dir, "data")
 	cfg.Control.TokenFile = filepath.Join(cfg.Data.Dir, "control.token")

@@ -148,6 +148,23 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		Expect(sessions).To(HaveLen(1), "the recovered window resumed the same session")
 		Expect(count(thread, "echo: hello codex")()).To(Equal(1))
 	})
+
+	It("codex: Update Binding follows the real codex a user started in a claude thread's window", func() {
+		iw = NewRealIMWorld("codex")
+		d = StartDaemon(iw.World)
+		thread := iw.Setup("switch", "claude", "web", "hi") // the fake claude
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hi"))
+
+		By("the user replaces claude by codex in the window, by hand")
+		win := iw.Tagged()[0].ID
+		_, err := iw.Tmux("respawn-pane", "-k", "-t", win, bins.Codex)
+		Expect(err).NotTo(HaveOccurred())
+		iw.AgentPID(win, "codex")
+		iw.TG.Message(imChat, thread, imUser, "who runs here")
+		iw.Press(thread, imUser, iw.Prompt(thread, "but codex runs in its window"), "Update Binding")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: who runs here"), "typed into codex, and codex's reply relayed")
+		Expect(iw.Codex.UserTurns()).To(Equal([]string{"who runs here"}))
+	})
 })
 
 // sessionFiles lists claude's transcripts for a project under Projects.

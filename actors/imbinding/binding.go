@@ -592,7 +592,10 @@ func (p *plan) answer(pr *Prompt, verb string, user int64) {
 			p.effect(&messages.IMStopFollowing{Path: p.s.Transcript})
 		}
 		p.event(&messages.IMAgentChanged{Agent: pr.Detected})
-		p.effect(&messages.IMFindAgentSession{WindowID: p.s.Window.WindowID, Tag: p.s.Tag, Agent: pr.Detected, Dir: p.s.Info.Cwd})
+		// The new agent started after the old one: a transcript written
+		// since the old one's launch may be the new one's.
+		p.effect(&messages.IMFindAgentSession{WindowID: p.s.Window.WindowID, Tag: p.s.Tag, Agent: pr.Detected, Dir: p.s.Info.Cwd,
+			Since: p.s.Info.Since, Fresh: true})
 		p.recheck()
 	case pr.Kind == PromptDead && verb == "recover":
 		p.closePrompt()
