@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -52,7 +53,11 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	// The pinned real claude and codex, from npm into the cache.
 	script, err = filepath.Abs("install-agents.sh")
 	Expect(err).NotTo(HaveOccurred())
-	cmd = exec.Command("bash", script)
+	// Bounded: an npm that cannot reach its registry must not hang the
+	// suite (the specs that need the agents then fail with the reason).
+	ictx, icancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer icancel()
+	cmd = exec.CommandContext(ictx, "bash", script)
 	cmd.Stderr = GinkgoWriter
 	if out, err := cmd.Output(); err != nil {
 		b.AgentsErr = "install-agents.sh: " + err.Error()

@@ -483,6 +483,10 @@ type IMRepliesRead struct {
 	To int64 `json:"to"`
 }
 
+// IMSessionLostSaid records that the user was told the agent's session
+// is not found yet (once per binding).
+type IMSessionLostSaid struct{}
+
 // IMTypingHeld records that the user was told their message waits for
 // the agent to take input (once per message).
 type IMTypingHeld struct {
@@ -491,7 +495,10 @@ type IMTypingHeld struct {
 
 // IMResumed records a restart: checks and deliveries in flight are
 // started again.
-type IMResumed struct{}
+type IMResumed struct {
+	// Hold: the queue is not checked now (a timer checks it later).
+	Hold bool `json:"hold,omitempty"`
+}
 
 func init() {
 	Register[IMUpdateSeen]("im.update_seen", 1)
@@ -510,4 +517,5 @@ func init() {
 	Register[IMRepliesRead]("im.replies_read", 1)
 	Register[IMResumed]("im.resumed", 1)
 	Register[IMTypingHeld]("im.typing_held", 1)
+	Register[IMSessionLostSaid]("im.session_lost_said", 1)
 }

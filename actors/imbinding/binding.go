@@ -74,6 +74,7 @@ const (
 	timerRename = "rename"
 	timerOutbox = "outbox"
 	timerFind   = "find"
+	timerTyping = "typing"
 )
 
 // Limits that keep a binding's state small.
@@ -89,6 +90,9 @@ const (
 	// findRetry is how often a binding whose agent's session was not
 	// found looks for it again (replies can only be relayed once it is).
 	findRetry = 30 * time.Second
+	// typingRetry is how long a message waits, after the agent showed no
+	// input line (a dialog of its own is open), before it is tried again.
+	typingRetry = 10 * time.Second
 )
 
 // Key is the entity id of a chat thread: the chat and the thread id (a
@@ -214,6 +218,8 @@ type State struct {
 	// Refused is why the chat last refused a message of the binding for
 	// good (it was dropped), for status; "" when none was.
 	Refused string `json:"refused,omitempty"`
+	// LostSaid: the user was told the agent's session is not found yet.
+	LostSaid bool `json:"lostSaid,omitempty"`
 }
 
 func init() { messages.Register[State]("im.binding.state", 1) }
@@ -709,10 +715,16 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 		return
 	}
 	if m.Err != "" && !m.NotTaken {
-		if m.NotReady && s.Held != m.UpdateID {
-			p.event(&messages.IMTypingHeld{UpdateID: m.UpdateID})
-			p.say(messages.IMOutEntry{Text: fmt.Sprintf("%s is not taking input now: its input line is not on screen (a question or a dialog may be open in its window). Your message waits and is typed once it is.",
-				s.Info.AgentType)})
+		if m.NotReady {
+			if s.Held != m.UpdateID {
+				p.event(&messages.IMTypingHeld{UpdateID: m.UpdateID})
+				p.say(messages.IMOutEntry{Text: fmt.Sprintf("%s is not taking input now: its input line is not on screen (a question or a dialog may be open in its window). Your message waits and is typed once it is.",
+					s.Info.AgentType)})
+			}
+			// Not at once: the agent waits on its user, maybe for long.
+			p.event(&messages.IMResumed{Hold: true})
+			p.effect(&actors.StartTimer{Name: timerTyping, After: typingRetry})
+			return
 		}
 		p.event(&messages.IMResumed{})
 		p.effect(p.check())
@@ -921,7 +933,12 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 			Agent: st.Agent, Transcript: m.Transcript, Offset: m.Offset, Since: st.Since})
 		p.say(messages.IMOutEntry{Text: "Session ready!"})
 		if m.SessionID == "" && m.Transcript == "" {
-			p.say(messages.IMOutEntry{Text: "thatch has not found " + st.Agent + "'s session yet; its replies are relayed once it has (it keeps looking)."})
+			if len(s.Queue) == 0 {
+				// With a message queued, the search goes on once it is
+				// typed (codex writes its transcript only then), and the
+				// user is told if that one fails too.
+				p.sayLost()
+			}
 			p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
 		}
 		// The queued messages take the usual route: a check first, so
@@ -933,6 +950,9 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 		}
 		if m.SessionID == "" {
 			if s.lost() {
+				if len(s.Queue) == 0 {
+					p.sayLost()
+				}
 				p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
 			}
 			return
@@ -953,12 +973,30 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 // the binding's differ).
 func (p *plan) sessionChanged(m *messages.IMSessionChanged) {
 	s := p.s
-	if !s.Bound() || s.Tag == "" || m.Tag != s.Tag || m.SessionID == "" || m.Transcript == "" ||
+	if (s.Phase != PhaseBound && s.Phase != PhasePrompting) || s.Tag == "" || m.Tag != s.Tag || m.SessionID == "" || m.Transcript == "" ||
 		(m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript) {
 		return
 	}
 	p.bind(&messages.IMBound{DisplayName: s.Chat.DisplayName, WindowName: s.Info.WindowName, SessionID: m.SessionID, WindowID: s.Window.WindowID, Tag: s.Tag,
 		Cwd: s.Info.Cwd, Agent: s.Info.AgentType, Transcript: m.Transcript, Offset: m.Offset, Since: s.Info.Since})
+}
+
+// sayLost tells the user, once per binding, that the agent's session is
+// not found yet (its replies cannot be relayed until it is).
+func (p *plan) sayLost() {
+	if p.s.LostSaid {
+		return
+	}
+	p.event(&messages.IMSessionLostSaid{})
+	p.say(messages.IMOutEntry{Text: "thatch has not found " + p.s.agent() + "'s session yet; its replies are relayed once it has (it keeps looking)."})
+}
+
+// agent is the binding's agent, or the flow's.
+func (s *State) agent() string {
+	if s.Info.AgentType == "" && s.Setup != nil {
+		return s.Setup.Agent
+	}
+	return s.Info.AgentType
 }
 
 // bind records the binding and follows its transcript.
@@ -1004,6 +1042,11 @@ func (p *plan) tick(m *actors.Tick) {
 	case timerFind:
 		if s := p.s; s.lookingForSession() {
 			p.effect(s.findBound())
+		}
+	case timerTyping:
+		if s := p.s; s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Queue) > 0 {
+			p.event(&messages.IMResumed{})
+			p.effect(p.check())
 		}
 	}
 }
@@ -1196,6 +1239,7 @@ func applyBinding(n, s *State, ev any) bool {
 		if e.Transcript != s.Transcript {
 			n.Transcript, n.Offset = e.Transcript, e.Offset
 		}
+		n.LostSaid = false
 	case *messages.IMRenamed:
 		if !e.WindowOnly {
 			n.Chat.DisplayName = e.Name
@@ -1223,12 +1267,14 @@ func applyBinding(n, s *State, ev any) bool {
 		n.Offset = e.To
 	case *messages.IMTypingHeld:
 		n.Held = e.UpdateID
+	case *messages.IMSessionLostSaid:
+		n.LostSaid = true
 	case *messages.IMResumed:
 		n.Queue = slices.Clone(s.Queue)
 		for i := range n.Queue {
 			n.Queue[i].Sent = false
 		}
-		n.Checking = len(n.Queue) > 0 && s.Phase == PhaseBound
+		n.Checking = len(n.Queue) > 0 && s.Phase == PhaseBound && !e.Hold
 	default:
 		return false
 	}

@@ -892,12 +892,26 @@ func TestALostSessionIsLookedForAgainAndSaid(t *testing.T) {
 	if tm := only[actors.StartTimer](t, eff); tm.Name != timerFind {
 		t.Fatalf("timer %+v", tm)
 	}
-	found := false
-	for _, o := range h.s.Outbox {
-		found = found || strings.Contains(o.Text, "has not found claude's session")
+	told := func() int {
+		n := 0
+		for _, o := range h.s.Outbox {
+			if strings.Contains(o.Text, "has not found claude's session") {
+				n++
+			}
+		}
+		return n
 	}
-	if !found {
-		t.Fatalf("the user is not told: %+v", h.s.Outbox)
+	if told() != 0 {
+		t.Fatal("told before the first message was typed (codex writes its transcript only then)")
+	}
+	// The first message is typed; the search after it fails too: now
+	// the user is told, once.
+	st := only[messages.IMSendToWindow](t, h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"}))
+	only[messages.IMFindAgentSession](t, h.send(&messages.IMSentToWindow{UpdateID: st.UpdateID}))
+	h.send(&messages.IMAgentSessionFound{WindowID: "@1"})
+	h.send(&messages.IMAgentSessionFound{WindowID: "@1"})
+	if told() != 1 {
+		t.Fatalf("told %d times, want once: %+v", told(), h.s.Outbox)
 	}
 	fa := only[messages.IMFindAgentSession](t, h.send(&actors.Tick{Name: timerFind}))
 	if !fa.Brief || fa.Tag != cw.Tag {
@@ -954,7 +968,11 @@ func TestAnAgentNotTakingInputHoldsTheMessageAndSaysSoOnce(t *testing.T) {
 				notices++
 			}
 		}
-		only[messages.IMCheckWindow](t, eff) // checked, and tried, again
+		none[messages.IMCheckWindow](t, eff) // not at once: the agent waits on its user
+		if st := only[actors.StartTimer](t, eff); st.Name != timerTyping {
+			t.Fatalf("timer %+v", st)
+		}
+		only[messages.IMCheckWindow](t, h.send(&actors.Tick{Name: timerTyping})) // checked, and tried, again
 	}
 	if notices != 1 {
 		t.Fatalf("told %d times, want once", notices)

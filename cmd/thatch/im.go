@@ -91,6 +91,9 @@ func runHook(args []string) int {
 		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
 		return 1
 	}
+	if fi, err := os.Stat(e.TranscriptPath); err == nil && e.TranscriptPath != "" {
+		e.Size = fi.Size()
+	}
 	// The daemon names its hook file when it launches the agent; a claude
 	// started some other way records into the default data directory's.
 	file := os.Getenv("THATCH_IM_HOOK_FILE")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The ways FindSession finds a session, in the order it tries them.
@@ -99,8 +101,11 @@ func (r *Registry) findHook(a *Agent, hookFile, windowKey string) (Found, bool) 
 	return Found{ID: e.SessionID, Path: e.TranscriptPath, How: HowHook}, true
 }
 
-// findNewest takes the newest transcript for the directory written since
-// the launch that no other thread follows.
+// findNewest takes the transcript for the directory that was made since
+// the launch and that no other thread follows, when there is exactly one:
+// a session of the user's own in the same directory (an older file,
+// written to now) is never taken, and of two new ones it cannot tell
+// which is this window's.
 func (r *Registry) findNewest(a *Agent, q FindQuery) (Found, bool) {
 	if q.Since.IsZero() || q.Dir == "" || !a.HasTranscript() {
 		return Found{}, false
@@ -110,16 +115,35 @@ func (r *Registry) findNewest(a *Agent, q FindQuery) (Found, bool) {
 		r.logger.Debug("cannot list the agent's sessions", "agent", a.Name, "dir", q.Dir, "error", err)
 		return Found{}, false
 	}
+	var found []Found
 	for _, s := range list { // newest first
 		if s.Modified.Before(q.Since) {
 			break
 		}
+		if born, ok := birthTime(s.Path); ok && born.Before(q.Since) {
+			continue // an older session, written to now
+		}
 		if q.Taken != nil && q.Taken(s.Path) {
 			continue
 		}
-		return Found{ID: s.ID, Path: s.Path, How: HowNewest}, true
+		found = append(found, Found{ID: s.ID, Path: s.Path, How: HowNewest})
 	}
-	return Found{}, false
+	if len(found) != 1 {
+		if len(found) > 1 {
+			r.logger.Debug("several new transcripts for the directory; taking none", "agent", a.Name, "dir", q.Dir, "count", len(found))
+		}
+		return Found{}, false
+	}
+	return found[0], true
+}
+
+// birthTime is when path was made, where the file system says (statx).
+func birthTime(path string) (time.Time, bool) {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_BTIME, &st); err != nil || st.Mask&unix.STATX_BTIME == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(st.Btime.Sec, int64(st.Btime.Nsec)), true
 }
 
 // findOpen looks for a transcript of a among the files the pane's

@@ -258,4 +258,10 @@ func TestFindSessionFallsBackToTheNewestTranscriptSinceTheLaunch(t *testing.T) {
 	if f, ok := r.FindSession(context.Background(), a, agents.FindQuery{Dir: cwd}); ok {
 		t.Fatalf("FindSession without a launch time = %+v; the fallback needs one", f)
 	}
+	// Two new transcripts nobody follows: which is this window's cannot
+	// be told, and none is taken.
+	q.Taken = nil
+	if f, ok := r.FindSession(context.Background(), a, q); ok {
+		t.Fatalf("FindSession = %+v with two new candidates; want none", f)
+	}
 }

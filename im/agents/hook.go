@@ -44,6 +44,9 @@ type HookEntry struct {
 	// Source is why the session started, as the agent said: "startup",
 	// "resume", "clear" or "compact" for claude; "" when not said.
 	Source string `json:"source,omitempty"`
+	// Size is the transcript's size when the session started (0 when it
+	// did not exist): a resumed session's replies are those after it.
+	Size int64 `json:"size,omitempty"`
 	// Updated is when the entry was written; WriteHook sets it when zero.
 	Updated time.Time `json:"updated"`
 }

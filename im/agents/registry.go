@@ -315,6 +315,11 @@ func (a *Agent) ChecksInput() bool { return a.input != nil }
 // the conversation (codex shows the user's messages after "› ").
 const inputScan = 10
 
+// dialogLine matches a line of an agent's dialog: a numbered option (with
+// or without the cursor: "❯ 1. Yes", "  2. No", "› 1. Yes, proceed (y)")
+// or a confirmation hint.
+var dialogLine = regexp.MustCompile(`^\s*(?:[❯›>]\s*)?[0-9]+\.\s|(?i)press enter to confirm|esc to cancel`)
+
 // InputLine finds the agent's input line on screen (a captured pane) and
 // returns what it holds, right-trimmed; ok is false when the screen shows
 // none (the agent is starting, busy with a dialog, or gone), or when the
@@ -332,6 +337,12 @@ func (a *Agent) InputLine(screen string) (text string, ok bool) {
 			continue
 		}
 		seen++
+		if dialogLine.MatchString(line) {
+			// A dialog's options are drawn below the conversation: what
+			// looks like an input line above them is an earlier message,
+			// and a key typed now would answer the dialog.
+			return "", false
+		}
 		m := a.input.FindStringSubmatch(line)
 		if m == nil {
 			continue

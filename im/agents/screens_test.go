@@ -3,6 +3,7 @@ package agents_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/thatch-run/thatch/im/agents"
@@ -40,6 +41,23 @@ func TestInputLineOnTheAgentsRealScreens(t *testing.T) {
 		{"codex-busy", agents.Codex, true, "Ask Codex to do anything"},
 		{"codex-approval", agents.Codex, false, ""},
 		{"codex-trust", agents.Codex, false, ""},
+	}
+	// Without the lines codex shows only sometimes (the model's reason,
+	// the environment), an earlier message comes within reach of the
+	// scan: the dialog below it must still win.
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", "codex-approval.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var short []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "Reason:") && !strings.Contains(l, "Environment:") {
+			short = append(short, l)
+		}
+	}
+	a, _ := r.Get(agents.Codex)
+	if text, ok := a.InputLine(strings.Join(short, "\n")); ok {
+		t.Errorf("codex approval without its reason: InputLine = %q, true; want none (a dialog is open)", text)
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
@@ -29,6 +31,9 @@ func (f *FrontEnd) listDirectory(ctx context.Context, _ actors.Identity, e *mess
 	if e.Path == "" || !filepath.IsAbs(dir) || !f.inRoots(dir) || !isDir(dir) {
 		dir = f.roots[0]
 	}
+	if !utf8.ValidString(dir) {
+		dir = f.roots[0] // a root or a jump that is not text: start over
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return &messages.IMDirectoryListed{Path: dir, Err: err.Error(), AtRoot: f.isRoot(dir)}
@@ -36,7 +41,9 @@ func (f *FrontEnd) listDirectory(ctx context.Context, _ actors.Identity, e *mess
 	var dirs []string
 	for _, de := range entries {
 		name := de.Name()
-		if strings.HasPrefix(name, ".") {
+		if strings.HasPrefix(name, ".") || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
+			// A name that is not text cannot be journaled (or shown on
+			// a button) as it is; such a directory is not offered.
 			continue
 		}
 		if de.IsDir() || (de.Type()&os.ModeSymlink != 0 && isDir(filepath.Join(dir, name)) && f.inRoots(filepath.Join(dir, name))) {
@@ -97,7 +104,7 @@ func (f *FrontEnd) jumps(ctx context.Context) []string {
 		if len(out) == maxJumps {
 			break
 		}
-		if c != "" && filepath.IsAbs(c) && isDir(c) && f.inRoots(c) && !slices.Contains(out, c) {
+		if c != "" && utf8.ValidString(c) && filepath.IsAbs(c) && isDir(c) && f.inRoots(c) && !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}

@@ -32,8 +32,10 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		// A send may wait out 429s for minutes: its own lane, so that
 		// typing and the flows never wait behind it.
 		supervisor.Handle(f.sendChat, supervisor.Lane(laneChat)),
-		supervisor.Handle(f.answerPress),
-		supervisor.Handle(f.clearButtons),
+		// A press is answered at once (its spinner stops), not after the
+		// typing in the main lane, which may wait for the agent.
+		supervisor.Handle(f.answerPress, supervisor.Lane(laneButtons)),
+		supervisor.Handle(f.clearButtons, supervisor.Lane(laneButtons)),
 		supervisor.Handle(f.listDirectory),
 		supervisor.Handle(f.createWindow),
 		supervisor.Handle(f.listAgentSessions),
@@ -101,20 +103,24 @@ func (f *FrontEnd) detect(w tmux.Window) string {
 }
 
 func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messages.IMSendToWindow) any {
-	agent := ""
 	wctx, cancel := context.WithTimeout(ctx, effectTimeout)
-	if w, err := f.tmux.Window(wctx, e.WindowID); err == nil {
-		agent = f.detect(w)
-	}
+	w, err := f.tmux.Window(wctx, e.WindowID)
 	cancel()
+	if err != nil {
+		// Not knowing what runs there, nothing is typed: the binding
+		// checks the window again.
+		return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: err.Error()}
+	}
+	agent := f.detect(w)
 	notTaken, err := f.typeText(ctx, e.WindowID, agent, e.UpdateID, e.Text)
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err), NotTaken: notTaken, NotReady: errors.Is(err, errNotReady)}
 }
 
 // The lanes of the binding's effects besides its main one.
 const (
-	laneChat = "chat"
-	laneFind = "find"
+	laneChat    = "chat"
+	laneFind    = "find"
+	laneButtons = "buttons"
 )
 
 // sendChat sends one outbox entry, in the binding's chat lane: a send may
@@ -369,6 +375,7 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, from actors.Identity, e
 	if e.Brief {
 		limit = min(limit, 2*time.Second)
 	}
+	started := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if !a.HasTranscript() {
@@ -376,7 +383,7 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, from actors.Identity, e
 		// agent runs (what it prints at start is not a reply); its text
 		// may still name the session.
 		f.waitForAgent(ctx, e.WindowID, e.Agent)
-		if found, ok := f.findOnce(ctx, from.ID, a, e); ok {
+		if found, ok := f.findOnce(ctx, from.ID, a, e, started); ok {
 			out.SessionID, out.How = found.ID, found.How
 		}
 		out.Transcript = panePrefix + e.WindowID
@@ -385,7 +392,7 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, from actors.Identity, e
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if found, ok := f.findOnce(ctx, from.ID, a, e); ok {
+		if found, ok := f.findOnce(ctx, from.ID, a, e, started); ok {
 			out.SessionID, out.How = found.ID, found.How
 			out.Transcript = found.Path
 			if out.Transcript == "" {
@@ -445,7 +452,12 @@ func (f *FrontEnd) waitForAgent(ctx context.Context, window, agent string) {
 	}
 }
 
-func (f *FrontEnd) findOnce(ctx context.Context, from string, a *agents.Agent, e *messages.IMFindAgentSession) (agents.Found, bool) {
+// hookGrace is how long a search for a just-launched agent's session
+// leaves to its hook (claude's fires within a second of the start) before
+// it takes a new transcript for the directory as the agent's.
+const hookGrace = 3 * time.Second
+
+func (f *FrontEnd) findOnce(ctx context.Context, from string, a *agents.Agent, e *messages.IMFindAgentSession, started time.Time) (agents.Found, bool) {
 	w, err := f.tmux.Window(ctx, e.WindowID)
 	if err != nil {
 		return agents.Found{}, false
@@ -460,7 +472,7 @@ func (f *FrontEnd) findOnce(ctx context.Context, from string, a *agents.Agent, e
 			by := f.follow.followedBy(path)
 			return by != "" && by != from
 		}}
-	if e.Since > 0 {
+	if e.Since > 0 && (e.Brief || time.Since(started) >= hookGrace) {
 		// A second early: the file system's clock may round down.
 		q.Since = time.UnixMilli(e.Since).Add(-time.Second)
 	}

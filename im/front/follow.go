@@ -242,12 +242,15 @@ func (f *follower) run(ctx context.Context) {
 			for p := range f.files {
 				f.markLocked(p)
 			}
+			f.hooksDirty = f.hookFile != ""
 			f.mu.Unlock()
 		case <-f.wake:
 		case <-retry.C:
 		}
-		again := f.checkHooks(ctx)
-		if f.drain(ctx) || again {
+		// The old transcript's last lines first, then a switch: a reply
+		// written before the switch still goes out.
+		again := f.drain(ctx)
+		if f.checkHooks(ctx) || again {
 			retry.Reset(time.Second) // a delivery failed: try again soon
 		}
 	}
@@ -427,8 +430,12 @@ func (f *follower) checkHooks(ctx context.Context) (again bool) {
 		m := &messages.IMSessionChanged{Tag: tag, SessionID: e.SessionID, Transcript: filepath.Clean(e.TranscriptPath), Source: e.Source}
 		if e.Source == "resume" {
 			// An earlier session goes on in its own transcript: what it
-			// holds was relayed (or not) when it was written.
-			m.Offset = fileEnd(m.Transcript)
+			// held when it was resumed was relayed (or not) when it was
+			// written; what came after is new.
+			m.Offset = e.Size
+			if m.Offset == 0 {
+				m.Offset = fileEnd(m.Transcript)
+			}
 		}
 		tell = append(tell, want{it.binding, m})
 	}

@@ -121,6 +121,10 @@ var (
 	_ frontend.HealthReporter  = (*FrontEnd)(nil)
 )
 
+// healthGrace is how long Telegram may be unreachable before the front end
+// counts as down.
+const healthGrace = 30 * time.Second
+
 // Health says how the bot's polling goes: a refused token, or a Telegram
 // that cannot be reached, shows here and makes `thatch status` exit
 // non-zero, rather than messages going unanswered without a word.
@@ -131,7 +135,10 @@ func (f *FrontEnd) Health() frontend.Health {
 		return h
 	}
 	b := f.bot.Health()
-	h.OK, h.LastError, h.Since = b.Polling, b.LastError, b.Since
+	// A refusal is down at once; a failure to reach Telegram only once it
+	// has lasted (one failed poll is a blip, retried at once).
+	h.OK = b.Polling || (!b.Refused && (b.Since.IsZero() || time.Since(b.Since) < healthGrace))
+	h.LastError, h.Since = b.LastError, b.Since
 	switch {
 	case b.Polling:
 		h.State = "polling Telegram"
@@ -140,7 +147,7 @@ func (f *FrontEnd) Health() frontend.Health {
 	case b.LastError != "":
 		h.State = "cannot reach Telegram; retrying"
 	default:
-		h.OK, h.State = true, "starting"
+		h.State = "starting"
 	}
 	return h
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
@@ -399,5 +400,30 @@ func TestFollowerReadsATruncatedOrReplacedTranscriptFromItsStart(t *testing.T) {
 	defer rec.mu.Unlock()
 	if !rec.got[1].Reset || rec.got[1].From != 0 || !rec.got[2].Reset {
 		t.Fatalf("reads after a truncation or replacement must say Reset from 0: %+v %+v", rec.got[1], rec.got[2])
+	}
+}
+
+// The journal takes text only: a directory whose name is not UTF-8 is
+// not offered by the browser (its button would make a prompt that cannot
+// be journaled).
+func TestTheBrowserLeavesOutNamesThatAreNotText(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"ok", "bad\xff", "ctl\x01"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := persistence.Open(t.TempDir(), persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &FrontEnd{roots: []string{root}, opts: Options{Zoxide: "-"}, log: hclog.NewNullLogger(), rows: st.Rows()}
+	got := f.listDirectory(context.Background(), actors.Identity{}, &messages.IMListDirectory{Path: root}).(*messages.IMDirectoryListed)
+	if strings.Join(got.Dirs, ",") != "ok" {
+		t.Fatalf("dirs %q, want only ok", got.Dirs)
+	}
+	if _, err := messages.Encode(&messages.IMPromptOpened{Choices: got.Dirs}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -77,6 +77,8 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 	if err != nil {
 		return false, err
 	}
+	// From here on the text is in the agent's input line: whatever fails
+	// reports it not taken, so that it is never typed a second time.
 	// The text shows in the line (a paste as its summary): the agent has
 	// read it, and the Enter after it is an Enter of its own.
 	typed, shown := f.waitLine(ctx, a, window, echoTimeout, func(line string, ok bool) bool { return ok && line != before })
@@ -86,7 +88,7 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 	}
 	select {
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return true, ctx.Err()
 	case <-time.After(settle):
 	}
 	for try := 1; try <= enterTries; try++ {
@@ -94,7 +96,7 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 		err := f.tmux.SendKeys(tctx, window, "Enter")
 		cancel()
 		if err != nil {
-			return false, err
+			return true, err
 		}
 		// Taken: the line let go of the text (it is empty again, or the
 		// agent drew something else, such as a dialog, in its place).
@@ -105,7 +107,7 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 			return false, nil
 		}
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return true, ctx.Err()
 		}
 	}
 	if !shown {
