@@ -280,12 +280,6 @@ type DeletionNoted struct {
 	SessionID string `json:"sessionID"`
 }
 
-// RecordWatcherDeaths records that the session's watchers are gone. It comes
-// before ExitSession on exit.
-type RecordWatcherDeaths struct {
-	SessionID string `json:"sessionID"`
-}
-
 // StaleSweep is sent by the stale reaper to every family with unfinished
 // work: accepted entries older than the stale window return to pending, a
 // child create or a wrap-up check whose answer has not come within that

@@ -746,11 +746,9 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 	d.normalIdle()
 }
 
-// exitEffects closes the session, in the order the exit wrap-up needs:
-// its watchers are recorded dead, then its host closes it.
+// exitEffects has the session's host close it.
 func (d *decider) exitEffects() {
 	s := d.s
-	d.effect(&messages.RecordWatcherDeaths{SessionID: s.ID})
 	d.effect(&messages.ExitSession{Host: s.Host, SessionID: s.ID})
 }
 

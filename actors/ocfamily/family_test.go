@@ -877,12 +877,11 @@ func TestWrapUp(t *testing.T) {
 			},
 		},
 		{
-			name:   "exit: watcher deaths, then exit",
+			name:   "exit: the host closes the session",
 			setup:  armedIdle("thatch/exit"),
 			msg:    fetched("All saved.\nTHATCH_EXIT_READY"),
 			events: []string{"wrapup_disarmed", "exit_greenlit"},
 			effects: []any{
-				&messages.RecordWatcherDeaths{SessionID: parent},
 				&messages.ExitSession{Host: host, SessionID: parent},
 				&actors.StartTimer{Name: exitTimer, After: 2 * time.Minute},
 			},
@@ -971,7 +970,7 @@ func TestWrapUp(t *testing.T) {
 			msg:        fetched("THATCH_COMPACT_READY"),
 			events:     nil,
 			check: func(t *testing.T, d actors.Decision, s *State) {
-				if len(effectsOf[messages.RecordWatcherDeaths](d.Effects))+len(effectsOf[messages.ExitSession](d.Effects)) != 0 {
+				if len(effectsOf[messages.ExitSession](d.Effects)) != 0 {
 					t.Errorf("effects %s", show(d.Effects))
 				}
 			},
@@ -1096,7 +1095,6 @@ func TestRecovery(t *testing.T) {
 		wantEffects(t, d.Effects, &messages.CreateChildSession{Host: "h2", ParentID: parent, Title: ExtractionTitle})
 	})
 	exitEffects := []any{
-		&messages.RecordWatcherDeaths{SessionID: parent},
 		&messages.ExitSession{Host: host, SessionID: parent},
 	}
 	greenlit := func(t *testing.T) *fam {

@@ -17,7 +17,9 @@ const (
 	// tableDeletedFamilies notes families whose parent was deleted; the
 	// runtime-state sweep forgets their journals once the note is old.
 	tableDeletedFamilies = "opencode.deleted_family"
-	// tableWatcherDeaths records sessions whose watchers are gone.
+	// tableWatcherDeaths held sessions whose watchers were gone; nothing
+	// writes it any more, and the runtime-state sweep ages out what an
+	// older thatch left there.
 	tableWatcherDeaths = "opencode.watcher_deaths"
 )
 

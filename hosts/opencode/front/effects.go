@@ -58,7 +58,6 @@ func (o *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(o.fetchMessages),
 		supervisor.Handle(o.compact),
 		supervisor.Handle(o.exit),
-		supervisor.Handle(o.recordWatcherDeaths),
 		supervisor.Handle(o.recordFamilyDeleted),
 		// One lane per sweep: a strand round over many directories on a
 		// hung host never holds up the runtime-state or stale-claim sweeps.
@@ -220,13 +219,6 @@ func (o *FrontEnd) exit(ctx context.Context, from actors.Identity, e *messages.E
 		o.effectLog(from, e).Error("cannot close the session's host", "session", e.SessionID, "error", err)
 	}
 	return &messages.SessionExitIssued{SessionID: e.SessionID, Err: errText(err), Reason: reasonOf(err)}
-}
-
-func (o *FrontEnd) recordWatcherDeaths(_ context.Context, from actors.Identity, e *messages.RecordWatcherDeaths) any {
-	if err := o.rows.Put(tableWatcherDeaths, e.SessionID, []byte(o.now().UTC().Format(time.RFC3339Nano))); err != nil {
-		o.effectLog(from, e).Error("cannot record watcher deaths", "error", err)
-	}
-	return nil
 }
 
 func (o *FrontEnd) recordFamilyDeleted(_ context.Context, from actors.Identity, e *messages.RecordFamilyDeleted) any {

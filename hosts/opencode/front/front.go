@@ -174,46 +174,7 @@ func (o *FrontEnd) DeliverHostEvent(msg any) error {
 	return o.deliver(context.Background(), msg)
 }
 
-// ReconcileHost lists a connected host's sessions and reconciles every
-// family on it, and records what a resumed opencode process inherited, as
-// a (re)connect of its event stream does (the strand sweep then runs on
-// its interval). A host supplied in Options.Hosts is connected from Open
-// but has no stream: call this after Start, and after the host was
-// unreachable, so that families rehydrated by the start resume their host
-// calls. Its client must also offer ListSessions and SessionStatus.
-func (o *FrontEnd) ReconcileHost(ctx context.Context, host string) error {
-	if o.tree == nil {
-		return errNotStarted
-	}
-	if err := o.reconcileHost(ctx, host); err != nil {
-		return err
-	}
-	o.noteInherited(ctx, host)
-	return nil
-}
-
-// Inspect returns the status view of the family entity named family (what `thatch
-// status` shows of it).
-func (o *FrontEnd) Inspect(family string) (any, error) {
-	if o.tree == nil {
-		return nil, errNotStarted
-	}
-	res, err := o.tree.Request(familyID(family), &supervisor.Inspect{}, 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	in, ok := res.(*supervisor.Inspection)
-	if !ok {
-		return nil, fmt.Errorf("front: inspect answered %T", res)
-	}
-	return in.View, nil
-}
-
 var errNotStarted = fmt.Errorf("front: the opencode front end is not started")
-
-// ProjectStore is the memory store of a directory's project (its git
-// remote; "global" without one).
-func (o *FrontEnd) ProjectStore(dir string) string { return o.memSvc.projectStore(dir) }
 
 // hostConn is one opencode server the daemon is connected to. Its stream
 // goroutine is the host's single owner: it decodes events and delivers them

@@ -10,24 +10,14 @@ import (
 	"github.com/thatch-run/thatch/actors/ocfamily"
 )
 
-// Registry tables the exit wrap-up and a parent's deletion write; they
-// mirror the runtime's.
-const (
-	tableWatcherDeaths   = "opencode.watcher_deaths"
-	tableDeletedFamilies = "opencode.deleted_family"
-)
+// The registry table a parent's deletion writes; it mirrors the runtime's.
+const tableDeletedFamilies = "opencode.deleted_family"
 
 var _ = Describe("Wrap-up commands", func() {
 	var w *world
 	BeforeEach(func() {
 		w = withParent(2)
 	})
-
-	watcherDeathRecorded := func() bool {
-		_, ok, err := w.oc.RowForTest(tableWatcherDeaths, "ses_p")
-		Expect(err).NotTo(HaveOccurred())
-		return ok
-	}
 
 	Describe("arming", func() {
 		DescribeTable("each command arms its kind and token",
@@ -66,7 +56,6 @@ var _ = Describe("Wrap-up commands", func() {
 			Expect(v.WrapUp).To(BeNil(), "a greenlit wrap-up is spent")
 			Expect(v.Compacting).To(BeTrue())
 			w.never(w.countOf(mCreate), Equal(0), "the checklist drained the buffer: no extraction")
-			Expect(watcherDeathRecorded()).To(BeFalse())
 			Expect(w.host.CallsOf(mPubTUI)).To(BeEmpty())
 		})
 	})
@@ -74,18 +63,11 @@ var _ = Describe("Wrap-up commands", func() {
 	Describe("exit", func() {
 		BeforeEach(func() { w.command("ses_p", "/thatch/exit") })
 
-		It("with the token, records watcher deaths, then closes the host, in that order", func() {
-			var atExit struct{ deaths bool }
-			w.host.OnCall(func(c hostCall) {
-				if c.Method == mPubTUI {
-					atExit.deaths = watcherDeathRecorded()
-				}
-			})
+		It("with the token, closes the host", func() {
 			w.host.SetFinalText("ses_p", "All done.\nTHATCH_EXIT_READY")
 			w.idle("ses_p")
 			Eventually(w.callsOf(mPubTUI)).Should(HaveLen(1))
 			Expect(w.host.CallsOf(mPubTUI)[0].Command).To(Equal("app.exit"))
-			Expect(atExit.deaths).To(BeTrue(), "watcher deaths are recorded before the host closes")
 			Expect(w.view("ses_p").WrapUp).To(BeNil())
 			w.never(w.countOf(mCreate), Equal(0), "no extraction after a greenlit exit")
 			Expect(w.host.CallsOf(mExecTUI)).To(BeEmpty(), "exit does not compact")
@@ -118,7 +100,6 @@ var _ = Describe("Wrap-up commands", func() {
 				w.reconcile(false)
 				Eventually(closes).Should(HaveLen(1))
 				Expect(closes()[0].Command).To(Equal("app.exit"))
-				Expect(watcherDeathRecorded()).To(BeTrue())
 				Eventually(func() *time.Time { return w.view("ses_p").ExitingSince }).Should(BeNil(), "the exit ends once its close went out")
 				w.restart()
 				w.reconcile(false)
@@ -159,7 +140,6 @@ var _ = Describe("Wrap-up commands", func() {
 				Expect(t.Text).To(ContainSubstring("blockers"))
 				Eventually(func() []hostCall { return w.createsFor("ses_p") }).Should(HaveLen(1), "buffered interactions still get extracted")
 				Expect(w.host.CallsOf(mPubTUI)).To(BeEmpty())
-				Expect(watcherDeathRecorded()).To(BeFalse())
 				v := w.view("ses_p")
 				Expect(v.WrapUp).NotTo(BeNil(), "the wrap-up stays armed for the next idle")
 				Expect(v.WrapUp.Checking).To(BeFalse())
@@ -185,7 +165,6 @@ var _ = Describe("Wrap-up commands", func() {
 			w.idle("ses_p")
 			Eventually(w.callsOf(mMsgs)).Should(HaveLen(1))
 			w.never(w.countOf(mPubTUI), Equal(0), "no exit without the checked text")
-			Expect(watcherDeathRecorded()).To(BeFalse())
 			Expect(w.view("ses_p").WrapUp).NotTo(BeNil(), "still armed: the next idle checks again")
 
 			w.idle("ses_p")
