@@ -79,4 +79,3 @@ func (o *FrontEnd) Inspect(family string) (any, error) {
 // ProjectStore is the memory store of a directory's project (its git
 // remote; "global" without one).
 func (o *FrontEnd) ProjectStore(dir string) string { return o.memSvc.projectStore(dir) }
-
