@@ -1,0 +1,165 @@
+package imbinding
+
+import (
+	"slices"
+
+	"github.com/thatch-run/thatch/messages"
+)
+
+// Apply returns the state after ev; s is left as it was.
+func (*Kind) Apply(s *State, ev any) *State {
+	n := *s
+	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) {
+		return &n
+	}
+	return s
+}
+
+// applyChat applies the events of the chat side (updates, the outbox,
+// prompts) to n, a copy of s; it reports whether ev was one of them.
+func applyChat(n, s *State, ev any) bool {
+	switch e := ev.(type) {
+	case *messages.IMUpdateSeen:
+		n.LastUpdate, n.LastAt = e.UpdateID, e.At
+		if n.Chat.ChatID == 0 {
+			n.Chat.ChatID, n.Chat.ThreadID = e.ChatID, e.ThreadID
+		}
+		n.Topic = s.Topic || e.Topic
+		if e.Actor {
+			n.Actor = e.UserID
+		}
+		if e.TopicName != "" {
+			n.TopicName = e.TopicName
+		}
+		if e.Text != "" {
+			n.Queue = append(slices.Clip(s.Queue), Queued{UpdateID: e.UpdateID, Text: e.Text})
+		}
+		if e.Check {
+			n.Checking = true
+		}
+	case *messages.IMOutboxAdded:
+		n.Outbox = slices.Clip(s.Outbox)
+		for i, entry := range e.Entries {
+			n.Outbox = append(n.Outbox, Out{Seq: e.Seq + uint64(i), IMOutEntry: entry})
+		}
+		n.NextSeq = e.Seq + uint64(len(e.Entries))
+	case *messages.IMOutboxReleased:
+		n.OutFlight = e.Seq + 1
+	case *messages.IMOutboxPartSent:
+		i := slices.IndexFunc(s.Outbox, func(o Out) bool { return o.Seq == e.Seq })
+		if i >= 0 {
+			n.Outbox = slices.Clone(s.Outbox)
+			n.Outbox[i].Parts = e.Parts
+		}
+	case *messages.IMOutboxSent:
+		if s.OutFlight == e.Seq+1 {
+			n.OutFlight = 0
+		}
+		i := slices.IndexFunc(s.Outbox, func(o Out) bool { return o.Seq == e.Seq })
+		if i < 0 {
+			return true
+		}
+		if e.Refused != "" {
+			n.Refused = e.Refused
+		}
+		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce && e.MessageID != 0 {
+			c := *pr
+			c.MessageIDs = append(slices.Clip(pr.MessageIDs), e.MessageID)
+			n.Prompt = &c
+		}
+		n.Outbox = slices.Delete(slices.Clone(s.Outbox), i, i+1)
+	case *messages.IMPromptOpened:
+		n.Nonce = e.Nonce
+		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, UserID: e.UserID, Choices: e.Choices, Detected: e.Detected, Window: e.Window,
+			Text: e.Text, Rows: e.Rows}
+		switch e.Kind {
+		case PromptRename, PromptMismatch, PromptDead:
+			n.Phase = PhasePrompting
+		}
+	case *messages.IMPromptClosed:
+		if s.Prompt != nil && s.Prompt.Nonce == e.Nonce {
+			n.Prompt = nil
+			if s.Phase == PhasePrompting {
+				n.Phase = PhaseBound
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// applyBinding applies the events of the binding and its window.
+func applyBinding(n, s *State, ev any) bool {
+	switch e := ev.(type) {
+	case *messages.IMSetupStep:
+		n.Phase = e.Phase
+		n.Setup = nil
+		if e.Step != "" {
+			n.Setup = &Setup{Step: e.Step, Agent: e.Agent, Dir: e.Dir, Tag: e.Tag, Window: e.Window, WindowName: e.WindowName, Resume: e.Resume, Since: e.Since}
+		}
+		if e.Gen > n.Gen {
+			n.Gen = e.Gen
+		}
+		n.Checking = false
+		if e.Phase == PhaseSetup && e.Step == StepAgent {
+			n.Transcript, n.Offset = "", 0
+		}
+	case *messages.IMBound:
+		if s.Phase != PhasePrompting {
+			// A session found while a prompt is open leaves it open; a
+			// check in flight stays in flight.
+			n.Phase, n.Setup = PhaseBound, nil
+		}
+		n.Chat.DisplayName = e.DisplayName
+		n.Window = WindowBinding{WindowID: e.WindowID}
+		n.Tag = e.Tag
+		wname := e.WindowName
+		if wname == "" {
+			wname = e.DisplayName
+		}
+		n.Info = SessionInfo{SessionID: e.SessionID, Cwd: e.Cwd, WindowName: wname, AgentType: e.Agent, Since: e.Since}
+		if e.Transcript != s.Transcript {
+			n.Transcript, n.Offset = e.Transcript, e.Offset
+		}
+		n.LostSaid = false
+	case *messages.IMRenamed:
+		if !e.WindowOnly {
+			n.Chat.DisplayName = e.Name
+		}
+		n.Info.WindowName = e.Name
+	case *messages.IMAgentChanged:
+		// The old agent's session is not this one's: it is found anew.
+		n.Info.AgentType, n.Info.SessionID = e.Agent, ""
+		n.Transcript, n.Offset = "", 0
+	case *messages.IMChecked:
+		n.Checking = false
+		if e.Forward && len(s.Queue) > 0 {
+			n.Queue = slices.Clone(s.Queue)
+			n.Queue[0].Sent = true
+		}
+	case *messages.IMDelivered:
+		i := slices.IndexFunc(s.Queue, func(q Queued) bool { return q.UpdateID == e.UpdateID })
+		if i >= 0 {
+			n.Queue = slices.Delete(slices.Clone(s.Queue), i, i+1)
+		}
+		if e.Check {
+			n.Checking = true
+		}
+	case *messages.IMRepliesRead:
+		n.Offset = e.To
+	case *messages.IMTypingHeld:
+		n.Held = e.UpdateID
+	case *messages.IMSessionLostSaid:
+		n.LostSaid = true
+	case *messages.IMResumed:
+		n.Queue = slices.Clone(s.Queue)
+		for i := range n.Queue {
+			n.Queue[i].Sent = false
+		}
+		n.Checking = len(n.Queue) > 0 && s.Phase == PhaseBound && !e.Hold
+	default:
+		return false
+	}
+	return true
+}

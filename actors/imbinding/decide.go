@@ -1,0 +1,221 @@
+package imbinding
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// plan accumulates one decision: each event is applied at once, so that
+// the steps after it decide on the state it made.
+type plan struct {
+	k       *Kind
+	s       *State
+	events  []any
+	effects []any
+	now     time.Time
+}
+
+func (p *plan) event(ev any) {
+	p.events = append(p.events, ev)
+	p.s = p.k.Apply(p.s, ev)
+}
+
+func (p *plan) effect(e ...any) { p.effects = append(p.effects, e...) }
+
+func (p *plan) decision(reply any) actors.Decision {
+	return actors.Decision{Events: p.events, Effects: p.effects, Reply: reply}
+}
+
+// Decide handles one message.
+func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
+	p := &plan{k: k, s: s, now: now}
+	switch m := msg.(type) {
+	case *messages.IMUpdate:
+		p.update(m)
+	case *messages.IMPress:
+		p.press(m)
+	case *messages.IMWindowChecked:
+		p.checked(m)
+	case *messages.IMSentToWindow:
+		p.sentToWindow(m)
+	case *messages.IMChatSent:
+		p.chatSent(m)
+	case *messages.IMChatPartSent:
+		p.chatPartSent(m)
+	case *messages.IMDirectoryListed:
+		p.listed(m)
+	case *messages.IMWindowCreated:
+		p.windowCreated(m)
+	case *messages.IMAgentSessionsListed:
+		p.sessionsListed(m)
+	case *messages.IMAgentLaunched:
+		p.launched(m)
+	case *messages.IMAgentSessionFound:
+		p.found(m)
+	case *messages.IMSessionChanged:
+		p.sessionChanged(m)
+	case *messages.IMWindowRenamed:
+		switch {
+		case m.Err != "":
+			p.say(messages.IMOutEntry{Text: "Could not rename the window: " + m.Err})
+		case m.Name != "" && m.Name != s.Info.WindowName:
+			p.event(&messages.IMRenamed{Name: m.Name, WindowOnly: true})
+		}
+	case *messages.IMTranscriptRead:
+		p.transcript(m)
+	case *actors.Tick:
+		p.tick(m)
+	case *actors.Recovered:
+		p.recovered()
+	default:
+		return actors.Decision{Unhandled: true}
+	}
+	return p.decision(nil)
+}
+
+// UpdateIDReset is how long the bot may go without any update before
+// Telegram may number the next one at random instead of in sequence ("at
+// least a week"; a day of margin). im/telegram's IDReset is the same.
+const UpdateIDReset = 6 * 24 * time.Hour
+
+// seen reports an update handled already: Telegram redelivers what was
+// not confirmed before a crash, with the same ids, within a day. An id at
+// or below the last one is such a repeat only while the last one is
+// recent; after UpdateIDReset it is Telegram's new numbering, and taken.
+func (p *plan) seen(id int64) bool {
+	return id <= p.s.LastUpdate && p.now.UnixMilli()-p.s.LastAt < UpdateIDReset.Milliseconds()
+}
+
+// update handles a chat message or service message.
+func (p *plan) update(m *messages.IMUpdate) {
+	s := p.s
+	if p.seen(m.UpdateID) {
+		return // handled before a crash: the update was redelivered
+	}
+	name := ""
+	switch m.NameSource {
+	case messages.NameCreated, messages.NameEdited:
+		if m.TopicName != s.TopicName {
+			name = m.TopicName
+		}
+	case messages.NameSeed:
+		if s.TopicName == "" {
+			name = m.TopicName
+		}
+	}
+	text := m.Text
+	if m.Start {
+		text = "" // a bot command, not a prompt for the agent
+	}
+	if len(s.Queue) >= MaxQueued && text != "" {
+		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
+			Topic: m.Topic, TopicName: name, At: p.now.UnixMilli()})
+		p.say(messages.IMOutEntry{Text: fmt.Sprintf("%d messages are already waiting for the agent; this one was not queued. Send it again later.", MaxQueued)})
+		return
+	}
+	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending()
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
+		Topic: m.Topic, TopicName: name, Text: text, At: p.now.UnixMilli(), Check: check, Actor: text != "" || m.Start})
+	if m.Media != "" {
+		// Agents take typed text only.
+		p.say(messages.IMOutEntry{Text: "thatch passes text only: the " + m.Media + " was not given to the agent."})
+	}
+	switch {
+	case m.Start && s.Phase == PhaseUnbound:
+		p.startSetup(m.UserID)
+	case m.Start && s.Phase == PhaseBound:
+		p.say(messages.IMOutEntry{Text: fmt.Sprintf("This thread is bound to %s in tmux window %s (%s). What you send here is typed to it.",
+			s.Info.AgentType, s.windowName(), s.Info.Cwd)})
+	case m.Start:
+		p.reask(m.UserID)
+	case text == "":
+	case check:
+		p.effect(p.check())
+	case p.s.Phase == PhaseUnbound:
+		p.startSetup(m.UserID)
+	default:
+		p.reask(m.UserID)
+	}
+}
+
+// press handles a button press: it is answered always, and acted on only
+// when it belongs to the open prompt, its message and its user.
+func (p *plan) press(m *messages.IMPress) {
+	s := p.s
+	if p.seen(m.UpdateID) {
+		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+		return
+	}
+	nonceText, action, _ := strings.Cut(m.Data, ":")
+	nonce, err := strconv.ParseUint(nonceText, 10, 64)
+	pr := s.Prompt
+	// The nonce names the prompt: every copy of it in the chat (a send
+	// repeated after a crash makes two) answers alike.
+	ok := err == nil && pr != nil && nonce == pr.Nonce && m.UserID == pr.UserID
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
+		At: p.now.UnixMilli(), Actor: ok})
+	if !ok {
+		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
+		return
+	}
+	p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+	verb, arg, _ := strings.Cut(action, ":")
+	choice := func() (string, bool) {
+		i, err := strconv.Atoi(arg)
+		if err != nil || i < 0 || i >= len(pr.Choices) {
+			return "", false
+		}
+		return pr.Choices[i], true
+	}
+	switch pr.Kind {
+	case PromptAgent:
+		if a, ok := choice(); ok && verb == "a" {
+			p.closePrompt()
+			p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: a})
+			p.effect(&messages.IMListDirectory{})
+		}
+	case PromptDir:
+		p.browse(verb, choice)
+	case PromptPick:
+		if id, ok := choice(); ok && verb == "s" {
+			p.closePrompt()
+			p.launch(id)
+		}
+	case PromptRename, PromptMismatch, PromptDead:
+		p.answer(pr, verb, m.UserID)
+	}
+}
+
+func (p *plan) tick(m *actors.Tick) {
+	switch m.Name {
+	case timerRename:
+		if p.s.Prompt != nil && p.s.Prompt.Kind == PromptRename {
+			p.rename()
+		}
+	case timerOutbox:
+		p.sendHead() // again, after a failed send: the head is the entry in flight
+	case timerFind:
+		if s := p.s; s.lookingForSession() {
+			p.effect(s.findBound())
+		}
+	case timerTyping:
+		if s := p.s; s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Queue) > 0 {
+			p.event(&messages.IMResumed{})
+			p.effect(p.check())
+		}
+	}
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

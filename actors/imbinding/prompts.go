@@ -1,0 +1,110 @@
+package imbinding
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// ask opens a prompt with buttons; each button's data is "<nonce>:<action>".
+func (p *plan) ask(kind, text string, user int64, choices []string, detected string, rows [][]messages.IMButton) {
+	p.askIn(kind, text, user, choices, detected, "", rows)
+}
+
+// askIn is ask for a prompt that remembers a live window to reuse.
+func (p *plan) askIn(kind, text string, user int64, choices []string, detected, window string, rows [][]messages.IMButton) {
+	plain := cloneRows(rows)
+	nonce := p.s.Nonce + 1
+	for _, row := range rows {
+		for i := range row {
+			row[i].Data = strconv.FormatUint(nonce, 10) + ":" + row[i].Data
+		}
+	}
+	p.closePrompt()
+	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, UserID: user, Choices: choices, Detected: detected, Window: window,
+		Text: text, Rows: plain})
+	p.say(messages.IMOutEntry{Text: text, Buttons: rows, Prompt: nonce})
+}
+
+func cloneRows(rows [][]messages.IMButton) [][]messages.IMButton {
+	out := make([][]messages.IMButton, len(rows))
+	for i, r := range rows {
+		out[i] = slices.Clone(r)
+	}
+	return out
+}
+
+// reask asks the open prompt again, of user: a prompt answers to one user
+// (its buttons do nothing for others), so when another allowed user
+// speaks in the thread, the question moves to them.
+func (p *plan) reask(user int64) {
+	pr := p.s.Prompt
+	if pr == nil || pr.UserID == user || pr.Text == "" {
+		return
+	}
+	p.askIn(pr.Kind, pr.Text, user, slices.Clone(pr.Choices), pr.Detected, pr.Window, cloneRows(pr.Rows))
+	if pr.Kind == PromptRename {
+		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+	}
+}
+
+// closePrompt closes the open prompt, if any, and removes its buttons.
+func (p *plan) closePrompt() {
+	pr := p.s.Prompt
+	if pr == nil {
+		return
+	}
+	p.event(&messages.IMPromptClosed{Nonce: pr.Nonce})
+	for _, id := range pr.MessageIDs {
+		p.effect(&messages.IMClearButtons{ChatID: p.s.Chat.ChatID, MessageID: id})
+	}
+	if pr.Kind == PromptRename {
+		p.effect(&actors.CancelTimer{Name: timerRename})
+	}
+}
+
+// answer acts on the choice of a route prompt.
+func (p *plan) answer(pr *Prompt, verb string, user int64) {
+	switch {
+	case verb == "new":
+		p.closePrompt()
+		p.startSetup(user)
+	case pr.Kind == PromptRename && verb == "rename":
+		p.rename()
+	case pr.Kind == PromptMismatch && verb == "update":
+		p.closePrompt()
+		if p.s.Transcript != "" {
+			p.effect(&messages.IMStopFollowing{Path: p.s.Transcript})
+		}
+		p.event(&messages.IMAgentChanged{Agent: pr.Detected})
+		// The new agent started after the old one: a transcript written
+		// since the old one's launch may be the new one's.
+		p.effect(&messages.IMFindAgentSession{WindowID: p.s.Window.WindowID, Tag: p.s.Tag, Agent: pr.Detected, Dir: p.s.Info.Cwd,
+			Since: p.s.Info.Since, Fresh: true})
+		p.recheck()
+	case pr.Kind == PromptDead && verb == "recover":
+		p.closePrompt()
+		s := p.s
+		if pr.Window != "" && pr.Window == s.Window.WindowID {
+			// The window is alive and its agent exited: start it again there.
+			p.event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
+				Tag: s.Tag, Window: s.Window.WindowID, WindowName: s.Info.WindowName, Resume: s.Info.SessionID})
+			p.launch(s.Info.SessionID)
+			return
+		}
+		p.event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
+			Gen: s.Gen + 1, Tag: tag(s.Key, s.Gen+1), Resume: s.Info.SessionID})
+		p.effect(&messages.IMCreateWindow{Tag: p.s.Setup.Tag, Name: s.Chat.DisplayName, Dir: s.Info.Cwd})
+	}
+}
+
+// rename accepts the chat side's name: the binding and the window take it.
+func (p *plan) rename() {
+	p.closePrompt()
+	name := p.s.Name()
+	p.event(&messages.IMRenamed{Name: name})
+	p.effect(&messages.IMRenameWindow{WindowID: p.s.Window.WindowID, Name: name})
+	p.recheck()
+}

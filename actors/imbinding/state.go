@@ -1,0 +1,280 @@
+package imbinding
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// KindName is the kind of the binding entities; an entity's id is its
+// thread's key (see Key).
+const KindName = "im.binding"
+
+// Phases of a binding.
+const (
+	PhaseUnbound    = "unbound"
+	PhaseSetup      = "setup"
+	PhaseBound      = "bound"
+	PhasePrompting  = "prompting"
+	PhaseRecovering = "recovering"
+)
+
+// Steps of the setup and recovery flows.
+const (
+	StepAgent    = "agent"    // waiting for the agent choice
+	StepDir      = "dir"      // browsing directories
+	StepWindow   = "window"   // creating the window
+	StepSessions = "sessions" // listing the agent's sessions
+	StepPick     = "pick"     // waiting for the session choice
+	StepLaunch   = "launch"   // launching the agent
+	StepFind     = "find"     // finding the agent's session id
+)
+
+// Prompt kinds.
+const (
+	PromptAgent    = "agent"
+	PromptDir      = "dir"
+	PromptPick     = "pick"
+	PromptRename   = "rename"
+	PromptMismatch = "mismatch"
+	PromptDead     = "dead"
+)
+
+// Timer names.
+const (
+	timerRename = "rename"
+	timerOutbox = "outbox"
+	timerFind   = "find"
+	timerTyping = "typing"
+)
+
+// Limits that keep a binding's state small.
+const (
+	// MaxQueued is how many messages wait for the agent at most; a message
+	// beyond it is refused with a reply, never dropped silently.
+	MaxQueued = 200
+	// maxDirButtons bounds the directory browser's buttons.
+	maxDirButtons = 40
+	// outboxRetry is how long a chat message that could not be sent waits
+	// before it is tried again.
+	outboxRetry = 10 * time.Second
+	// findRetry is how often a binding whose agent's session was not
+	// found looks for it again (replies can only be relayed once it is).
+	findRetry = 30 * time.Second
+	// typingRetry is how long a message waits, after the agent showed no
+	// input line (a dialog of its own is open), before it is tried again.
+	typingRetry = 10 * time.Second
+)
+
+// Key is the entity id of a chat thread: the chat and the thread id (a
+// forum topic's message_thread_id; the chat id itself in a private chat).
+func Key(chatID, threadID int64) string {
+	return "tg:" + strconv.FormatInt(chatID, 10) + ":" + strconv.FormatInt(threadID, 10)
+}
+
+// Config is what the front end's configuration tells the kind.
+type Config struct {
+	// Agents are the agents offered by the setup flow, in order.
+	Agents []string
+	// Resumable are the agents whose sessions can be resumed (a resume
+	// command is configured); only they get the session picker.
+	Resumable map[string]bool
+	// RenameTimeout is how long a rename prompt waits before the rename
+	// is accepted.
+	RenameTimeout time.Duration
+}
+
+// ChatBinding is the chat side of a binding.
+type ChatBinding struct {
+	ThreadID    int64  `json:"threadID"`
+	ChatID      int64  `json:"chatID"`
+	DisplayName string `json:"displayName"`
+}
+
+// WindowBinding is the tmux window the agent runs in. The agent's session
+// is Info.SessionID: one place for each fact.
+type WindowBinding struct {
+	WindowID string `json:"windowID"`
+}
+
+// SessionInfo is what is known of the agent session.
+type SessionInfo struct {
+	SessionID  string `json:"sessionID,omitempty"`
+	Cwd        string `json:"cwd"`
+	WindowName string `json:"windowName"`
+	AgentType  string `json:"agentType"`
+	// Since is when the agent was launched (Unix milliseconds; 0 when
+	// unknown): a transcript written since then may be its session's.
+	Since int64 `json:"since,omitempty"`
+}
+
+// Setup is the progress of a setup or recovery flow.
+type Setup struct {
+	Step       string `json:"step"`
+	WindowName string `json:"windowName,omitempty"`
+	Agent      string `json:"agent,omitempty"`
+	Dir        string `json:"dir,omitempty"`
+	Tag        string `json:"tag,omitempty"`
+	Window     string `json:"window,omitempty"`
+	Resume     string `json:"resume,omitempty"`
+	// Since is when the agent was launched (Unix milliseconds).
+	Since int64 `json:"since,omitempty"`
+}
+
+// Prompt is a question with buttons waiting for the user.
+type Prompt struct {
+	// Text and Rows are what the prompt said, so that it can be asked
+	// again of another user (Rows' data without the nonce).
+	Text   string                `json:"text,omitempty"`
+	Rows   [][]messages.IMButton `json:"rows,omitempty"`
+	Window string                `json:"window,omitempty"`
+	Kind   string                `json:"kind"`
+	Nonce  uint64                `json:"nonce"`
+	UserID int64                 `json:"userID"`
+	// MessageIDs are the chat messages that carried the prompt: more
+	// than one when a crash cut a send short and it was sent again.
+	MessageIDs []int    `json:"messageIDs,omitempty"`
+	Choices    []string `json:"choices,omitempty"`
+	Detected   string   `json:"detected,omitempty"`
+}
+
+// Queued is a message waiting to be typed into the window. Sent marks one
+// being typed now.
+type Queued struct {
+	UpdateID int64  `json:"updateID"`
+	Text     string `json:"text"`
+	Sent     bool   `json:"sent,omitempty"`
+}
+
+// Out is a chat message in the outbox.
+type Out struct {
+	Seq uint64 `json:"seq"`
+	messages.IMOutEntry
+	// Parts is how many parts of a long entry are sent already.
+	Parts int `json:"parts,omitempty"`
+}
+
+// State is a binding's state. Apply never changes a State in place.
+type State struct {
+	Key    string        `json:"key"`
+	Phase  string        `json:"phase"`
+	Chat   ChatBinding   `json:"chat"`
+	Window WindowBinding `json:"window"`
+	Info   SessionInfo   `json:"info"`
+	Topic  bool          `json:"topic,omitempty"`
+	// TopicName is the thread's name as the chat side knows it.
+	TopicName string `json:"topicName,omitempty"`
+	// Transcript is the file followed for replies, read up to Offset.
+	Transcript string `json:"transcript,omitempty"`
+	Offset     int64  `json:"offset,omitempty"`
+	LastUpdate int64  `json:"lastUpdate,omitempty"`
+	// Actor is the user the open flow or prompt answers to.
+	Actor int64 `json:"actor,omitempty"`
+	// Tag is the bound window's tag (see messages.IMCheckWindow).
+	Tag      string   `json:"tag,omitempty"`
+	LastAt   int64    `json:"lastAt,omitempty"`
+	Setup    *Setup   `json:"setup,omitempty"`
+	Prompt   *Prompt  `json:"prompt,omitempty"`
+	Nonce    uint64   `json:"nonce,omitempty"`
+	Gen      uint64   `json:"gen,omitempty"`
+	Checking bool     `json:"checking,omitempty"`
+	Queue    []Queued `json:"queue,omitempty"`
+	Outbox   []Out    `json:"outbox,omitempty"`
+	NextSeq  uint64   `json:"nextSeq,omitempty"`
+	// OutFlight is the outbox entry being sent, plus one (0: none).
+	OutFlight uint64 `json:"outFlight,omitempty"`
+	// Held is the queued message the user was told waits for the agent
+	// to take input (0: none).
+	Held int64 `json:"held,omitempty"`
+	// Refused is why the chat last refused a message of the binding for
+	// good (it was dropped), for status; "" when none was.
+	Refused string `json:"refused,omitempty"`
+	// LostSaid: the user was told the agent's session is not found yet.
+	LostSaid bool `json:"lostSaid,omitempty"`
+}
+
+func init() { messages.Register[State]("im.binding.state", 1) }
+
+// Bound reports whether the thread has a binding to a window.
+func (s *State) Bound() bool { return s.Window.WindowID != "" && s.Phase != PhaseSetup }
+
+// Name is the thread's name as the chat side knows it, or
+// "topic-<thread_id>" when no name is known.
+func (s *State) Name() string {
+	if s.TopicName != "" {
+		return s.TopicName
+	}
+	return "topic-" + strconv.FormatInt(s.Chat.ThreadID, 10)
+}
+
+// Kind is the binding kind.
+type Kind struct{ cfg Config }
+
+var _ actors.Kind[State] = (*Kind)(nil)
+
+// New makes the kind.
+func New(cfg Config) *Kind {
+	if cfg.RenameTimeout <= 0 {
+		cfg.RenameTimeout = time.Minute
+	}
+	return &Kind{cfg: cfg}
+}
+
+// Name returns KindName.
+func (*Kind) Name() string { return KindName }
+
+// Initial is a thread with no binding.
+func (*Kind) Initial(id string) *State {
+	s := &State{Key: id, Phase: PhaseUnbound}
+	if rest, ok := strings.CutPrefix(id, "tg:"); ok {
+		chat, thread, _ := strings.Cut(rest, ":")
+		s.Chat.ChatID, _ = strconv.ParseInt(chat, 10, 64)
+		s.Chat.ThreadID, _ = strconv.ParseInt(thread, 10, 64)
+	}
+	return s
+}
+
+// Active reports unfinished work: a flow or prompt, queued messages,
+// unsent chat messages, or a transcript to follow (so that the follower
+// is set up again at start).
+func (*Kind) Active(s *State) bool {
+	return s.Phase == PhaseSetup || s.Phase == PhaseRecovering || s.Phase == PhasePrompting ||
+		len(s.Queue) > 0 || len(s.Outbox) > 0 || s.Transcript != ""
+}
+
+// sending reports whether queued messages are being typed now.
+func (s *State) sending() bool {
+	return slices.ContainsFunc(s.Queue, func(q Queued) bool { return q.Sent })
+}
+
+// windowName is the name the bound window should have, as tmux keeps it.
+func (s *State) windowName() string {
+	if s.Info.WindowName != "" {
+		return s.Info.WindowName
+	}
+	return s.Chat.DisplayName
+}
+
+// agent is the binding's agent, or the flow's.
+func (s *State) agent() string {
+	if s.Info.AgentType == "" && s.Setup != nil {
+		return s.Setup.Agent
+	}
+	return s.Info.AgentType
+}
+
+// lost reports a bound binding whose agent's session is not known: its
+// replies cannot be relayed until it is found.
+func (s *State) lost() bool {
+	return s.Window.WindowID != "" && s.Info.SessionID == "" && s.Transcript == ""
+}
+
+// lookingForSession reports a lost binding with no flow of its own
+// running: it looks for its agent's session every findRetry.
+func (s *State) lookingForSession() bool {
+	return s.lost() && (s.Phase == PhaseBound || s.Phase == PhasePrompting)
+}

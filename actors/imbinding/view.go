@@ -1,0 +1,41 @@
+package imbinding
+
+import (
+	"time"
+)
+
+// View is what `thatch status` shows of a binding.
+type View struct {
+	Thread      string `json:"thread"`
+	DisplayName string `json:"displayName"`
+	Agent       string `json:"agent,omitempty"`
+	Window      string `json:"window,omitempty"`
+	Session     string `json:"session,omitempty"`
+	State       string `json:"state"`
+	Step        string `json:"step,omitempty"`
+	Queued      int    `json:"queued,omitempty"`
+	Unsent      int    `json:"unsent,omitempty"`
+	LastMessage string `json:"lastMessage,omitempty"`
+	// Refused is why the chat last refused one of the binding's messages
+	// for good (it was dropped).
+	Refused string `json:"refused,omitempty"`
+}
+
+// View shows the binding.
+func (*Kind) View(s *State) any {
+	v := View{Thread: s.Key, DisplayName: s.Chat.DisplayName, Agent: s.Info.AgentType, Window: s.Window.WindowID,
+		Session: s.Info.SessionID, State: s.Phase, Queued: len(s.Queue), Unsent: len(s.Outbox), Refused: s.Refused}
+	if v.DisplayName == "" {
+		v.DisplayName = s.Name()
+	}
+	if s.Setup != nil {
+		v.Step = s.Setup.Step
+		if v.Agent == "" {
+			v.Agent = s.Setup.Agent
+		}
+	}
+	if s.LastAt > 0 {
+		v.LastMessage = time.UnixMilli(s.LastAt).UTC().Format(time.RFC3339)
+	}
+	return v
+}
