@@ -265,6 +265,7 @@ func (r *Runtime) startControl(ctx context.Context) error {
 	}
 	r.control.MountFunc("GET /v1/status", r.serveStatus)
 	r.control.MountFunc("POST /v1/repair", r.serveRepair)
+	r.control.MountFunc("POST /v1/quiesce", r.serveQuiesce)
 	for _, fe := range r.o.FrontEnds {
 		if err := fe.Mount(ctx, r.tree, r.control); err != nil {
 			return fmt.Errorf("thatch: mount the %s front end: %w", fe.Name(), err)
@@ -478,6 +479,32 @@ func (r *Runtime) Repair(action, entity string) error {
 		return r.tree.Release(id)
 	}
 	return fmt.Errorf("thatch: repair action %q: want drop or release", action)
+}
+
+// quiesceBody asks POST /v1/quiesce to wait at most TimeoutMS (default
+// 30 s) for quiescence.
+type quiesceBody struct {
+	TimeoutMS int64 `json:"timeoutMS,omitempty"`
+}
+
+// serveQuiesce answers once nothing more happens without new input (see
+// Quiesce), or 503 when something still runs at the timeout: the e2e
+// suite proves with it that something does not happen, rather than by
+// waiting a while.
+func (r *Runtime) serveQuiesce(w http.ResponseWriter, req *http.Request) {
+	var b quiesceBody
+	if !control.DecodeJSON(w, req, &b, 0) {
+		return
+	}
+	timeout := 30 * time.Second
+	if b.TimeoutMS > 0 {
+		timeout = min(time.Duration(b.TimeoutMS)*time.Millisecond, 5*time.Minute)
+	}
+	if err := r.Quiesce(timeout); err != nil {
+		control.WriteError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, map[string]bool{"quiet": true})
 }
 
 func (r *Runtime) serveRepair(w http.ResponseWriter, req *http.Request) {

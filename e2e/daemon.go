@@ -92,6 +92,15 @@ func (d *Daemon) Post(path string, in, out any) error {
 	return d.Client().Do(ctx, "POST", path, in, out)
 }
 
+// Quiesce waits until the daemon has nothing more to do without new input
+// (every effect released has run, every result was handled): what it has
+// not done by then, it will not do. Specs prove a negative with it, not
+// with a time window.
+func (d *Daemon) Quiesce() {
+	GinkgoHelper()
+	Eventually(func() error { return d.Post("/v1/quiesce", map[string]any{}, nil) }).Should(Succeed(), "the daemon did not come to rest")
+}
+
 // Family is one session family as `thatch status --json` shows it.
 type Family struct {
 	SessionID       string         `json:"sessionID"`

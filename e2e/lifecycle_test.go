@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 
 	"github.com/thatch-run/thatch/e2e/fakemodel"
 )
@@ -128,7 +125,8 @@ var _ = Describe("session lifecycle", Label("opencode"), func() {
 		var payload any
 		Expect(s.D.Post("/v1/opencode/payload", map[string]string{"sessionID": child}, &payload)).To(Succeed())
 		Expect(payload).To(BeNil())
-		Consistently(s.D.Sess, 2*time.Second).ShouldNot(gexec.Exit())
+		s.D.Quiesce()
+		Expect(s.D.Sess.ExitCode()).To(Equal(-1), "the daemon runs on")
 	})
 })
 
