@@ -90,7 +90,7 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 		if m.NotReady {
 			if s.Held != m.UpdateID {
 				p.event(&messages.IMTypingHeld{UpdateID: m.UpdateID})
-				p.say(messages.IMOutEntry{Text: fmt.Sprintf("%s is not taking input now: its input line is not on screen (a question or a dialog may be open in its window). Your message waits and is typed once it is.",
+				p.say(messages.IMOutEntry{Text: fmt.Sprintf("%s is not taking input now: a question or a dialog may be open in its window, or its input line holds text not sent yet. Your message waits and is typed once it takes input.",
 					s.Info.AgentType)})
 			}
 			// Not at once: the agent waits on its user, maybe for long.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -353,6 +354,21 @@ func (a *Agent) InputLine(screen string) (text string, ok bool) {
 		return "", true
 	}
 	return "", false
+}
+
+// claudePlaceholders are what claude shows in its empty input line.
+var claudePlaceholders = []string{"", "Press up to edit queued messages"}
+
+// HoldsDraft reports whether an input line's text (InputLine's) is a draft
+// not sent yet, typed by hand or left by a message the agent did not take,
+// rather than the agent's empty line: a message typed now would be joined
+// to it. Only claude's empty line is known for sure (it shows no
+// suggestions); for the others no text counts as a draft.
+func (a *Agent) HoldsDraft(line string) bool {
+	if a.format != formatClaude {
+		return false
+	}
+	return !slices.Contains(claudePlaceholders, line)
 }
 
 // LaunchLine returns the shell command line that starts the agent, or

@@ -73,3 +73,29 @@ func TestInputLineOnTheAgentsRealScreens(t *testing.T) {
 		})
 	}
 }
+
+// A draft in claude's input line (typed by hand, or a message claude did
+// not take) is told from its empty line and its own placeholder.
+func TestHoldsDraftOnClaudesRealScreens(t *testing.T) {
+	r, err := agents.NewRegistry(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]bool{
+		"claude-ready": false, "claude-queued": false, "claude-after-reply": false, "claude-typed": true, "claude-pasted-long": true,
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "screens", file+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := r.Get(agents.Claude)
+		line, ok := a.InputLine(string(b))
+		if got := ok && a.HoldsDraft(line); got != want {
+			t.Errorf("%s: HoldsDraft(%q) = %v, want %v", file, line, got, want)
+		}
+	}
+	codex, _ := r.Get(agents.Codex)
+	if codex.HoldsDraft("Ask Codex to do anything") {
+		t.Error("codex's placeholder taken for a draft")
+	}
+}

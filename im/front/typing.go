@@ -71,6 +71,11 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 		}
 		return false, fmt.Errorf("%w (waited %s)", errNotReady, readyTimeout)
 	}
+	if a.HoldsDraft(before) {
+		// Typed now, the message would be joined to the draft and sent
+		// with it.
+		return false, fmt.Errorf("%w: its input line holds text not sent yet (%q)", errNotReady, clipText(before, 40))
+	}
 	tctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	err := f.tmux.Type(tctx, window, text)
 	cancel()
@@ -139,4 +144,12 @@ func (f *FrontEnd) waitLine(ctx context.Context, a *agents.Agent, window string,
 		case <-tick.C:
 		}
 	}
+}
+
+// clipText shortens s to n runes for a message.
+func clipText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
