@@ -196,17 +196,23 @@ func (c *Config) SecretValues() []string {
 // ChildEnv returns environ without what would hand thatch's secrets to a
 // program it starts (the tmux server, and so every agent in its windows):
 // every THATCH_* variable (they configure thatch, and some hold a token),
-// opencode's server password variable, and every variable whose value is
-// one of the config's secret values.
+// opencode's server password variable, and every variable whose value is,
+// or holds, one of the config's secret values (a URL with the bot token
+// in it; a secret shorter than 8 bytes only where it is the whole value).
 func (c *Config) ChildEnv(environ []string) []string {
-	secrets := map[string]bool{}
-	for _, v := range c.SecretValues() {
-		secrets[v] = true
+	secrets := c.SecretValues()
+	holds := func(value string) bool {
+		for _, s := range secrets {
+			if value == s || (len(s) >= 8 && strings.Contains(value, s)) {
+				return true
+			}
+		}
+		return false
 	}
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, envPrefix) || name == envServerPassword || secrets[value] {
+		if strings.HasPrefix(name, envPrefix) || name == envServerPassword || holds(value) {
 			continue
 		}
 		out = append(out, kv)

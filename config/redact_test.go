@@ -85,9 +85,10 @@ func TestChildEnvKeepsSecretsFromWhatThatchStarts(t *testing.T) {
 		"HOME=/home/u", "PATH=/usr/bin", "LANG=C.UTF-8",
 		"THATCH_IM_TELEGRAM_TOKEN=123:bot-token", "THATCH_CONFIG=/etc/thatch.toml",
 		"OPENCODE_SERVER_PASSWORD=pw-1", "MY_TOKEN=123:bot-token", "EMBED=sk-embed", "OTHER=pw-1x",
+		"BOT_URL=https://api.telegram.org/bot123:bot-token/", "SHORT_IN=xpw-1x",
 	}
 	got := strings.Join(c.ChildEnv(env), " ")
-	if want := "HOME=/home/u PATH=/usr/bin LANG=C.UTF-8 OTHER=pw-1x"; got != want {
+	if want := "HOME=/home/u PATH=/usr/bin LANG=C.UTF-8 OTHER=pw-1x SHORT_IN=xpw-1x"; got != want {
 		t.Fatalf("ChildEnv = %q, want %q", got, want)
 	}
 	if got := strings.Join(c.SecretValues(), " "); got != "sk-embed 123:bot-token pw-1" {

@@ -371,12 +371,19 @@ func (a *Agent) HoldsDraft(line string) bool {
 	return !slices.Contains(claudePlaceholders, line)
 }
 
+// SettingsPlaceholder in a claude launch or resume line is replaced by
+// the path of thatch's settings file; a line without it gets
+// "--settings FILE" appended.
+const SettingsPlaceholder = "{settings}"
+
 // LaunchLine returns the shell command line that starts the agent, or
 // resumes sessionID when it is not "". For claude, settings names a
 // settings file (Claude Code's --settings) that thatch passes to every
 // claude it starts: its SessionStart hook tells thatch the session id,
-// whatever the user's own settings hold. It is appended to the line,
-// unless the line passes --settings itself.
+// whatever the user's own settings hold. It goes where the line says
+// {settings} (for a line where claude is not last: "claude --settings
+// {settings} | tee log"), else it is appended, unless the line passes
+// --settings itself.
 func (a *Agent) LaunchLine(sessionID, settings string) (string, error) {
 	line := a.Launch
 	if sessionID != "" {
@@ -385,7 +392,13 @@ func (a *Agent) LaunchLine(sessionID, settings string) (string, error) {
 			return "", err
 		}
 	}
-	if a.format == formatClaude && settings != "" && !strings.Contains(line, "--settings") {
+	if a.format != formatClaude || settings == "" {
+		return strings.ReplaceAll(line, SettingsPlaceholder, ""), nil
+	}
+	switch {
+	case strings.Contains(line, SettingsPlaceholder):
+		line = strings.ReplaceAll(line, SettingsPlaceholder, shellQuote(settings))
+	case !strings.Contains(line, "--settings"):
 		line += " --settings " + shellQuote(settings)
 	}
 	return line, nil

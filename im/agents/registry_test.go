@@ -162,6 +162,14 @@ func TestLaunchLineHandsClaudeThatchsSettings(t *testing.T) {
 			t.Errorf("%s LaunchLine(%q, %q) = %q, %v; want %q", c.agent, c.id, c.settings, got, err, c.want)
 		}
 	}
+	piped := newRegistry(t, t.TempDir(), map[string]agents.Spec{"claude": {Launch: "claude --settings {settings} | tee log", Resume: "claude -r {session_id} --settings {settings} | tee log"}})
+	pc, _ := piped.Get("claude")
+	if got, _ := pc.LaunchLine("", "/d/s.json"); got != "claude --settings /d/s.json | tee log" {
+		t.Errorf("a line with {settings} got %q", got)
+	}
+	if got, _ := pc.LaunchLine("abc", "/d/s.json"); got != "claude -r abc --settings /d/s.json | tee log" {
+		t.Errorf("a resume line with {settings} got %q", got)
+	}
 	own := newRegistry(t, t.TempDir(), map[string]agents.Spec{"claude": {Launch: "claude --settings /mine.json"}})
 	a, _ := own.Get("claude")
 	if got, _ := a.LaunchLine("", "/d/s.json"); got != "claude --settings /mine.json" {
