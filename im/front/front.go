@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -277,8 +278,11 @@ func (f *FrontEnd) Mount(_ context.Context, t *supervisor.Tree, _ frontend.Mux) 
 	return nil
 }
 
-// Start polls the bot for updates until Stop.
+// Start polls the bot for updates until Stop. A tmux server that an older
+// thatch started first loses the secrets it took from that one's
+// environment.
 func (f *FrontEnd) Start(context.Context) error {
+	f.scrubTmuxEnv()
 	ctx, cancel := context.WithCancel(context.Background())
 	f.mu.Lock()
 	f.cancel = cancel
@@ -291,6 +295,30 @@ func (f *FrontEnd) Start(context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// scrubTmuxEnv removes from the tmux server's global environment every
+// variable of the daemon's that ChildEnv keeps from it (best effort).
+func (f *FrontEnd) scrubTmuxEnv() {
+	kept := map[string]bool{}
+	for _, kv := range f.cfg.ChildEnv(os.Environ()) {
+		name, _, _ := strings.Cut(kv, "=")
+		kept[name] = true
+	}
+	var drop []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !kept[name] && name != "" {
+			drop = append(drop, name)
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(f.runCtx, effectTimeout)
+	defer cancel()
+	if err := f.tmux.UnsetGlobalEnv(ctx, drop...); err != nil {
+		f.log.Warn("cannot clear thatch's secrets from the tmux server's environment", "error", err)
+	}
 }
 
 // Stop ends polling and following, then closes tmux's control client.

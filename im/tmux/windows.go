@@ -403,3 +403,27 @@ func checkText(ss ...string) error {
 	}
 	return nil
 }
+
+// UnsetGlobalEnv removes names from the server's global environment (set
+// by a client that started it), which the windows made from now on
+// inherit. No server is not an error: the next one starts with the
+// client's own environment (Options.Env).
+func (c *Client) UnsetGlobalEnv(ctx context.Context, names ...string) error {
+	for _, n := range names {
+		if !validEnv(n + "=") {
+			return fmt.Errorf("%w: environment name %q", ErrInvalidText, n)
+		}
+		_, err := c.run(ctx, true, "set-environment", "-g", "-u", n)
+		if isNoServer(err) {
+			return nil
+		}
+		var ce *CommandError
+		if errors.As(err, &ce) && strings.Contains(ce.Message, "unknown variable") {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("tmux: unset %s: %w", n, err)
+		}
+	}
+	return nil
+}

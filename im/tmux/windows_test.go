@@ -190,3 +190,26 @@ func TestNewWindowEnvReachesTheWindowsPrograms(t *testing.T) {
 		}
 	}
 }
+
+// The server takes its global environment from the client that starts
+// it: Options.Env decides what the windows inherit, and UnsetGlobalEnv
+// takes a variable back out of a server an older client started.
+func TestTheServersEnvironmentIsTheClientsAndCanBeCleared(t *testing.T) {
+	c := newTestClient(t, func(o *Options) {
+		o.Env = append(os.Environ(), "THATCH_TEST_SECRET=s3cret", "THATCH_TEST_PLAIN=ok")
+	})
+	ctx := testCtx(t)
+	if _, err := c.NewWindow(ctx, "env", t.TempDir(), "tag-env", nil); err != nil {
+		t.Fatal(err)
+	}
+	if out := tmuxCmd(t, c, "show-environment", "-g"); !strings.Contains(out, "THATCH_TEST_SECRET=s3cret") {
+		t.Fatalf("the server's environment is not the client's:\n%s", out)
+	}
+	if err := c.UnsetGlobalEnv(ctx, "THATCH_TEST_SECRET", "NOT_SET_ANYWHERE"); err != nil {
+		t.Fatal(err)
+	}
+	out := tmuxCmd(t, c, "show-environment", "-g")
+	if strings.Contains(out, "s3cret") || !strings.Contains(out, "THATCH_TEST_PLAIN=ok") {
+		t.Fatalf("after UnsetGlobalEnv:\n%s", out)
+	}
+}
