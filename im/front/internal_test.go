@@ -427,3 +427,21 @@ func TestTheBrowserLeavesOutNamesThatAreNotText(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestHoldsTextKnowsATypedMessageInTheInputLine(t *testing.T) {
+	for _, c := range []struct {
+		line, text string
+		want       bool
+	}{
+		{"survive this", "survive this", true},
+		{"line one", "line one\nline two", true},
+		{"a long message that wraps at the screen's edg", "a long message that wraps at the screen's edge and goes on", true},
+		{"short", "short and more", false},
+		{"", "anything", false},
+		{"a draft of the user's", "another message", false},
+	} {
+		if got := holdsText(c.line, c.text); got != c.want {
+			t.Errorf("holdsText(%q, %q) = %v, want %v", c.line, c.text, got, c.want)
+		}
+	}
+}

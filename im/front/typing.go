@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/thatch-run/thatch/im/agents"
@@ -71,22 +72,32 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 		}
 		return false, fmt.Errorf("%w (waited %s)", errNotReady, readyTimeout)
 	}
-	if a.HoldsDraft(before) {
+	typedBefore := holdsText(before, text)
+	if !typedBefore && a.HoldsDraft(before) {
 		// Typed now, the message would be joined to the draft and sent
 		// with it.
 		return false, fmt.Errorf("%w: its input line holds text not sent yet (%q)", errNotReady, clipText(before, 40))
 	}
-	tctx, cancel := context.WithTimeout(ctx, effectTimeout)
-	err := f.tmux.Type(tctx, window, text)
-	cancel()
-	if err != nil {
-		return false, err
+	if typedBefore {
+		// A crash (or a stop) came between the typing and its Enter: the
+		// text waits in the line, and only the Enter is missing.
+		f.log.Info("the message is in the agent's input line already; pressing Enter only", "window", window, "agent", a.Name)
+	} else {
+		tctx, cancel := context.WithTimeout(ctx, effectTimeout)
+		err := f.tmux.Type(tctx, window, text)
+		cancel()
+		if err != nil {
+			return false, err
+		}
 	}
 	// From here on the text is in the agent's input line: whatever fails
 	// reports it not taken, so that it is never typed a second time.
 	// The text shows in the line (a paste as its summary): the agent has
 	// read it, and the Enter after it is an Enter of its own.
 	typed, shown := f.waitLine(ctx, a, window, echoTimeout, func(line string, ok bool) bool { return ok && line != before })
+	if typedBefore {
+		typed, shown = before, true
+	}
 	if !shown {
 		f.log.Debug("the typed text did not show in the agent's input line; pressing Enter anyway", "window", window, "agent", a.Name)
 		typed = before
@@ -144,6 +155,17 @@ func (f *FrontEnd) waitLine(ctx context.Context, a *agents.Agent, window string,
 		case <-tick.C:
 		}
 	}
+}
+
+// holdsText reports whether an input line shows text already: all of its
+// first line, or (a long line wraps) a long enough start of it.
+func holdsText(line, text string) bool {
+	first, _, _ := strings.Cut(text, "\n")
+	first = strings.TrimRight(first, " \t")
+	if line == "" || first == "" {
+		return false
+	}
+	return line == first || (len(line) >= 20 && strings.HasPrefix(first, line))
 }
 
 // clipText shortens s to n runes for a message.
