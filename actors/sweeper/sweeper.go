@@ -205,7 +205,9 @@ func (Kind) Apply(s *State, ev any) *State {
 		sw := n.sweep(name)
 		sw.LastStart, sw.Runs = e.At, sw.Runs+1
 		if e.After > 0 {
-			sw.Next, sw.Interval = e.At.Add(e.After), e.After
+			sw.Next, sw.Interval = e.At.Add(e.After), e.After // an older sweeper's round
+		} else {
+			sw.Next = time.Time{} // running: the next is armed when it reports
 		}
 		return n
 	case *messages.SweepArmed:
@@ -262,8 +264,11 @@ type SweepView struct {
 	// finished round ran.
 	LastRun *time.Time `json:"lastRun,omitempty"`
 	TookMS  int64      `json:"tookMs"`
-	// NextRun is when it runs next (absent when disarmed).
-	NextRun *time.Time            `json:"nextRun,omitempty"`
+	// NextRun is when it runs next (absent when disarmed, or while a
+	// round runs: the next is armed when it reports).
+	NextRun *time.Time `json:"nextRun,omitempty"`
+	// Running: a round started and has not reported yet.
+	Running bool                  `json:"running,omitempty"`
 	Runs    int64                 `json:"runs"`
 	Last    *messages.SweepReport `json:"last,omitempty"`
 }
@@ -281,6 +286,7 @@ func (Kind) View(s *State) any {
 			at := sw.Next
 			sv.NextRun = &at
 		}
+		sv.Running = sw.Next.IsZero() && !sw.Disarmed && !sw.LastStart.IsZero()
 		if sw.Last != nil {
 			sv.TookMS = sw.Last.Took().Milliseconds()
 		}

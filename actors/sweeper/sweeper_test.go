@@ -101,6 +101,11 @@ func TestRoundsCarryTheirCutoffsAndRearm(t *testing.T) {
 	if s.Runs != 2 || !s.LastRun.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("state %+v", s)
 	}
+	for _, sv := range k.View(s).(View).Sweeps {
+		if sv.Sweeper == messages.SweepStrand && (!sv.Running || sv.NextRun != nil) {
+			t.Fatalf("a running round shows %+v: running, no next run in the past", sv)
+		}
+	}
 	// The strand round takes 20 minutes (a hung host): the next one is
 	// 7 minutes after its report, not after its start.
 	d = k.Decide(s, &messages.SweepReport{Sweep: messages.SweepStrand, Round: true}, t0.Add(21*time.Minute))

@@ -271,8 +271,11 @@ func writeSweepers(w io.Writer, sweeps []sweeper.SweepView) {
 	}
 	for _, sw := range sweeps {
 		next := at(sw.NextRun)
-		if sw.Disarmed {
+		switch {
+		case sw.Disarmed:
 			next = "off"
+		case sw.Running:
+			next = "after this round"
 		}
 		var c messages.SweepCounts
 		if sw.Last != nil {
