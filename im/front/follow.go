@@ -34,6 +34,9 @@ type followed struct {
 	// ino is the file's inode when it was last read (0 before): another
 	// one means the file was replaced, and is read from its start.
 	ino uint64
+	// resetPending: the file was read from its start again, and the
+	// binding is told so with the next delivery.
+	resetPending bool
 }
 
 // follower follows agents' transcripts with inotify (fsnotify), one
@@ -275,7 +278,7 @@ func (f *follower) drain(ctx context.Context) (again bool) {
 		if !ok {
 			break
 		}
-		to, ino, more, err := f.read(ctx, path, item)
+		r, err := f.read(ctx, path, item)
 		if err != nil {
 			if ctx.Err() == nil {
 				f.log.Warn("cannot relay transcript replies; trying again", "path", path, "error", err)
@@ -285,11 +288,14 @@ func (f *follower) drain(ctx context.Context) (again bool) {
 		}
 		f.mu.Lock()
 		if cur, ok := f.files[path]; ok {
-			if to > cur.offset || ino != cur.ino {
-				cur.offset = to // a replaced or truncated file goes back
+			if r.to > cur.offset || r.reset {
+				cur.offset = r.to // a replaced or truncated file goes back
 			}
-			cur.ino = ino
-			if more {
+			cur.ino = r.ino
+			// A reset the binding was not told of yet (nothing complete
+			// was read after it) goes with the next delivery.
+			cur.resetPending = r.reset && !r.told
+			if r.more {
 				f.dirty[path] = true
 			}
 		}
@@ -311,48 +317,60 @@ func (f *follower) next() (string, followed, bool) {
 	return "", followed{}, false
 }
 
-// read reads complete lines of path from item.offset (at most a chunk),
-// delivers their replies, and returns the offset after them, the file's
-// inode, and whether more is left to read. A file that is shorter than
-// the offset (truncated) or another file than before (replaced by a
-// rename) is read from its start, and the binding told so (Reset), so
-// that no later reply is lost.
-func (f *follower) read(ctx context.Context, path string, item followed) (int64, uint64, bool, error) {
+// readResult is what one read of a transcript did.
+type readResult struct {
+	// to is the offset after the lines read; ino the file's inode.
+	to  int64
+	ino uint64
+	// reset: the file was read from its start again (truncated or
+	// replaced); told: the binding was told so with a delivery.
+	reset, told bool
+	// more: a chunk's worth was read; there may be more.
+	more bool
+}
+
+// read reads complete lines of path from item.offset (at most a chunk)
+// and delivers their replies. A file that is shorter than the offset
+// (truncated) or another file than before (replaced by a rename) is read
+// from its start, and the binding told so (Reset) with the first delivery
+// after it, so that no later reply is lost and none is relayed twice.
+func (f *follower) read(ctx context.Context, path string, item followed) (readResult, error) {
+	keep := readResult{to: item.offset, ino: item.ino, reset: item.resetPending}
 	fh, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return item.offset, item.ino, false, nil // not written yet: the directory watch tells when it is
+		return keep, nil // not written yet: the directory watch tells when it is
 	}
 	if err != nil {
-		return item.offset, item.ino, false, err
+		return keep, err
 	}
 	defer fh.Close()
 	info, err := fh.Stat()
 	if err != nil {
-		return item.offset, item.ino, false, err
+		return keep, err
 	}
-	ino := inode(info)
-	from, reset := item.offset, false
-	if info.Size() < from || (item.ino != 0 && ino != item.ino) {
-		f.log.Info("a transcript was truncated or replaced; reading it from its start", "path", path, "offset", from, "size", info.Size())
-		from, reset = 0, true
+	r := readResult{to: item.offset, ino: inode(info), reset: item.resetPending}
+	if info.Size() < item.offset || (item.ino != 0 && r.ino != item.ino) {
+		f.log.Info("a transcript was truncated or replaced; reading it from its start", "path", path, "offset", item.offset, "size", info.Size())
+		r.to, r.reset = 0, true
 	}
+	from := r.to
 	size := info.Size() - from
 	if size <= 0 {
-		return from, ino, false, nil
+		return r, nil
 	}
 	buf := make([]byte, min(size, 4*maxLine))
 	n, err := fh.ReadAt(buf, from)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return item.offset, item.ino, false, err
+		return keep, err
 	}
 	buf = buf[:n]
 	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
 		if n == 4*maxLine {
 			// One line longer than the chunk: skip it whole.
-			return from + int64(n), ino, true, nil
+			r.to, r.more = from+int64(n), true
 		}
-		return from, ino, false, nil // a partial line: wait for its end
+		return r, nil // else a partial line: wait for its end
 	}
 	var replies []string
 	var ends []int64
@@ -362,22 +380,23 @@ func (f *follower) read(ctx context.Context, path string, item followed) (int64,
 		if len(line) == 0 || len(line) > maxLine {
 			continue
 		}
-		for _, r := range f.parse(item.agent, line) {
-			replies = append(replies, r)
+		for _, rep := range f.parse(item.agent, line) {
+			replies = append(replies, rep)
 			ends = append(ends, at)
 		}
 	}
-	to := from + int64(end) + 1
-	f.log.Trace("transcript read", "path", path, "from", from, "to", to, "replies", len(replies))
-	if len(replies) > 0 || reset {
+	r.to, r.more = from+int64(end)+1, n == 4*maxLine
+	f.log.Trace("transcript read", "path", path, "from", from, "to", r.to, "replies", len(replies))
+	if len(replies) > 0 || r.reset {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		defer cancel()
-		err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: from, To: to, Replies: replies, Ends: ends, Reset: reset})
+		err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: from, To: r.to, Replies: replies, Ends: ends, Reset: r.reset})
 		if err != nil {
-			return item.offset, item.ino, false, err
+			return keep, err
 		}
+		r.told = true
 	}
-	return to, ino, n == 4*maxLine, nil
+	return r, nil
 }
 
 // inode is the file's inode number (0 where the system does not say).
