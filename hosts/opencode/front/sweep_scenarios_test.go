@@ -209,6 +209,7 @@ var _ = Describe("Runtime-state sweep", func() {
 		resumed := front.HostInfo{Client: w.host, API: "v1", PID: os.Getpid()}
 		restartSweepWorld(w, resumed, edit)
 		Expect(w.oc.ReconcileHost(context.Background(), hostName)).To(Succeed())
+		passivate(w) // the reconcile woke the family: a live one is kept for that
 		w.clock.Advance(ttl + 2*time.Hour)
 		Eventually(lastReport(w, messages.SweepRuntime)).Should(WithTransform(skipped,
 			ContainElement(HaveField("ID", "ses_p"))))
@@ -220,6 +221,7 @@ var _ = Describe("Runtime-state sweep", func() {
 		By("the same state under a configured `opencode serve`, which resumes nothing")
 		restartSweepWorld(w, front.HostInfo{Client: w.host, API: "v1"}, edit)
 		Expect(w.oc.ReconcileHost(context.Background(), hostName)).To(Succeed())
+		passivate(w)
 		w.clock.Advance(2 * time.Hour)
 		Eventually(knownFamily(w, "ses_p")).Should(BeFalse(), "nothing inherited it now: the TTL applies")
 	})
