@@ -25,10 +25,11 @@ func TestWindowLifecycleRoundTrip(t *testing.T) {
 	if !validID(w.ID) || w.Name != "claude #{window_id}" || w.Tag != "binding-1" || w.Dir != dir {
 		t.Fatalf("NewWindow = %+v, want name, tag and dir %s as given", w, dir)
 	}
-	comm, err := os.ReadFile("/proc/" + strconv.Itoa(w.PanePID) + "/comm")
-	if err != nil || strings.TrimSpace(string(comm)) != "sleep" {
-		t.Fatalf("pane pid %d is not the window's sleep: %q, %v", w.PanePID, comm, err)
-	}
+	// The pane's process is tmux's fork until it has exec'd sleep.
+	eventually(t, "the pane's process to be the window's sleep", func() (bool, string) {
+		comm, err := os.ReadFile("/proc/" + strconv.Itoa(w.PanePID) + "/comm")
+		return err == nil && strings.TrimSpace(string(comm)) == "sleep", fmt.Sprintf("pid %d: %q, %v", w.PanePID, comm, err)
+	})
 	waitCommand(t, c, w.ID, "sleep")
 	other, err := c.NewWindow(ctx, "shell", dir, "binding-2", nil)
 	if err != nil {
