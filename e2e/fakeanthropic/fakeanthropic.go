@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/thatch-run/thatch/e2e/fakewire"
 )
 
 // Kind tells the main conversation apart from claude's other requests.
@@ -600,7 +602,7 @@ func (s *Server) messages(w http.ResponseWriter, hr *http.Request) {
 	}
 	inTokens, outTokens := 1+len(body)/4, 1+len(text)/4
 	if !r.Stream {
-		if !s.hold(hr, reply) {
+		if !fakewire.Hold(hr.Context(), s.quit, reply.Delay, reply.Gate) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -610,17 +612,10 @@ func (s *Server) messages(w http.ResponseWriter, hr *http.Request) {
 		_, _ = w.Write(b)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
+	st := fakewire.Open(w)
 	send := func(event string, data map[string]any) {
 		data["type"] = event
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-		if fl != nil {
-			fl.Flush()
-		}
+		st.Event(event, data)
 	}
 	send("message_start", map[string]any{"message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model,
@@ -628,7 +623,7 @@ func (s *Server) messages(w http.ResponseWriter, hr *http.Request) {
 		"usage": map[string]any{"input_tokens": inTokens, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
 	}})
 	send("ping", map[string]any{})
-	if !s.hold(hr, reply) {
+	if !fakewire.Hold(hr.Context(), s.quit, reply.Delay, reply.Gate) {
 		return
 	}
 	for i, c := range content {
@@ -645,32 +640,6 @@ func (s *Server) messages(w http.ResponseWriter, hr *http.Request) {
 	}
 	send("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": outTokens}})
 	send("message_stop", map[string]any{})
-}
-
-// hold waits for the reply's Delay and Gate; false when the client left or
-// the server closed.
-func (s *Server) hold(hr *http.Request, reply Reply) bool {
-	if reply.Delay > 0 {
-		t := time.NewTimer(reply.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-hr.Context().Done():
-			return false
-		case <-s.quit:
-			return false
-		}
-	}
-	if reply.Gate != nil {
-		select {
-		case <-reply.Gate:
-		case <-hr.Context().Done():
-			return false
-		case <-s.quit:
-			return false
-		}
-	}
-	return true
 }
 
 // PrepareHome writes home/.claude.json so that an interactive claude,

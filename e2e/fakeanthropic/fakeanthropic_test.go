@@ -1,7 +1,6 @@
 package fakeanthropic
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/e2e/fakewire"
 
 	// The suite runs as `go test ./e2e/... -ginkgo.v`; importing Ginkgo
 	// defines its flags here too.
@@ -57,25 +58,20 @@ func stream(t *testing.T, c *http.Client, s *Server, body map[string]any) answer
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
+	raw, err := fakewire.Read(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var evs []event
-	var cur event
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			cur.Name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.Data); err != nil {
-				t.Fatalf("bad data %q: %v", line, err)
-			}
-		case line == "":
-			if cur.Data["type"] != cur.Name {
-				t.Fatalf("event %q carries type %v", cur.Name, cur.Data["type"])
-			}
-			evs = append(evs, cur)
-			cur = event{}
+	for _, r := range raw {
+		e := event{Name: r.Name}
+		if err := json.Unmarshal([]byte(r.Data), &e.Data); err != nil {
+			t.Fatalf("bad data %q: %v", r.Data, err)
 		}
+		if e.Data["type"] != e.Name {
+			t.Fatalf("event %q carries type %v", e.Name, e.Data["type"])
+		}
+		evs = append(evs, e)
 	}
 	var a answer
 	var toolJSON string

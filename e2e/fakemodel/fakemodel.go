@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/thatch-run/thatch/e2e/fakewire"
 )
 
 // ModelID is the model name the server reports and that opencode configs
@@ -301,34 +303,6 @@ type wireMessage struct {
 	} `json:"tool_calls"`
 }
 
-// text flattens a content that is a string or a list of parts.
-func text(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) == nil {
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Text != "" {
-				if b.Len() > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String()
-	}
-	return string(raw)
-}
-
 func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(hr.Body, 64<<20))
 	if err != nil {
@@ -342,7 +316,7 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 	}
 	req := &Request{At: time.Now(), Step: -1}
 	for _, m := range wr.Messages {
-		msg := Message{Role: m.Role, Text: text(m.Content), ToolCallID: m.ToolCallID}
+		msg := Message{Role: m.Role, Text: fakewire.Text(m.Content), ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, tc.Function.Name)
 		}
@@ -389,12 +363,8 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
 
-	if step.Gate != nil {
-		select {
-		case <-step.Gate:
-		case <-hr.Context().Done():
-			return
-		}
+	if !fakewire.Hold(hr.Context(), nil, 0, step.Gate) {
+		return
 	}
 	if step.Status != 0 {
 		w.Header().Set("Content-Type", "application/json")
@@ -406,21 +376,14 @@ func (s *Server) complete(w http.ResponseWriter, hr *http.Request) {
 }
 
 func (s *Server) stream(w http.ResponseWriter, id string, req *Request, step Step) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
+	st := fakewire.Open(w)
 	created := time.Now().Unix()
 	send := func(choices []map[string]any, usage map[string]any) {
 		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": ModelID, "choices": choices}
 		if usage != nil {
 			chunk["usage"] = usage
 		}
-		b, _ := json.Marshal(chunk)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if fl != nil {
-			fl.Flush()
-		}
+		st.Event("", chunk)
 	}
 	delta := func(d map[string]any) []map[string]any {
 		return []map[string]any{{"index": 0, "delta": d, "finish_reason": nil}}
@@ -453,8 +416,5 @@ func (s *Server) stream(w http.ResponseWriter, id string, req *Request, step Ste
 	}
 	send([]map[string]any{{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}, nil)
 	send([]map[string]any{}, map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	if fl != nil {
-		fl.Flush()
-	}
+	st.Raw("", "[DONE]")
 }

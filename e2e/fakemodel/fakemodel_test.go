@@ -1,17 +1,17 @@
 package fakemodel
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	// The suite runs as `go test ./e2e/... -ginkgo.v`; importing Ginkgo
 	// defines its flags here too.
 	_ "github.com/onsi/ginkgo/v2"
+
+	"github.com/thatch-run/thatch/e2e/fakewire"
 )
 
 // post sends a chat request and returns the tool calls and text streamed
@@ -27,13 +27,13 @@ func post(t *testing.T, s *Server, body map[string]any) (tools []string, text st
 	if resp.StatusCode != 200 {
 		return nil, "", resp.StatusCode
 	}
-	sc := bufio.NewScanner(resp.Body)
+	evs, err := fakewire.Read(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := false
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
+	for _, ev := range evs {
+		data := ev.Data
 		if data == "[DONE]" {
 			done = true
 			break

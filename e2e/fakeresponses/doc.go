@@ -3,7 +3,8 @@
 // the real codex CLI (checked with 0.169.0) talks to it as it would to a
 // model, and tests decide what the "model" answers.
 //
-// It may import only the standard library. It is test support: it holds no
+// It may import only the standard library and e2e/fakewire (the wire
+// pieces the fake model servers share). It is test support: it holds no
 // thatch logic and never reaches beyond 127.0.0.1.
 //
 // # Running codex against it

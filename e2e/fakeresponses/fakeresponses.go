@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/thatch-run/thatch/e2e/fakewire"
 )
 
 // Model is the model name PrepareHome configures and the server reports.
@@ -420,33 +422,6 @@ type wireItem struct {
 	Output    json.RawMessage `json:"output"`
 }
 
-// text flattens a content or output that is a string or a list of parts.
-func text(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) == nil {
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Text != "" {
-				if b.Len() > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String()
-	}
-	return string(raw)
-}
-
 func toolNames(ts []wireTool, prefix string) []string {
 	var out []string
 	for _, t := range ts {
@@ -474,9 +449,9 @@ func parse(body []byte, h http.Header) (*Request, error) {
 		it := Item{Type: wi.Type, Role: wi.Role, Name: wi.Name, CallID: wi.CallID}
 		switch {
 		case wi.Type == "message":
-			it.Text = text(wi.Content)
+			it.Text = fakewire.Text(wi.Content)
 		case strings.HasSuffix(wi.Type, "_call_output"):
-			it.Text = text(wi.Output)
+			it.Text = fakewire.Text(wi.Output)
 		case wi.Arguments != "":
 			it.Text = wi.Arguments
 		default:
@@ -565,7 +540,7 @@ func (s *Server) responses(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Unlock()
 
 	if step.Status != 0 {
-		if !s.hold(hr, step) {
+		if !fakewire.Hold(hr.Context(), s.done, step.Delay, step.Gate) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -580,49 +555,16 @@ func (s *Server) responses(w http.ResponseWriter, hr *http.Request) {
 	s.stream(w, hr, seq, req, step, txt)
 }
 
-// hold waits for the step's Delay and Gate; false when the client or the
-// server gave up first.
-func (s *Server) hold(hr *http.Request, step Step) bool {
-	if step.Delay > 0 {
-		t := time.NewTimer(step.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-hr.Context().Done():
-			return false
-		case <-s.done:
-			return false
-		}
-	}
-	if step.Gate != nil {
-		select {
-		case <-step.Gate:
-		case <-hr.Context().Done():
-			return false
-		case <-s.done:
-			return false
-		}
-	}
-	return true
-}
-
 // stream answers with the Responses API's server-sent events: one
 // assistant message with txt (when not empty), then one function_call
 // item per call, then response.completed with usage.
 func (s *Server) stream(w http.ResponseWriter, hr *http.Request, seq int, req *Request, step Step, txt string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
+	st := fakewire.Open(w)
 	n := 0
 	send := func(ev map[string]any) {
 		ev["sequence_number"] = n
 		n++
-		b, _ := json.Marshal(ev)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
-		if fl != nil {
-			fl.Flush()
-		}
+		st.Event(ev["type"].(string), ev)
 	}
 	respID := fmt.Sprintf("resp_fake_%d", seq)
 	response := func(status string, output []any) map[string]any {
@@ -637,7 +579,7 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, seq int, req *R
 		return r
 	}
 	send(map[string]any{"type": "response.created", "response": response("in_progress", []any{})})
-	if !s.hold(hr, step) {
+	if !fakewire.Hold(hr.Context(), s.done, step.Delay, step.Gate) {
 		return
 	}
 

@@ -1,7 +1,6 @@
 package fakeresponses
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,8 @@ import (
 	// The suite runs as `go test ./e2e/... -ginkgo.v`; importing Ginkgo
 	// defines its flags here too.
 	_ "github.com/onsi/ginkgo/v2"
+
+	"github.com/thatch-run/thatch/e2e/fakewire"
 )
 
 // event is one server-sent event of a stream.
@@ -74,24 +75,16 @@ func post(t *testing.T, s *Server, header http.Header, body map[string]any) answ
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	name := ""
-	for sc.Scan() {
-		line := sc.Text()
-		if n, ok := strings.CutPrefix(line, "event: "); ok {
-			name = n
-			continue
-		}
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
+	raw, err := fakewire.Read(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range raw {
 		var ev event
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			t.Fatalf("bad event %q: %v", data, err)
+		if err := json.Unmarshal([]byte(r.Data), &ev); err != nil {
+			t.Fatalf("bad event %q: %v", r.Data, err)
 		}
-		ev.Name = name
+		ev.Name = r.Name
 		if ev.Name != ev.Type {
 			t.Errorf("event line %q for type %q", ev.Name, ev.Type)
 		}
