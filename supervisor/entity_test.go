@@ -181,38 +181,49 @@ func TestJournalFailureRestartsTheEntityAndRedeliversTheMessage(t *testing.T) {
 }
 
 // A message whose Decide panics every time is handled 1+MaxRedeliveries
-// times, then dropped: its requester is told, the tree's last errors say
-// so, the entity's state is intact, and the message behind it is handled.
+// times (MaxRedeliveries defaults to 1), then dropped: its requester is
+// told, the tree's last errors say so, the entity's state is intact, and
+// the message behind it is handled.
 func TestPoisonMessageIsDroppedAfterMaxRedeliveries(t *testing.T) {
-	p := newProbe(1000)
-	r := startRig(t, rigConfig{kinds: []Spec{Entity[counterState](p)}, env: Env{MaxRedeliveries: 3}})
-	id := counterID("poison")
-	r.ask(id, &addMsg{N: 2})
-	crash := r.send(id, &crashMsg{})
-	after := r.send(id, &addMsg{N: 3})
+	for _, c := range []struct {
+		name            string
+		maxRedeliveries int
+		decided         int64
+	}{
+		{"default", 0, 2},
+		{"three redeliveries", 3, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, p := counterRig(t, 1000, rigConfig{env: Env{MaxRedeliveries: c.maxRedeliveries}})
+			id := counterID("poison")
+			r.ask(id, &addMsg{N: 2})
+			crash := r.send(id, &crashMsg{})
+			after := r.send(id, &addMsg{N: 3})
 
-	res := receive(t, "the poison answer", crash)
-	var rej *Rejected
-	if err, _ := res.(error); !errors.As(err, &rej) {
-		t.Fatalf("the poison message was answered %v, want a *Rejected", res)
-	}
-	if got := receive(t, "the next answer", after); got != 5 {
-		t.Fatalf("the add behind the poison message answered %v, want 5", got)
-	}
-	if n := p.crashes.Load(); n != 4 {
-		t.Fatalf("the poison message was decided %d times, want 4 (once and 3 redeliveries)", n)
-	}
-	drops := r.failures("drop")
-	if len(drops) != 1 || drops[0].Entity != "counter/poison" {
-		t.Fatalf("recorded drops %+v, want one for counter/poison", drops)
-	}
-	if got := r.ask(id, &getMsg{}); got.(counterState).Total != 5 {
-		t.Fatalf("state after the poison message: %v, want total 5", got)
-	}
+			res := receive(t, "the poison answer", crash)
+			var rej *Rejected
+			if err, _ := res.(error); !errors.As(err, &rej) {
+				t.Fatalf("the poison message was answered %v, want a *Rejected", res)
+			}
+			if got := receive(t, "the next answer", after); got != 5 {
+				t.Fatalf("the add behind the poison message answered %v, want 5", got)
+			}
+			if n := p.crashes.Load(); n != c.decided {
+				t.Fatalf("the poison message was decided %d times, want %d (once and every redelivery)", n, c.decided)
+			}
+			drops := r.failures("drop")
+			if len(drops) != 1 || drops[0].Entity != "counter/poison" {
+				t.Fatalf("recorded drops %+v, want one for counter/poison", drops)
+			}
+			if got := r.ask(id, &getMsg{}); got.(counterState).Total != 5 {
+				t.Fatalf("state after the poison message: %v, want total 5", got)
+			}
 
-	// Through Request, the caller gets an error wrapping *Rejected.
-	if _, err := r.tree.Request(id, &crashMsg{}, 10*time.Second); !errors.As(err, &rej) {
-		t.Fatalf("Request of a poison message: %v, want a *Rejected", err)
+			// Through Request, the caller gets an error wrapping *Rejected.
+			if _, err := r.tree.Request(id, &crashMsg{}, 10*time.Second); !errors.As(err, &rej) {
+				t.Fatalf("Request of a poison message: %v, want a *Rejected", err)
+			}
+		})
 	}
 }
 

@@ -2,39 +2,13 @@ package supervisor
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/hashicorp/go-hclog"
 
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/persistence"
 )
-
-// startOn starts a counter tree on an open store, with the quarantine kept
-// in its rows.
-func startOn(t *testing.T, st *persistence.Store) (*Tree, func()) {
-	t.Helper()
-	sys := NewActorSystem(hclog.NewNullLogger())
-	tree, err := Start(Options{
-		System:  sys,
-		Journal: st.Journal(),
-		Rows:    st.Rows(),
-		Env:     Env{Clock: actors.NewFakeClock(time.Unix(1_700_000_000, 0)), Logger: hclog.NewNullLogger()},
-		Kinds:   []Spec{Entity[counterState](counterKind{recoveries: &atomic.Int64{}, crashes: &atomic.Int64{}})},
-		Policy:  Policy{MaxRestarts: 2, Window: time.Minute, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop := func() { once.Do(func() { _ = tree.Stop(time.Second); sys.Shutdown() }) }
-	t.Cleanup(stop)
-	return tree, stop
-}
 
 // TestAnEntityThatCannotRecoverIsQuarantined is issue 11's third defect: an
 // entity whose journal holds an event it cannot decode used to crash on
@@ -47,14 +21,18 @@ func TestAnEntityThatCannotRecoverIsQuarantined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	bad := actors.Identity{Kind: "counter", ID: "bad"}
-	good := actors.Identity{Kind: "counter", ID: "good"}
+	bad, good := counterID("bad"), counterID("good")
 	// One undecodable event, marked active so that the start rehydrates it.
 	if err := st.Journal().Append(bad, 1, [][]byte{[]byte("not an envelope")}, persistence.MarkActive); err != nil {
 		t.Fatal(err)
 	}
-	tree, stop := startOn(t, st)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := rigConfig{fs: fs, rows: true,
+		policy: Policy{MaxRestarts: 2, Window: time.Minute, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}}
+	r, _ := counterRig(t, 0, c)
+	tree := r.tree
 	eventually(t, "the quarantine", func() bool { return len(tree.Quarantined()) == 1 })
 	q := tree.Quarantined()[0]
 	if q.Entity != bad.String() || !strings.Contains(q.Error, "event 1") {
@@ -71,13 +49,13 @@ func TestAnEntityThatCannotRecoverIsQuarantined(t *testing.T) {
 	if _, err := tree.Request(good, &addMsg{N: 2}, 5*time.Second); err != nil {
 		t.Fatalf("another entity of the kind: %v", err)
 	}
-	if high, _ := st.Journal().HighestSeq(bad); high != 1 {
+	if high, _ := r.store.Journal().HighestSeq(bad); high != 1 {
 		t.Fatalf("the quarantined journal holds %d events, want it kept", high)
 	}
-	stop()
+	r.close()
 
-	tree, stop = startOn(t, st)
-	defer stop()
+	r, _ = counterRig(t, 0, c)
+	tree = r.tree
 	if got := tree.Quarantined(); len(got) != 1 || got[0].Entity != bad.String() {
 		t.Fatalf("after a restart: %+v", got)
 	}

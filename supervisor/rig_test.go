@@ -17,7 +17,9 @@ import (
 
 // rigConfig is what a test changes about the tree startRig builds. Zero
 // values give a tree on an in-memory Pebble store, a fake clock, a null
-// logger, a fast restart policy and no snapshots.
+// logger, a fast restart policy, no snapshots and quarantines kept in
+// memory only. A test that restarts the tree closes the rig and starts
+// another on the same fs.
 type rigConfig struct {
 	fs      vfs.FS
 	sys     *actor.ActorSystem
@@ -26,6 +28,9 @@ type rigConfig struct {
 	policy  Policy
 	effects []Handler
 	logger  hclog.Logger
+	// rows keeps the quarantined entities in the store's rows, so that a
+	// quarantine outlives a restart.
+	rows bool
 }
 
 // rig is one tree on a real Pebble store, with a journal the test controls.
@@ -65,8 +70,12 @@ func startRig(t *testing.T, c rigConfig) *rig {
 	if c.policy == (Policy{}) {
 		c.policy = Policy{MaxRestarts: 10, Window: time.Minute, BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond}
 	}
-	r.tree, err = Start(Options{System: r.sys, Journal: st.Journal(), Env: env, Kinds: c.kinds,
-		Policy: c.policy, Effects: c.effects, Logger: c.logger})
+	opts := Options{System: r.sys, Journal: st.Journal(), Env: env, Kinds: c.kinds,
+		Policy: c.policy, Effects: c.effects, Logger: c.logger}
+	if c.rows {
+		opts.Rows = st.Rows()
+	}
+	r.tree, err = Start(opts)
 	if err != nil {
 		r.sys.Shutdown()
 		_ = st.Close()
