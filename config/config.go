@@ -283,7 +283,9 @@ type Agent struct {
 // input line as "❯" and a no-break space (the conversation above shows the
 // user's earlier messages after "❯" and a plain space, a dialog its
 // options as " ❯ 1. Yes"); codex as "› " (its dialogs' options, "› 1.
-// Yes", are not one). InputOff turns the checks off.
+// Yes", are not one). InputOff turns the checks off. These are the one
+// copy: im/agents takes its built-in defaults (agents.DefaultInput) from
+// here, and its screen tests check them.
 const (
 	DefaultClaudeInput = `^❯\x{00a0}(.*)$`
 	DefaultCodexInput  = `^\s*›\s?((?:[^0-9\s].*|[0-9]+[^.0-9].*|[0-9]*)?)$`

@@ -6,9 +6,11 @@
 //
 // # Imports
 //
-// agents may import the standard library and hclog. It must not import
-// Pebble, protoactor, hosts/... or any other thatch package: it reads files
-// under the user's home directory and /proc, and runs lsof, nothing else.
+// agents may import the standard library, hclog and config (for the
+// defaults of the agents' input lines, which the config documents). It
+// must not import Pebble, protoactor, hosts/... or any other thatch
+// package: it reads files under the user's home directory and /proc, and
+// runs lsof, nothing else.
 //
 //	reg, err := agents.NewRegistry(home, map[string]agents.Spec{
 //		"codex": {Resume: "codex resume --yolo {session_id}"},

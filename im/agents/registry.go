@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/config"
 )
 
 // Sentinel errors of the package, checked with errors.Is.
@@ -69,20 +71,22 @@ type Spec struct {
 	Input string
 }
 
-// InputOff is the Input value that turns the input-line checks off.
-const InputOff = "off"
+// InputOff is the Input value that turns the input-line checks off: the
+// config's value, so that a config saying "off" means off here.
+const InputOff = config.InputOff
 
-// DefaultInput returns the built-in input-line expression of an agent:
-// claude's input line starts with "❯" and a no-break space (its history
-// shows earlier messages after "❯" and a plain space, and a dialog its
-// options as " ❯ 1. Yes"); codex's with "› " (a dialog's numbered options
-// are not an input line). copilot and mimo have none built in.
+// DefaultInput returns the built-in input-line expression of an agent. The
+// expressions are the config's defaults (config.DefaultClaudeInput,
+// config.DefaultCodexInput), written once there so that the documented
+// default and the registry's cannot drift apart; this package's screen
+// tests (testdata/screens) check them against what the agents draw.
+// copilot and mimo have none built in.
 func DefaultInput(name string) string {
 	switch name {
 	case Claude:
-		return `^❯\x{00a0}(.*)$`
+		return config.DefaultClaudeInput
 	case Codex:
-		return `^\s*›\s?((?:[^0-9\s].*|[0-9]+[^.0-9].*|[0-9]*)?)$`
+		return config.DefaultCodexInput
 	}
 	return ""
 }
