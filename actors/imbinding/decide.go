@@ -210,12 +210,3 @@ func (p *plan) tick(m *actors.Tick) {
 		}
 	}
 }
-
-// clip shortens s to at most n runes, marking the cut.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
-}

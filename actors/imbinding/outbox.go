@@ -13,6 +13,17 @@ func (p *plan) say(entries ...messages.IMOutEntry) {
 	p.releaseOutbox()
 }
 
+// Clip shortens s to at most n runes and marks the cut with "…": the way
+// a chat message quotes what a user typed or a screen showed. The front
+// end quotes with it too (im/front may import this package; the decision
+// cores may import no front end), so that every quote is cut alike.
+func Clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
 // releaseOutbox hands the outbox's head to the front end unless an entry
 // is in flight: one at a time, so that the chat gets them in order and a
 // retry never overtakes or repeats the ones after it.

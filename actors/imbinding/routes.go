@@ -107,7 +107,7 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	if m.NotTaken {
 		// Typing it again would put it in the input line twice.
 		p.say(messages.IMOutEntry{Text: fmt.Sprintf("Your message %q was typed into %s, but %s did not take it: it is still in its input line (%s). Open the window to send it, or clear the line and send it again.",
-			clip(s.Queue[i].Text, 60), s.Info.AgentType, s.Info.AgentType, m.Err)})
+			Clip(s.Queue[i].Text, 60), s.Info.AgentType, s.Info.AgentType, m.Err)})
 	}
 	if s.Info.SessionID == "" {
 		// An agent writes its transcript only after its first prompt.

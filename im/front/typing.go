@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/im/agents"
 )
 
@@ -76,7 +77,7 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 	if !typedBefore && a.HoldsDraft(before) {
 		// Typed now, the message would be joined to the draft and sent
 		// with it.
-		return false, fmt.Errorf("%w: its input line holds text not sent yet (%q)", errNotReady, clipText(before, 40))
+		return false, fmt.Errorf("%w: its input line holds text not sent yet (%q)", errNotReady, imbinding.Clip(before, 40))
 	}
 	if typedBefore {
 		// A crash (or a stop) came between the typing and its Enter: the
@@ -166,12 +167,4 @@ func holdsText(line, text string) bool {
 		return false
 	}
 	return line == first || (len(line) >= 20 && strings.HasPrefix(first, line))
-}
-
-// clipText shortens s to n runes for a message.
-func clipText(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
