@@ -110,16 +110,13 @@ func (r *Registry) findNewest(a *Agent, q FindQuery) (Found, bool) {
 	if q.Since.IsZero() || q.Dir == "" || !a.HasTranscript() {
 		return Found{}, false
 	}
-	list, err := a.Sessions(q.Dir, 0)
+	list, err := a.listSessions(q.Dir, q.Since) // stat only: no prompts read
 	if err != nil {
 		r.logger.Debug("cannot list the agent's sessions", "agent", a.Name, "dir", q.Dir, "error", err)
 		return Found{}, false
 	}
 	var found []Found
-	for _, s := range list { // newest first
-		if s.Modified.Before(q.Since) {
-			break
-		}
+	for _, s := range list {
 		if born, ok := birthTime(s.Path); ok && born.Before(q.Since) {
 			continue // an older session, written to now
 		}

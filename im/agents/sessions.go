@@ -77,19 +77,41 @@ func ClaudeProjectDirs(cwd string) []string {
 }
 
 // Sessions returns the agent's sessions for the directory cwd, newest
-// first, at most limit of them (limit <= 0: all). A missing session
-// directory is no sessions, not an error.
+// first, at most limit of them (limit <= 0: all), each with its first
+// prompt. A missing session directory is no sessions, not an error.
 func (a *Agent) Sessions(cwd string, limit int) ([]Session, error) {
+	out, err := a.listSessions(cwd, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	for i := range out {
+		out[i].FirstPrompt = a.firstPrompt(out[i].Path)
+	}
+	return out, nil
+}
+
+// listSessions returns the agent's sessions for cwd that were written at
+// since or later (zero since: all of them), newest first, without their
+// first prompts. A transcript is stat'ed, and opened only when it was
+// written since then and only where the directory it ran in is recorded
+// inside it (codex's session_meta, copilot's session.start); claude's are
+// never opened. findNewest polls with it while a launched agent's session
+// is looked for, so it must not read every transcript of the directory
+// (Sessions reads up to promptScanLines lines of each for its prompt).
+func (a *Agent) listSessions(cwd string, since time.Time) ([]Session, error) {
 	cwd = filepath.Clean(cwd)
 	var out []Session
 	var err error
 	switch a.format {
 	case formatClaude:
-		out, err = a.claudeSessions(cwd)
+		out, err = a.claudeSessions(cwd, since)
 	case formatCodex:
-		out, err = a.codexSessions(cwd)
+		out, err = a.codexSessions(cwd, since)
 	case formatCopilot:
-		out, err = a.copilotSessions(cwd)
+		out, err = a.copilotSessions(cwd, since)
 	default:
 		return nil, fmt.Errorf("%w: %s", ErrNoTranscripts, a.Name)
 	}
@@ -102,12 +124,6 @@ func (a *Agent) Sessions(cwd string, limit int) ([]Session, error) {
 		}
 		return out[i].ID < out[j].ID
 	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	for i := range out {
-		out[i].FirstPrompt = a.firstPrompt(out[i].Path)
-	}
 	return out, nil
 }
 
@@ -123,7 +139,7 @@ func readDir(dir string) ([]fs.DirEntry, error) {
 	return es, nil
 }
 
-func (a *Agent) claudeSessions(cwd string) ([]Session, error) {
+func (a *Agent) claudeSessions(cwd string, since time.Time) ([]Session, error) {
 	var out []Session
 	seen := map[string]bool{}
 	for _, name := range ClaudeProjectDirs(cwd) {
@@ -137,7 +153,7 @@ func (a *Agent) claudeSessions(cwd string) ([]Session, error) {
 			if m == nil || e.IsDir() || seen[m[1]] {
 				continue
 			}
-			if s, ok := statSession(m[1], filepath.Join(dir, e.Name())); ok {
+			if s, ok := statSession(m[1], filepath.Join(dir, e.Name()), since); ok {
 				seen[m[1]] = true
 				out = append(out, s)
 			}
@@ -146,9 +162,11 @@ func (a *Agent) claudeSessions(cwd string) ([]Session, error) {
 	return out, nil
 }
 
-func statSession(id, path string) (Session, bool) {
+// statSession returns the session whose transcript is path, unless path
+// is not a regular file or was last written before since.
+func statSession(id, path string, since time.Time) (Session, bool) {
 	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
+	if err != nil || !fi.Mode().IsRegular() || fi.ModTime().Before(since) {
 		return Session{}, false
 	}
 	return Session{ID: id, Path: path, Modified: fi.ModTime()}, true
@@ -168,7 +186,7 @@ func (a *Agent) codexDays() ([]string, error) {
 	return days, nil
 }
 
-func (a *Agent) codexSessions(cwd string) ([]Session, error) {
+func (a *Agent) codexSessions(cwd string, since time.Time) ([]Session, error) {
 	days, err := a.codexDays()
 	if err != nil {
 		return nil, err
@@ -185,12 +203,13 @@ func (a *Agent) codexSessions(cwd string) ([]Session, error) {
 			if m == nil || es[i].IsDir() {
 				continue
 			}
-			opened++
 			path := filepath.Join(day, es[i].Name())
-			if meta, ok := codexMeta(path); !ok || filepath.Clean(meta) != cwd {
+			s, ok := statSession(m[1], path, since)
+			if !ok {
 				continue
 			}
-			if s, ok := statSession(m[1], path); ok {
+			opened++
+			if meta, ok := codexMeta(path); ok && filepath.Clean(meta) == cwd {
 				out = append(out, s)
 			}
 		}
@@ -213,7 +232,7 @@ func codexMeta(path string) (string, bool) {
 	return cwd, found
 }
 
-func (a *Agent) copilotSessions(cwd string) ([]Session, error) {
+func (a *Agent) copilotSessions(cwd string, since time.Time) ([]Session, error) {
 	root := a.copilotRoot()
 	es, err := readDir(root)
 	if err != nil {
@@ -226,13 +245,14 @@ func (a *Agent) copilotSessions(cwd string) ([]Session, error) {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
-		path := filepath.Join(dir, "events.jsonl")
+		s, ok := statSession(m[1], filepath.Join(dir, "events.jsonl"), since)
+		if !ok {
+			continue
+		}
 		if got, known := copilotCwd(dir); known && filepath.Clean(got) != cwd {
 			continue
 		}
-		if s, ok := statSession(m[1], path); ok {
-			out = append(out, s)
-		}
+		out = append(out, s)
 	}
 	return out, nil
 }
