@@ -49,6 +49,9 @@ func TestImportBoundaries(t *testing.T) {
 		// The IM front end, like the opencode one, never imports another.
 		{"im/front/...", []string{mod + "/hosts/..."}},
 		{"config/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor, nethttp}},
+		// The shared helpers (the backoff, the tests' polling) are leaves:
+		// nothing of thatch, no storage, no actors runtime, no wire.
+		{"internal/...", []string{mod, pebble, protoactor, nethttp}},
 		// The root composes front ends it is given: it holds none itself.
 		{"", []string{mod + "/hosts/opencode", mod + "/hosts/opencode/...", mod + "/actors/ocfamily", mod + "/im/..."}},
 	}

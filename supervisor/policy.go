@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/thatch-run/thatch/internal/retry"
 )
 
 // Policy is the restart policy of every kind supervisor.
@@ -39,21 +41,11 @@ func (p Policy) withDefaults() Policy {
 
 // Backoff is the delay before restart number n (1-based) within the window:
 // BackoffBase * 2^(n-1), capped at BackoffMax, with "equal jitter" (a random
-// point in the upper half) so that entities failing together on a shared
-// journal do not retry in lockstep.
+// point in the upper half, drawn by rnd) so that entities failing together
+// on a shared journal do not retry in lockstep. It is thatch's one backoff,
+// retry.Backoff.
 func (p Policy) Backoff(n int, rnd func() float64) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	d := p.BackoffBase
-	for i := 1; i < n && d < p.BackoffMax; i++ {
-		d *= 2
-	}
-	if d > p.BackoffMax {
-		d = p.BackoffMax
-	}
-	half := d / 2
-	return half + time.Duration(rnd()*float64(d-half))
+	return retry.Backoff{Base: p.BackoffBase, Max: p.BackoffMax, Rand: rnd}.Delay(n)
 }
 
 // strategy implements protoactor's SupervisorStrategy with Policy. It

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/thatch-run/thatch/internal/retry"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -889,18 +889,8 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // backoff returns the wait before try attempt+1: base doubled per attempt,
 // capped at max, then drawn from the upper half so that many clients that
-// failed together do not come back together.
+// failed together do not come back together (retry.Backoff, the one
+// backoff of thatch).
 func backoff(base, max time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	if d > max || d <= 0 {
-		d = max
-	}
-	half := d / 2
-	if half <= 0 {
-		return d
-	}
-	return half + rand.N(d-half+1)
+	return retry.Backoff{Base: base, Max: max}.Delay(attempt)
 }

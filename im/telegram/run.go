@@ -13,16 +13,25 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
+
+	"github.com/thatch-run/thatch/internal/retry"
 )
 
 // Backoff after a failed handle or a failed getUpdates: it starts at
 // minBackoff and doubles up to maxBackoff; after a refusal (401, 404),
-// from refusedBackoff up to maxRefusedBackoff.
+// from refusedBackoff up to maxRefusedBackoff. Each wait is drawn from the
+// upper half of its step (retry.Backoff); a 429's retry_after is waited
+// exactly.
 const (
 	minBackoff        = 100 * time.Millisecond
 	maxBackoff        = 5 * time.Second
 	refusedBackoff    = 5 * time.Second
 	maxRefusedBackoff = 5 * time.Minute
+)
+
+var (
+	failedBackoff  = retry.Backoff{Base: minBackoff, Max: maxBackoff}
+	refusalBackoff = retry.Backoff{Base: refusedBackoff, Max: maxRefusedBackoff}
 )
 
 // pollLimit is the most updates one getUpdates asks for (Telegram's maximum).
@@ -53,7 +62,7 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 		b.lastAt = b.now()
 	}
 	var pending []models.Update
-	backoff := time.Duration(0)
+	failures := 0 // in a row; a getUpdates or a handle that succeeds resets it
 	for ctx.Err() == nil {
 		if len(pending) == 0 {
 			if b.next > 0 && b.now().Sub(b.lastAt) >= IDReset {
@@ -68,22 +77,22 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 					return nil
 				}
 				changed := b.setHealth(err)
-				backoff = nextBackoff(backoff, err)
+				failures++
+				wait := nextBackoff(failures, err)
 				if errors.Is(err, ErrRefused) {
-					backoff = min(max(backoff, refusedBackoff), maxRefusedBackoff)
 					if changed {
-						b.log.Error("Telegram refuses the bot's token or the method; no message is received until it accepts it again (asking again, slowly)", "error", err, "wait", backoff)
+						b.log.Error("Telegram refuses the bot's token or the method; no message is received until it accepts it again (asking again, slowly)", "error", err, "wait", wait)
 					}
 				} else {
-					b.log.Warn("getUpdates failed; retrying", "error", err, "wait", backoff)
+					b.log.Warn("getUpdates failed; retrying", "error", err, "wait", wait)
 				}
-				sleep(ctx, backoff)
+				sleep(ctx, wait)
 				continue
 			}
 			if b.setHealth(nil) {
 				b.log.Info("polling Telegram for updates")
 			}
-			backoff = 0
+			failures = 0
 			b.confirmed = b.next
 			if len(ups) > 0 {
 				b.lastAt = b.now()
@@ -103,12 +112,13 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 				return nil
 			}
 			b.confirm(ctx)
-			backoff = nextBackoff(backoff, nil)
-			b.log.Warn("update handler failed; retrying the same update", "update_id", u.ID, "error", b.redact(err), "wait", backoff)
-			sleep(ctx, backoff)
+			failures++
+			wait := nextBackoff(failures, nil)
+			b.log.Warn("update handler failed; retrying the same update", "update_id", u.ID, "error", b.redact(err), "wait", wait)
+			sleep(ctx, wait)
 			continue
 		}
-		backoff = 0
+		failures = 0
 		b.next = u.ID + 1
 		pending = pending[1:]
 	}
@@ -136,18 +146,19 @@ func (b *Bot) confirmOnExit(ctx context.Context) {
 	b.confirm(context.WithoutCancel(ctx))
 }
 
-func nextBackoff(d time.Duration, err error) time.Duration {
+// nextBackoff is the wait after the failures-th failure in a row, err
+// being the last one (nil for a failed handle): the retry_after of a 429
+// exactly, the refusal backoff after a refusal, the failure backoff
+// otherwise.
+func nextBackoff(failures int, err error) time.Duration {
 	var api *apiError
 	if errors.As(err, &api) && api.RetryAfter > 0 {
 		return time.Duration(api.RetryAfter) * time.Second
 	}
-	if d < minBackoff {
-		return minBackoff
-	}
 	if errors.Is(err, ErrRefused) {
-		return min(2*d, maxRefusedBackoff)
+		return refusalBackoff.Delay(failures)
 	}
-	return min(2*d, maxBackoff)
+	return failedBackoff.Delay(failures)
 }
 
 // sleep waits d or until ctx ends.
