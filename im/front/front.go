@@ -97,7 +97,11 @@ type FrontEnd struct {
 	// claudeSettings is the settings file passed to every claude thatch
 	// starts (--settings): its SessionStart hook reports the session.
 	claudeSettings string
-	follow         *follower
+	// withheldEnv names the daemon's variables that config.ChildEnv keeps
+	// from the tmux server (its secrets), computed once with the server's
+	// environment.
+	withheldEnv []string
+	follow      *follower
 	// Set by Mount.
 	tree *supervisor.Tree
 
@@ -218,8 +222,13 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	}
 	// The tmux server takes its environment from the client that starts
 	// it, and every agent takes the server's: thatch's secrets stay out.
+	// What ChildEnv withholds is also what Start clears from a server an
+	// older thatch started.
+	environ := os.Environ()
+	childEnv := f.cfg.ChildEnv(environ)
+	f.withheldEnv = withheld(environ, childEnv)
 	if f.tmux, err = tmux.New(tmux.Options{Socket: im.Tmux.Socket, Session: im.Tmux.Session, Logger: f.log.Named("tmux"),
-		Env: f.cfg.ChildEnv(os.Environ())}); err != nil {
+		Env: childEnv}); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
 	if f.bot, err = f.newBot(); err != nil {
@@ -282,7 +291,7 @@ func (f *FrontEnd) Mount(_ context.Context, t *supervisor.Tree, _ frontend.Mux) 
 // thatch started first loses the secrets it took from that one's
 // environment.
 func (f *FrontEnd) Start(context.Context) error {
-	f.scrubTmuxEnv()
+	f.scrubTmuxEnv(f.withheldEnv)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.mu.Lock()
 	f.cancel = cancel
@@ -297,20 +306,10 @@ func (f *FrontEnd) Start(context.Context) error {
 	return nil
 }
 
-// scrubTmuxEnv removes from the tmux server's global environment every
-// variable of the daemon's that ChildEnv keeps from it (best effort).
-func (f *FrontEnd) scrubTmuxEnv() {
-	kept := map[string]bool{}
-	for _, kv := range f.cfg.ChildEnv(os.Environ()) {
-		name, _, _ := strings.Cut(kv, "=")
-		kept[name] = true
-	}
-	var drop []string
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); !kept[name] && name != "" {
-			drop = append(drop, name)
-		}
-	}
+// scrubTmuxEnv removes the variables named in drop (what ChildEnv kept
+// from the server's environment, f.withheldEnv) from the tmux server's
+// global environment (best effort).
+func (f *FrontEnd) scrubTmuxEnv(drop []string) {
 	if len(drop) == 0 {
 		return
 	}
@@ -319,6 +318,23 @@ func (f *FrontEnd) scrubTmuxEnv() {
 	if err := f.tmux.UnsetGlobalEnv(ctx, drop...); err != nil {
 		f.log.Warn("cannot clear thatch's secrets from the tmux server's environment", "error", err)
 	}
+}
+
+// withheld returns the names of the variables of environ that kept
+// (environ filtered by config.ChildEnv) left out, in environ's order.
+func withheld(environ, kept []string) []string {
+	in := map[string]bool{}
+	for _, kv := range kept {
+		name, _, _ := strings.Cut(kv, "=")
+		in[name] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); !in[name] && name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Stop ends polling and following, then closes tmux's control client.

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
@@ -443,5 +444,24 @@ func TestHoldsTextKnowsATypedMessageInTheInputLine(t *testing.T) {
 		if got := holdsText(c.line, c.text); got != c.want {
 			t.Errorf("holdsText(%q, %q) = %v, want %v", c.line, c.text, got, c.want)
 		}
+	}
+}
+
+func TestWithheldNamesWhatChildEnvKeepsFromTmux(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.IM.Telegram.Token = "123456:bot-token-secret"
+	environ := []string{
+		"HOME=/home/u",
+		"THATCH_IM_TELEGRAM_TOKEN=123456:bot-token-secret",
+		"PATH=/usr/bin",
+		"HOOK_URL=https://api.telegram.org/bot123456:bot-token-secret/x",
+		"=odd",
+	}
+	got := withheld(environ, cfg.ChildEnv(environ))
+	if want := []string{"THATCH_IM_TELEGRAM_TOKEN", "HOOK_URL"}; !slices.Equal(got, want) {
+		t.Errorf("withheld = %q, want %q", got, want)
+	}
+	if got := withheld([]string{"A=1"}, []string{"A=1"}); len(got) != 0 {
+		t.Errorf("nothing withheld, yet %q", got)
 	}
 }
