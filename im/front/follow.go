@@ -66,7 +66,9 @@ type follower struct {
 	// hookFile is the map the agents' hooks write (see agents.WriteHook);
 	// hooksDirty asks for it to be read and compared with what is
 	// followed. told holds, by window tag, the session a binding was last
-	// told of, so that it is told once.
+	// told of, so that it is told once; an entry goes once it cannot
+	// matter (pruneToldLocked), so told holds at most one per followed
+	// window.
 	hookFile   string
 	hooksDirty bool
 	told       map[string]string
@@ -132,6 +134,7 @@ func (f *follower) Follow(binding, path, agent string, offset int64, tag, sessio
 		}
 		f.dirs[dir]++
 	}
+	f.pruneToldLocked()
 	f.markLocked(path)
 }
 
@@ -158,6 +161,7 @@ func (f *follower) Stop(path string) {
 	}
 	delete(f.files, path)
 	delete(f.dirty, path)
+	f.pruneToldLocked()
 	dir := filepath.Dir(path)
 	if f.dirs[dir]--; f.dirs[dir] <= 0 {
 		delete(f.dirs, dir)
@@ -165,6 +169,34 @@ func (f *follower) Stop(path string) {
 			_ = f.w.Remove(dir)
 		}
 		delete(f.missing, dir)
+	}
+}
+
+// pruneToldLocked forgets the sessions bindings were told of where that
+// can no longer matter: no followed transcript carries the window's tag
+// any more (the binding was unbound, or follows another window), or each
+// one that does is the session told of (the binding took the switch, so
+// the hook map naming it again is no change). An entry stays only while a
+// binding follows another session than the one it was told of (it has
+// not taken the switch yet, or refused it): then it keeps the binding
+// from being told again on every write of the hook map. Without this,
+// told grew by a window for every switch for the life of the daemon, and
+// a later switch back to a session told of before (the binding had moved
+// on by itself in between) went untold.
+func (f *follower) pruneToldLocked() {
+	if len(f.told) == 0 {
+		return
+	}
+	pending := map[string]bool{}
+	for _, it := range f.files {
+		if s, ok := f.told[it.tag]; ok && it.session != s {
+			pending[it.tag] = true
+		}
+	}
+	for tag := range f.told {
+		if !pending[tag] {
+			delete(f.told, tag)
+		}
 	}
 }
 
@@ -419,6 +451,7 @@ func (f *follower) checkHooks(ctx context.Context) (again bool) {
 		return false
 	}
 	f.hooksDirty = false
+	f.pruneToldLocked()
 	type want struct {
 		binding string
 		msg     *messages.IMSessionChanged
@@ -471,6 +504,7 @@ func (f *follower) checkHooks(ctx context.Context) (again bool) {
 		f.log.Info("the agent switched sessions; following the new one", "thread", t.binding, "session", t.msg.SessionID, "source", t.msg.Source)
 		f.mu.Lock()
 		f.told[t.msg.Tag] = t.msg.SessionID
+		f.pruneToldLocked() // the binding may have taken the switch already
 		f.mu.Unlock()
 	}
 	if again {

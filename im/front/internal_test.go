@@ -465,3 +465,74 @@ func TestWithheldNamesWhatChildEnvKeepsFromTmux(t *testing.T) {
 		t.Errorf("nothing withheld, yet %q", got)
 	}
 }
+
+// told (the session each binding was last told of) holds at most one entry
+// per followed window: an entry goes once the binding took the switch or
+// stopped following the window, so it does not grow by one for every
+// switch for the life of the daemon.
+func TestFollowerForgetsWhatItToldOnceItCannotMatter(t *testing.T) {
+	rec := &recorder{}
+	f := startFollower(t, rec)
+	dir := t.TempDir()
+	told := func() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.told) }
+	changes := func() int { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.changes) }
+	const windows, switches = 5, 4
+	for w := range windows {
+		tag := fmt.Sprintf("thatch:tg:1:%d:1", w)
+		session := func(n int) string { return fmt.Sprintf("s-%d-%d", w, n) }
+		path := func(n int) string { return filepath.Join(dir, session(n)+".jsonl") }
+		f.Follow("b1", path(0), "claude", 0, tag, session(0))
+		for n := 1; n <= switches; n++ {
+			before := changes()
+			if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: session(n), TranscriptPath: path(n), Agent: "claude", Source: "clear"}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the binding told of "+session(n), func() bool {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return changes() == before+1 && f.told[tag] == session(n)
+			})
+			if got := told(); got != 1 {
+				t.Fatalf("window %d, switch %d: told holds %d entries while one switch is pending", w, n, got)
+			}
+			// The binding takes the switch, as its effects do: it follows
+			// the new transcript, then stops following the old one.
+			f.Follow("b1", path(n), "claude", 0, tag, session(n))
+			f.Stop(path(n - 1))
+			if got := told(); got != 0 {
+				t.Fatalf("window %d, switch %d: told holds %d entries after the binding took the switch", w, n, got)
+			}
+		}
+		f.Stop(path(switches)) // the thread is unbound
+	}
+	if got := changes(); got != windows*switches {
+		t.Errorf("told %d switches, want %d", got, windows*switches)
+	}
+}
+
+// A binding that moved on by itself (a session picked in the chat) and
+// whose agent then goes back to a session it was told of before (/resume)
+// is told of it again.
+func TestFollowerTellsASwitchBackToASessionToldOfBefore(t *testing.T) {
+	rec := &recorder{}
+	f := startFollower(t, rec)
+	dir := t.TempDir()
+	const tag, s1, s2, s3 = "thatch:tg:1:2:1", "s-1", "s-2", "s-3"
+	path := func(s string) string { return filepath.Join(dir, s+".jsonl") }
+	changes := func() int { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.changes) }
+	f.Follow("b1", path(s1), "claude", 0, tag, s1)
+	if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: s2, TranscriptPath: path(s2), Agent: "claude", Source: "clear"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the binding told of "+s2, func() bool { return changes() == 1 })
+	f.Follow("b1", path(s2), "claude", 0, tag, s2)
+	f.Stop(path(s1))
+	// The user picks s3 in the chat: the binding follows it, and the hook
+	// map is not written (the binding itself switched).
+	f.Follow("b1", path(s3), "claude", 0, tag, s3)
+	f.Stop(path(s2))
+	if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: s2, TranscriptPath: path(s2), Agent: "claude", Source: "resume"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the binding told of "+s2+" again", func() bool { return changes() == 2 })
+}
