@@ -14,10 +14,10 @@ import (
 func (f *Family) Apply(s *State, ev any) *State {
 	switch e := ev.(type) {
 	case *messages.FamilyHostSeen:
-		s.Host = e.Host
+		// An older thatch's record of the host, which the registry owns:
+		// nothing to replay.
 	case *messages.FamilyParentCreated:
-		s.Created = true
-		s.Directory = e.Directory
+		s.Created = true // an older thatch's Directory is the registry's
 	case *messages.FamilyChildRecorded:
 		if _, ok := s.Children[e.ChildID]; !ok {
 			kind := ChildTask
@@ -130,7 +130,7 @@ func (f *Family) Apply(s *State, ev any) *State {
 			c.Finishing = false
 		}
 	case *messages.FamilyParentDeleted:
-		*s = State{ID: s.ID, Host: s.Host, Directory: s.Directory, Created: s.Created, Deleted: true, LastSeq: s.LastSeq}
+		*s = State{ID: s.ID, Created: s.Created, Deleted: true, LastSeq: s.LastSeq}
 	case *messages.FamilyDeletionNoted:
 		s.DeletionNoted = true
 	}

@@ -27,6 +27,15 @@
 //   - the flags: extracting (and which child), compacting, an armed
 //     /thatch/compact or /thatch/exit wrap-up.
 //
+// The host and directory a family lives on are the registry's facts too:
+// the family keeps neither, and its effects name no host (their Host is
+// left empty, but for the start reminder's, which names the host of the
+// session.created it answers). The front end sends each effect to the host
+// the registry records for the family that released it. Events of an
+// older thatch that carried a host or a directory (FamilyHostSeen,
+// FamilyParentCreated.Directory) still decode, and replay ignores what
+// they say of them.
+//
 // Every interaction the family buffered is at any moment pending, accepted
 // under exactly one claim, completed, taken with the deleted parent, or
 // dropped on overflow. Only a claim's own fetcher completes it; the one

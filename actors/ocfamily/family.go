@@ -262,26 +262,7 @@ func (d *decider) effect(e any) {
 
 // warn shows the user a warning toast on the family's host.
 func (d *decider) warn(msg string) {
-	d.effect(&messages.ShowToast{Host: d.s.Host, Title: "thatch", Message: msg, Variant: "warning"})
-}
-
-// seeHost records the host the family's stream events come from: effects
-// go there. (A family that moved to a new host resumes its lost calls when
-// the router reconciles it with that host.)
-func (d *decider) seeHost(host string) {
-	if host != "" && host != d.s.Host {
-		d.emit(&messages.FamilyHostSeen{Host: host})
-	}
-}
-
-// seePluginHost records the host a plugin call names, only for a family
-// that knows none yet: the plugin names its server, which may be watched
-// under another name, and must not pull the family's effects away from
-// the connection its stream events come from.
-func (d *decider) seePluginHost(host string) {
-	if d.s.Host == "" {
-		d.seeHost(host)
-	}
+	d.effect(&messages.ShowToast{Title: "thatch", Message: msg, Variant: "warning"})
 }
 
 // buffered reports whether a call of tool is kept for extraction: thatch's
@@ -324,7 +305,6 @@ func (d *decider) toolExecuted(m *messages.ToolExecuted) {
 	if in.ID != "" && d.s.holds(in.SessionID, in.ID) {
 		return // a redelivered call
 	}
-	d.seePluginHost(m.Host)
 	var dropped []uint64
 	for i := 0; len(buf)-i >= d.f.cfg.BufferLimit; i++ {
 		dropped = append(dropped, buf[i].Seq)
@@ -363,15 +343,15 @@ func (d *decider) created(m *messages.SessionCreated) {
 		if m.SessionID != s.ID || s.Created {
 			return
 		}
-		d.seeHost(m.Host)
-		d.emit(&messages.FamilyParentCreated{Directory: m.Directory})
-		d.effect(&messages.SendStartReminder{Host: d.s.Host, SessionID: s.ID, Directory: m.Directory})
+		d.emit(&messages.FamilyParentCreated{})
+		// The registry names the host; the event's own is at hand too, for
+		// when the registry could not record it.
+		d.effect(&messages.SendStartReminder{Host: m.Host, SessionID: s.ID, Directory: m.Directory})
 		return
 	}
 	if m.SessionID == s.ID || m.SessionID == "" || s.Children[m.SessionID] != nil {
 		return
 	}
-	d.seeHost(m.Host)
 	d.emit(&messages.FamilyChildRecorded{ChildID: m.SessionID, Title: m.Title, Extraction: m.Title == ExtractionTitle})
 }
 
@@ -441,7 +421,6 @@ func (d *decider) memoryWritten(m *messages.MemoryWritten) {
 
 func (d *decider) idle(m *messages.SessionIdle) {
 	if m.SessionID == d.s.ID {
-		d.seeHost(m.Host)
 		d.parentIdle()
 		return
 	}
@@ -457,7 +436,7 @@ func (d *decider) parentIdle() {
 		// A check still running is started over: its stale window runs
 		// again, and only this fetch's answer counts.
 		d.emit(&messages.FamilyWrapUpCheckStarted{At: d.now})
-		d.effect(&messages.FetchMessages{Host: d.s.Host, SessionID: d.s.ID, Check: d.s.Checks})
+		d.effect(&messages.FetchMessages{SessionID: d.s.ID, Check: d.s.Checks})
 		return
 	}
 	d.normalIdle()
@@ -473,7 +452,7 @@ func (d *decider) normalIdle() {
 		return
 	}
 	d.emit(&messages.FamilyExtractionStarted{At: d.now})
-	d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
+	d.effect(&messages.CreateChildSession{ParentID: s.ID, Title: ExtractionTitle})
 }
 
 // giveUpStaleExtraction ends an extraction that cannot be waited for any
@@ -507,7 +486,7 @@ func (d *decider) giveUpStaleExtraction() {
 	}
 	d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child hangs"})
 	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "hangs"})
-	d.effect(&messages.DeleteSession{Host: d.s.Host, SessionID: id})
+	d.effect(&messages.DeleteSession{SessionID: id})
 }
 
 // giveUpLostCheck ends a wrap-up check whose messages never came within
@@ -571,7 +550,6 @@ func (d *decider) childIdle(id string, fired bool) {
 	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "idle"})
 	if !metrics.zero() {
 		d.effect(&messages.ShowToast{
-			Host:    d.s.Host,
 			Title:   "thatch",
 			Message: fmt.Sprintf("memories saved: %d new, %d updated, %d deleted", metrics.New, metrics.Updated, metrics.Deleted),
 			Variant: "success",
@@ -580,7 +558,7 @@ func (d *decider) childIdle(id string, fired bool) {
 	if cancel {
 		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 	}
-	d.effect(&messages.DeleteSession{Host: d.s.Host, SessionID: id})
+	d.effect(&messages.DeleteSession{SessionID: id})
 }
 
 // errored handles session.error of a child. A parent's own errors change
@@ -612,7 +590,7 @@ func (d *decider) errored(m *messages.SessionErrored) {
 	if kind == ChildExtraction {
 		// An errored extractor is done for: delete it, or the next
 		// extraction's create-or-reuse check would prompt it again.
-		d.effect(&messages.DeleteSession{Host: d.s.Host, SessionID: id})
+		d.effect(&messages.DeleteSession{SessionID: id})
 	}
 }
 
@@ -696,7 +674,6 @@ func (d *decider) command(m *messages.CommandExecuting) {
 	default:
 		return
 	}
-	d.seePluginHost(m.Host)
 	d.emit(&messages.FamilyWrapUpArmed{Kind: kind, Token: token})
 }
 
@@ -731,7 +708,7 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 		case WrapUpCompact:
 			d.emit(&messages.FamilyCompactionStarted{})
 			d.emit(&messages.FamilyWrapUpDisarmed{Cause: "compact greenlit"})
-			d.effect(&messages.CompactSession{Host: s.Host, SessionID: s.ID})
+			d.effect(&messages.CompactSession{SessionID: s.ID})
 		case WrapUpExit:
 			d.emit(&messages.FamilyWrapUpDisarmed{Cause: "exit greenlit"})
 			d.emit(&messages.FamilyExitGreenlit{At: d.now})
@@ -749,7 +726,7 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 // exitEffects has the session's host close it.
 func (d *decider) exitEffects() {
 	s := d.s
-	d.effect(&messages.ExitSession{Host: s.Host, SessionID: s.ID})
+	d.effect(&messages.ExitSession{SessionID: s.ID})
 }
 
 // exitIssued ends a greenlit exit once its close went to the host. A close
@@ -816,7 +793,7 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 			d.emit(&messages.FamilyFinishCancelled{ChildID: m.ChildID})
 			d.effect(&actors.CancelTimer{Name: finishTimerPrefix + m.ChildID})
 		}
-		d.effect(&messages.PromptSession{Host: s.Host, SessionID: m.ChildID, Text: extractionPrompt(s.ID)})
+		d.effect(&messages.PromptSession{SessionID: m.ChildID, Text: extractionPrompt(s.ID)})
 		return
 	}
 	// An extraction child nobody waits for (a create repeated after a
@@ -827,7 +804,7 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 		}
 		d.emit(&messages.FamilyChildCleared{ChildID: m.ChildID, Cause: "unused extraction child"})
 	}
-	d.effect(&messages.DeleteSession{Host: s.Host, SessionID: m.ChildID})
+	d.effect(&messages.DeleteSession{SessionID: m.ChildID})
 }
 
 // reconciled compares the journal's children with the host's list after a
@@ -837,7 +814,6 @@ func (d *decider) reconciled(m *messages.FamilyReconciled) {
 		d.parentDeleted()
 		return
 	}
-	d.seeHost(m.Host)
 	if !d.s.ExitingSince.IsZero() {
 		// A greenlit exit whose close did not go out: the host is back.
 		if d.exitDue() {
@@ -922,10 +898,10 @@ func (d *decider) tick(m *actors.Tick) {
 func (d *decider) resume() {
 	s := d.s
 	if s.Extracting && s.ExtractionChild == "" {
-		d.effect(&messages.CreateChildSession{Host: s.Host, ParentID: s.ID, Title: ExtractionTitle})
+		d.effect(&messages.CreateChildSession{ParentID: s.ID, Title: ExtractionTitle})
 	}
 	if s.WrapUp != nil && s.WrapUp.Checking {
-		d.effect(&messages.FetchMessages{Host: s.Host, SessionID: s.ID, Check: s.Checks})
+		d.effect(&messages.FetchMessages{SessionID: s.ID, Check: s.Checks})
 	}
 }
 

@@ -145,7 +145,7 @@ func TestSessionCreated(t *testing.T) {
 		{
 			name:   "a child is recorded as a task sub-agent and gets no reminder",
 			msg:    taskChild(task),
-			events: []string{"host_seen", "child_recorded"},
+			events: []string{"child_recorded"},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if c := s.Children[task]; c == nil || c.Kind != ChildTask {
 					t.Errorf("child record %+v", c)
@@ -393,8 +393,8 @@ func TestChildIdle(t *testing.T) {
 			msg:    idle(ext),
 			events: []string{"extraction_stopped", "child_cleared"},
 			effects: []any{
-				&messages.ShowToast{Host: host, Title: "thatch", Message: "memories saved: 2 new, 1 updated, 0 deleted", Variant: "success"},
-				&messages.DeleteSession{Host: host, SessionID: ext},
+				&messages.ShowToast{Title: "thatch", Message: "memories saved: 2 new, 1 updated, 0 deleted", Variant: "success"},
+				&messages.DeleteSession{SessionID: ext},
 			},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if s.Extracting || s.Children[ext] != nil {
@@ -409,7 +409,7 @@ func TestChildIdle(t *testing.T) {
 			msg:    idle(ext),
 			events: []string{"claim_completed", "extraction_stopped", "child_cleared"},
 			// nothing written: no toast
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
+			effects: []any{&messages.DeleteSession{SessionID: ext}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if len(s.Claims) != 0 {
 					t.Errorf("claims %v", s.Claims)
@@ -421,7 +421,7 @@ func TestChildIdle(t *testing.T) {
 			setup:   append(startExtraction(ext), taskChild(task), fetch(task, "")),
 			msg:     idle(ext),
 			events:  []string{"extraction_stopped", "child_cleared"},
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
+			effects: []any{&messages.DeleteSession{SessionID: ext}},
 			check:   func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "task claim", claimIDs(s, task), "c0") },
 		},
 		{
@@ -451,7 +451,7 @@ func TestChildIdle(t *testing.T) {
 }
 
 func TestParentIdle(t *testing.T) {
-	create := &messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle}
+	create := &messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle}
 	runCases(t, []decideCase{
 		{
 			name:    "pending work starts an extraction",
@@ -465,7 +465,7 @@ func TestParentIdle(t *testing.T) {
 				}
 			},
 		},
-		{name: "nothing pending, nothing to do", msg: idle(parent), events: []string{"host_seen"}},
+		{name: "nothing pending, nothing to do", msg: idle(parent), events: []string{}},
 		{name: "not while extracting", setup: []any{tool(parent, "c1"), idle(parent), tool(parent, "c2")}, msg: idle(parent), events: []string{}},
 		{
 			name:   "not while compacting",
@@ -481,7 +481,7 @@ func TestParentIdle(t *testing.T) {
 			events:     []string{"extraction_child_attached"},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				p := effectsOf[messages.PromptSession](d.Effects)
-				if len(p) != 1 || len(d.Effects) != 1 || p[0].SessionID != ext || p[0].NoReply || p[0].Host != host {
+				if len(p) != 1 || len(d.Effects) != 1 || p[0].SessionID != ext || p[0].NoReply {
 					t.Fatalf("effects %s", show(d.Effects))
 				}
 				for _, want := range []string{"thatch-fact-extractor", "thatch_get_extraction_payload", `"` + parent + `"`, "memory_remember", "thatch_extraction_done", "even if you saved nothing"} {
@@ -522,7 +522,7 @@ func TestParentIdle(t *testing.T) {
 			setup:   []any{tool(parent, "c1"), idle(parent), childOK(ext)},
 			msg:     childOK(ext2),
 			events:  []string{},
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext2}},
+			effects: []any{&messages.DeleteSession{SessionID: ext2}},
 		},
 		{
 			name:   "a create answer naming a task child never deletes it",
@@ -536,7 +536,7 @@ func TestParentIdle(t *testing.T) {
 				reconciled(true, hs(ext, ExtractionTitle, false))},
 			msg:     childOK(ext),
 			events:  []string{"extraction_child_attached", "finish_cancelled"},
-			effects: []any{&actors.CancelTimer{Name: "finish:" + ext}, &messages.PromptSession{Host: host, SessionID: ext, Text: extractionPrompt(parent)}},
+			effects: []any{&actors.CancelTimer{Name: "finish:" + ext}, &messages.PromptSession{SessionID: ext, Text: extractionPrompt(parent)}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if s.Children[ext].Finishing || s.ExtractionChild != ext {
 					t.Errorf("child %+v attached %q", s.Children[ext], s.ExtractionChild)
@@ -577,7 +577,7 @@ func TestParentIdle(t *testing.T) {
 			// extractor has run for the whole window: it is deleted and a
 			// new one asked for.
 			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared", "extraction_started"},
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext2}, create},
+			effects: []any{&messages.DeleteSession{SessionID: ext2}, create},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c1", "c2")
 				if len(s.Claims) != 0 {
@@ -590,7 +590,7 @@ func TestParentIdle(t *testing.T) {
 			setup:   append(startExtraction(ext), fetch(ext, ""), tool(parent, "c1"), tool(ext, "own"), advance(15*time.Minute)),
 			msg:     idle(parent),
 			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared", "extraction_started"},
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}, create},
+			effects: []any{&messages.DeleteSession{SessionID: ext}, create},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1")
 				if s.Children[ext] != nil || len(s.Claims) != 0 {
@@ -654,7 +654,7 @@ func TestChildError(t *testing.T) {
 			setup:   append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), tool(parent, "c2"), extChild(ext2), fetch(ext2, ""), tool(ext, "own")),
 			msg:     errored(ext),
 			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
+			effects: []any{&messages.DeleteSession{SessionID: ext}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1")
 				wantIDs(t, "other claim", claimIDs(s, ext2), "c2")
@@ -668,7 +668,7 @@ func TestChildError(t *testing.T) {
 			setup:   append(startExtraction(ext), tool(parent, "c1"), fetch(parent, ""), tool(parent, "c2"), extChild(ext2), fetch(ext2, "")),
 			msg:     errored(ext),
 			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
+			effects: []any{&messages.DeleteSession{SessionID: ext}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1", "c2")
 				if len(s.Claims) != 0 {
@@ -712,7 +712,7 @@ func TestSessionDeleted(t *testing.T) {
 			setup:   append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), deletedMsg(ext)),
 			msg:     idle(parent),
 			events:  []string{"extraction_started"},
-			effects: []any{&messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle}},
+			effects: []any{&messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle}},
 			check:   func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1") },
 		},
 		{
@@ -821,26 +821,26 @@ func TestCompacted(t *testing.T) {
 			name:    "after a refused compaction an idle extracts again",
 			setup:   []any{tool(parent, "c1"), command("thatch/compact"), idle(parent), fetched("THATCH_COMPACT_READY"), &messages.SessionCompactIssued{SessionID: parent, Err: "503"}},
 			msg:     idle(parent),
-			effects: []any{&messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle}},
+			effects: []any{&messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle}},
 		},
 		{
 			name:    "after which an idle extracts again",
 			setup:   []any{tool(parent, "c1"), command("thatch/compact"), idle(parent), fetched("THATCH_COMPACT_READY"), &messages.SessionCompactIssued{SessionID: parent}, &messages.SessionCompacted{Host: host, SessionID: parent}},
 			msg:     idle(parent),
-			effects: []any{&messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle}},
+			effects: []any{&messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle}},
 		},
 	})
 }
 
 func TestWrapUp(t *testing.T) {
-	fetchMsgs := &messages.FetchMessages{Host: host, SessionID: parent, Check: 1}
-	create := &messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle}
+	fetchMsgs := &messages.FetchMessages{SessionID: parent, Check: 1}
+	create := &messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle}
 	armedIdle := func(cmd string) []any { return []any{tool(parent, "c1"), command(cmd), idle(parent)} }
 	runCases(t, []decideCase{
 		{
 			name:   "/thatch/compact arms with its token",
 			msg:    command("thatch/compact"),
-			events: []string{"host_seen", "wrapup_armed"},
+			events: []string{"wrapup_armed"},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if s.WrapUp == nil || s.WrapUp.Kind != WrapUpCompact || s.WrapUp.Token != TokenCompact {
 					t.Errorf("wrap-up %+v", s.WrapUp)
@@ -869,7 +869,7 @@ func TestWrapUp(t *testing.T) {
 			setup:   armedIdle("thatch/compact"),
 			msg:     fetched("Checklist done.\n  THATCH_COMPACT_READY  \n"),
 			events:  []string{"compaction_started", "wrapup_disarmed"},
-			effects: []any{&messages.CompactSession{Host: host, SessionID: parent}},
+			effects: []any{&messages.CompactSession{SessionID: parent}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if !s.Compacting || s.WrapUp != nil || s.Extracting {
 					t.Errorf("compacting %v wrap-up %+v extracting %v", s.Compacting, s.WrapUp, s.Extracting)
@@ -882,7 +882,7 @@ func TestWrapUp(t *testing.T) {
 			msg:    fetched("All saved.\nTHATCH_EXIT_READY"),
 			events: []string{"wrapup_disarmed", "exit_greenlit"},
 			effects: []any{
-				&messages.ExitSession{Host: host, SessionID: parent},
+				&messages.ExitSession{SessionID: parent},
 				&actors.StartTimer{Name: exitTimer, After: 2 * time.Minute},
 			},
 		},
@@ -925,7 +925,7 @@ func TestWrapUp(t *testing.T) {
 			setup:   append(armedIdle("thatch/exit"), fetched("not yet")),
 			msg:     idle(parent),
 			events:  []string{"wrapup_check_started"},
-			effects: []any{&messages.FetchMessages{Host: host, SessionID: parent, Check: 2}},
+			effects: []any{&messages.FetchMessages{SessionID: parent, Check: 2}},
 		},
 		{
 			name:   "a late answer for an earlier check does not end the running one",
@@ -1021,7 +1021,7 @@ func TestRecovery(t *testing.T) {
 		}
 		// The effect never ran: the process died after the fsync.
 		d = f.crash()
-		wantEffects(t, d.Effects, &messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle})
+		wantEffects(t, d.Effects, &messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle})
 		if len(d.Events) != 0 || !f.s.Extracting {
 			t.Errorf("events %v extracting %v", eventNames(d.Events), f.s.Extracting)
 		}
@@ -1038,7 +1038,7 @@ func TestRecovery(t *testing.T) {
 		f := newFam(t, Config{})
 		f.sendAll(command("thatch/exit"), idle(parent))
 		d := f.crash()
-		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent, Check: 1})
+		wantEffects(t, d.Effects, &messages.FetchMessages{SessionID: parent, Check: 1})
 		d = f.send(fetched("THATCH_EXIT_READY"))
 		if len(effectsOf[messages.ExitSession](d.Effects)) != 1 {
 			t.Errorf("effects %s", show(d.Effects))
@@ -1052,7 +1052,7 @@ func TestRecovery(t *testing.T) {
 			t.Fatalf("on Recovered: events %v effects %s", eventNames(d.Events), show(d.Effects))
 		}
 		d := f.send(reconciled(true))
-		wantEffects(t, d.Effects, &messages.CreateChildSession{Host: host, ParentID: parent, Title: ExtractionTitle})
+		wantEffects(t, d.Effects, &messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle})
 		f.send(childOK(ext))
 		if d := f.send(reconciled(true, hs(ext, ExtractionTitle, true))); len(d.Effects) != 0 {
 			t.Errorf("a reconcile after the child exists re-issued %s", show(d.Effects))
@@ -1066,7 +1066,7 @@ func TestRecovery(t *testing.T) {
 		}
 		// The check starts over: its stale window runs from now.
 		d := f.send(reconciled(true))
-		wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent, Check: 2})
+		wantEffects(t, d.Effects, &messages.FetchMessages{SessionID: parent, Check: 2})
 		if !f.s.WrapUp.CheckingSince.Equal(f.now) {
 			t.Errorf("check since %v, want now", f.s.WrapUp.CheckingSince)
 		}
@@ -1079,23 +1079,24 @@ func TestRecovery(t *testing.T) {
 		f := newFam(t, Config{})
 		f.sendAll(tool(parent, "c1"), idle(parent))
 		f.restart() // the old host never comes back
-		// A plugin call naming another server name moves nothing.
+		// A plugin call naming another server name re-issues nothing.
 		byPlugin := tool(parent, "c2")
 		byPlugin.Host = "h2"
-		if d := f.send(byPlugin); len(d.Effects) != 0 || f.s.Host != host {
-			t.Fatalf("a plugin call moved the family to %q: %s", f.s.Host, show(d.Effects))
+		if d := f.send(byPlugin); len(d.Effects) != 0 {
+			t.Fatalf("a plugin call re-issued %s", show(d.Effects))
 		}
-		// The router reconciles the family with the host its stream
-		// events now come from.
+		// The registry reconciles the family with the host its stream
+		// events now come from (and records that host: the family does
+		// not).
 		d := f.send(&messages.FamilyReconciled{Host: "h2", Present: true, Parent: messages.HostSession{SessionID: parent}})
 		// The create is asked again now: its stale window restarts.
-		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"host_seen", "extraction_started"}) {
+		if names := eventNames(d.Events); !reflect.DeepEqual(names, []string{"extraction_started"}) {
 			t.Errorf("events %v", names)
 		}
-		wantEffects(t, d.Effects, &messages.CreateChildSession{Host: "h2", ParentID: parent, Title: ExtractionTitle})
+		wantEffects(t, d.Effects, &messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle})
 	})
 	exitEffects := []any{
-		&messages.ExitSession{Host: host, SessionID: parent},
+		&messages.ExitSession{SessionID: parent},
 	}
 	greenlit := func(t *testing.T) *fam {
 		f := newFam(t, Config{})
@@ -1223,7 +1224,7 @@ func TestReconciled(t *testing.T) {
 			setup:   append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), reconciled(true, hs(ext, ExtractionTitle, false))),
 			msg:     &actors.Tick{Name: "finish:" + ext},
 			events:  []string{"claim_completed", "extraction_stopped", "child_cleared"},
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
+			effects: []any{&messages.DeleteSession{SessionID: ext}},
 		},
 		{
 			name:   "a tick for a child that is no longer recorded does nothing",
@@ -1368,7 +1369,6 @@ func TestStatus(t *testing.T) {
 	got := f.s.Status()
 	want := StatusView{
 		SessionID:       parent,
-		Host:            host,
 		Pending:         1,
 		Accepted:        3,
 		Claims:          map[string]int{ext: 3},
@@ -1464,7 +1464,7 @@ func TestStaleSweepGivesUpLostHostCalls(t *testing.T) {
 		{
 			name: "a hung extractor", setup: append(startExtraction(ext), fetch(ext, "")),
 			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
-			effects: []any{&messages.DeleteSession{Host: host, SessionID: ext}},
+			effects: []any{&messages.DeleteSession{SessionID: ext}},
 			after: func(t *testing.T, f *fam) {
 				wantIDs(t, "pending", callIDs(f.s.Pending), "c0")
 			},
@@ -1477,7 +1477,7 @@ func TestStaleSweepGivesUpLostHostCalls(t *testing.T) {
 				}
 				// The next idle checks again, as a new check.
 				d := f.send(idle(parent))
-				wantEffects(t, d.Effects, &messages.FetchMessages{Host: host, SessionID: parent, Check: 2})
+				wantEffects(t, d.Effects, &messages.FetchMessages{SessionID: parent, Check: 2})
 			},
 		},
 	} {

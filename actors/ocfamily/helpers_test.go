@@ -236,6 +236,30 @@ func effectsOf[T any](effects []any) []*T {
 	return out
 }
 
+// effectHost is the host a host effect names. The family names none: the
+// front end sends an effect to the host the registry records for the
+// family. The start reminder alone names the host of the session.created
+// it answers, for when the registry could not record one.
+func effectHost(e any) string {
+	switch e := e.(type) {
+	case *messages.CreateChildSession:
+		return e.Host
+	case *messages.PromptSession:
+		return e.Host
+	case *messages.DeleteSession:
+		return e.Host
+	case *messages.ShowToast:
+		return e.Host
+	case *messages.FetchMessages:
+		return e.Host
+	case *messages.CompactSession:
+		return e.Host
+	case *messages.ExitSession:
+		return e.Host
+	}
+	return ""
+}
+
 func wantIDs(t *testing.T, what string, got []string, want ...string) {
 	t.Helper()
 	if want == nil {

@@ -88,6 +88,16 @@ func (w *world) deliver(t *rapid.T, msg any) actors.Decision {
 	}
 	w.checkEvents(t, prev, d.Events)
 	for _, ev := range d.Events {
+		if _, ok := ev.(*messages.FamilyHostSeen); ok {
+			t.Fatalf("Decide(%T) journaled a host: the registry owns it", msg)
+		}
+	}
+	for _, e := range d.Effects {
+		if h := effectHost(e); h != "" {
+			t.Fatalf("Decide(%T) released %T naming host %q: the front end asks the registry", msg, e, h)
+		}
+	}
+	for _, ev := range d.Events {
 		name, _ := messages.TypeName(ev)
 		if c, ok := ev.(*messages.FamilyClaimCompleted); ok {
 			name += "/" + c.Cause
@@ -427,18 +437,14 @@ func (w *world) newActions() map[string]action {
 		"toolChild":  {3, func(t *rapid.T) { toolCall(t, w.pickChild(t, "session")) }},
 		"pluginNamesAnotherHost": {1, func(t *rapid.T) {
 			// The plugin names its server, which may be watched under
-			// another name: the family keeps its host and re-issues
-			// nothing.
-			id, had := w.id("call"), w.s.Host
+			// another name: the family re-issues nothing.
+			id := w.id("call")
 			d := w.deliver(t, &messages.ToolExecuted{Host: w.id("h-plugin"), Interaction: messages.Interaction{
 				ID: id, SessionID: parent, Tool: "bash", Output: "o",
 			}})
 			w.m.tool(parent, id, "bash")
 			if len(effectsOf[messages.CreateChildSession](d.Effects))+len(effectsOf[messages.FetchMessages](d.Effects)) > 0 {
 				t.Fatalf("a plugin call re-issued %s", show(d.Effects))
-			}
-			if had != "" && w.s.Host != had {
-				t.Fatalf("a plugin call moved the family from %q to %q", had, w.s.Host)
 			}
 		}},
 		"parentCreated": {1, func(t *rapid.T) {
@@ -663,7 +669,7 @@ func (w *world) newActions() map[string]action {
 			w.m.giveUpLostCheck(w.now)
 			var want []any
 			if abandoned != "" {
-				want = append(want, &messages.DeleteSession{Host: w.s.Host, SessionID: abandoned})
+				want = append(want, &messages.DeleteSession{SessionID: abandoned})
 			}
 			if !reflect.DeepEqual(d.Effects, want) {
 				t.Fatalf("a stale sweep issued %s, want %s", show(d.Effects), show(want))

@@ -96,10 +96,12 @@ type WrapUp struct {
 // State is everything a family knows. It is journaled as events and
 // snapshotted whole; Apply is its only writer.
 type State struct {
-	// ID is the parent (top-level) session id.
-	ID        string `json:"id"`
-	Host      string `json:"host,omitempty"`
-	Directory string `json:"directory,omitempty"`
+	// ID is the parent (top-level) session id. The host and directory the
+	// family lives on are the registry's (actors/ocregistry), not the
+	// family's: a family journaled by an older thatch carries them (its
+	// FamilyHostSeen events, a "host" and "directory" in its snapshot),
+	// and they are ignored on replay.
+	ID string `json:"id"`
 	// Created is true once the parent's SessionCreated was handled (the
 	// start reminder went out).
 	Created bool `json:"created,omitempty"`
@@ -209,7 +211,8 @@ func (s *State) finishing() bool {
 // StatusView is what `thatch status --json` shows of a family.
 type StatusView struct {
 	SessionID string `json:"sessionID"`
-	// Host is the opencode server the family's effects go to.
+	// Host is the opencode server the family's effects go to. The family
+	// does not know it: the front end fills it in from the registry.
 	Host     string `json:"host,omitempty"`
 	Deleted  bool   `json:"deleted,omitempty"`
 	Pending  int    `json:"pending"`
@@ -246,7 +249,6 @@ type WrapUpView struct {
 func (s *State) Status() StatusView {
 	v := StatusView{
 		SessionID:       s.ID,
-		Host:            s.Host,
 		Deleted:         s.Deleted,
 		Pending:         len(s.Pending),
 		Extracting:      s.Extracting,

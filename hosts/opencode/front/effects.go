@@ -46,7 +46,8 @@ type HostInfo struct {
 
 // handlers are the front end's effect handlers. Each effect of a family
 // runs after the effects that family released before it (the supervisor's
-// per-entity FIFO); a host call is bounded by the request timeout, and a
+// per-entity FIFO) on the host the registry records for the family
+// (familyHost); a host call is bounded by the request timeout, and a
 // result message goes back to the family.
 func (o *FrontEnd) handlers() []supervisor.Handler {
 	return []supervisor.Handler{
@@ -79,6 +80,19 @@ func (o *FrontEnd) host(name string) (HostInfo, error) {
 	return HostInfo{}, fmt.Errorf("%w: %q", errNotConnected, name)
 }
 
+// familyHost is the host an effect of the family from goes to: the one the
+// registry records for the family, which owns that fact (the family names
+// no host). named, the host the effect names, serves only when the
+// registry records none: the start reminder names the host of the
+// session.created it answers, in case that host could not be recorded.
+func (o *FrontEnd) familyHost(from actors.Identity, named string) (HostInfo, error) {
+	name := o.dir.hostOf(from.ID)
+	if name == "" {
+		name = named
+	}
+	return o.host(name)
+}
+
 var errNotConnected = errors.New("front: host is not connected")
 
 func (o *FrontEnd) effectLog(from actors.Identity, eff any) hclog.Logger {
@@ -89,7 +103,7 @@ func (o *FrontEnd) createChild(ctx context.Context, from actors.Identity, e *mes
 	ctx, cancel := o.call(ctx)
 	defer cancel()
 	res := &messages.ChildSessionCreated{ParentID: e.ParentID}
-	h, err := o.host(e.Host)
+	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		// A repeat after a crash must not make a second child.
 		var s opencode.Session
@@ -117,7 +131,7 @@ func (o *FrontEnd) createChild(ctx context.Context, from actors.Identity, e *mes
 func (o *FrontEnd) prompt(ctx context.Context, from actors.Identity, e *messages.PromptSession) any {
 	ctx, cancel := o.call(ctx)
 	defer cancel()
-	h, err := o.host(e.Host)
+	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		if e.NoReply {
 			err = h.Client.PromptNoReply(ctx, e.SessionID, e.Text)
@@ -134,7 +148,7 @@ func (o *FrontEnd) prompt(ctx context.Context, from actors.Identity, e *messages
 func (o *FrontEnd) startReminder(ctx context.Context, from actors.Identity, e *messages.SendStartReminder) any {
 	ctx, cancel := o.call(ctx)
 	defer cancel()
-	h, err := o.host(e.Host)
+	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		if h.API == config.APIV2 {
 			o.effectLog(from, e).Debug("start reminder skipped: the v2 API drops noReply prompts", "session", e.SessionID)
@@ -151,7 +165,7 @@ func (o *FrontEnd) startReminder(ctx context.Context, from actors.Identity, e *m
 func (o *FrontEnd) deleteSession(ctx context.Context, from actors.Identity, e *messages.DeleteSession) any {
 	ctx, cancel := o.call(ctx)
 	defer cancel()
-	h, err := o.host(e.Host)
+	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		err = h.Client.DeleteSession(ctx, e.SessionID)
 	}
@@ -164,7 +178,7 @@ func (o *FrontEnd) deleteSession(ctx context.Context, from actors.Identity, e *m
 func (o *FrontEnd) toast(ctx context.Context, from actors.Identity, e *messages.ShowToast) any {
 	ctx, cancel := o.call(ctx)
 	defer cancel()
-	h, err := o.host(e.Host)
+	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		err = h.Client.ShowToast(ctx, e.Title, e.Message, e.Variant)
 	}
@@ -174,11 +188,11 @@ func (o *FrontEnd) toast(ctx context.Context, from actors.Identity, e *messages.
 	return nil
 }
 
-func (o *FrontEnd) fetchMessages(ctx context.Context, _ actors.Identity, e *messages.FetchMessages) any {
+func (o *FrontEnd) fetchMessages(ctx context.Context, from actors.Identity, e *messages.FetchMessages) any {
 	ctx, cancel := o.call(ctx)
 	defer cancel()
 	res := &messages.MessagesFetched{SessionID: e.SessionID, Check: e.Check}
-	h, err := o.host(e.Host)
+	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		var msgs []opencode.Message
 		msgs, err = h.Client.Messages(ctx, e.SessionID)
@@ -191,7 +205,7 @@ func (o *FrontEnd) fetchMessages(ctx context.Context, _ actors.Identity, e *mess
 func (o *FrontEnd) compact(ctx context.Context, from actors.Identity, e *messages.CompactSession) any {
 	ctx, cancel := o.call(ctx)
 	defer cancel()
-	h, err := o.host(e.Host)
+	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		if c, ok := h.Client.(interface {
 			Compact(ctx context.Context, sessionID string) error
@@ -211,7 +225,7 @@ func (o *FrontEnd) compact(ctx context.Context, from actors.Identity, e *message
 func (o *FrontEnd) exit(ctx context.Context, from actors.Identity, e *messages.ExitSession) any {
 	ctx, cancel := o.call(ctx)
 	defer cancel()
-	h, err := o.host(e.Host)
+	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		err = h.Client.PublishTUICommand(ctx, "app.exit")
 	}

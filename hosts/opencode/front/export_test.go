@@ -60,7 +60,7 @@ func (o *FrontEnd) ReconcileHost(ctx context.Context, host string) error {
 }
 
 // Inspect returns the status view of the family entity named family (what `thatch
-// status` shows of it).
+// status` shows of it, with its host from the registry).
 func (o *FrontEnd) Inspect(family string) (any, error) {
 	if o.tree == nil {
 		return nil, errNotStarted
@@ -73,7 +73,7 @@ func (o *FrontEnd) Inspect(family string) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("front: inspect answered %T", res)
 	}
-	return in.View, nil
+	return o.withHost(in.View), nil
 }
 
 // ProjectStore is the memory store of a directory's project (its git

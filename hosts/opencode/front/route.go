@@ -44,71 +44,53 @@ func (o *FrontEnd) route(msg any) (actors.Identity, error) {
 }
 
 // learn records what a host event teaches (a child's parent, a family's
-// directory and host) and returns the message to deliver: a copy that
-// names the family's recorded host where that differs (see onHost); the
-// caller's message is never changed. A failure to record is logged and
-// never loses the event: the stream has no replay, and a lost
-// session.created is a lost start reminder.
-func (o *FrontEnd) learn(ctx context.Context, msg any) any {
+// directory and host) in the registry, which owns those facts: the family
+// keeps none of them, and its effects go to the host the registry records
+// (familyHost). A failure to record is logged and never loses the event:
+// the stream has no replay, and a lost session.created is a lost start
+// reminder.
+func (o *FrontEnd) learn(ctx context.Context, msg any) {
 	switch m := msg.(type) {
 	case *messages.SessionCreated:
-		c := *m
 		if m.ParentID != "" {
-			fam, err := o.dir.link(ctx, m.SessionID, m.ParentID)
-			if err != nil {
+			if _, err := o.dir.link(ctx, m.SessionID, m.ParentID); err != nil {
 				o.log.Error("cannot record a child's family; delivering its creation anyway", "session", m.SessionID, "parent", m.ParentID, "error", err)
-				fam = o.dir.family(m.ParentID)
 			}
-			if rec := o.dir.hostOf(fam); rec != "" && rec != m.Host && o.connected(rec) {
-				c.Host = rec // the family's connection, as for its own events
-			}
-			return &c
+			return
 		}
 		if err := o.dir.setDirectory(ctx, m.SessionID, m.Directory); err != nil {
 			o.log.Error("cannot record a session's directory; delivering its creation anyway", "session", m.SessionID, "error", err)
 		}
 		// A new session needs no reconcile: thatch sees it from the start.
-		c.Host = o.onHost(ctx, m.SessionID, m.Host, false)
-		return &c
+		o.onHost(ctx, m.SessionID, m.Host, false)
 	case *messages.SessionIdle:
-		c := *m
-		c.Host = o.onHost(ctx, m.SessionID, m.Host, true) // records the host: see onHost
-		return &c
+		o.onHost(ctx, m.SessionID, m.Host, true) // records the host: see onHost
 	case *messages.SessionErrored:
-		c := *m
-		c.Host = o.onHost(ctx, m.SessionID, m.Host, true)
-		return &c
+		o.onHost(ctx, m.SessionID, m.Host, true)
 	case *messages.SessionCompacted:
-		c := *m
-		c.Host = o.onHost(ctx, m.SessionID, m.Host, true)
-		return &c
+		o.onHost(ctx, m.SessionID, m.Host, true)
 	}
 	// Plugin calls name the server, not the directory-scoped connection
 	// whose listing a reconcile reads: they record no host.
-	return msg
 }
 
-// onHost returns the family of session and records the host it lives on,
-// so that its host's reconciles reach it: a session thatch first meets
-// through one of its stream events (it existed before the daemon started,
-// or its session.created was lost) has no host recorded, and one whose
-// opencode restarted on another port now lives on a new host. A recorded
-// host that is still watched is kept: the same server watched under two
-// names must not rewrite the record on every event. When reconcile is set
-// and the record changes, the family is reconciled with the host at once
-// (it may wait for calls its old host can no longer answer, it may have
-// children thatch did not see, or it may be a child itself), before the
-// event is delivered. Failing to record or reconcile is logged, not fatal:
-// the event must not be lost over it.
-//
-// It also returns the host the event should name to the family: the
-// recorded one. When one server is watched under two names (configured,
-// and registered by its plugin), its events arrive twice; naming one host
-// keeps the family's effects on one connection.
-func (o *FrontEnd) onHost(ctx context.Context, session, host string, reconcile bool) string {
+// onHost records the host session's family lives on, so that its host's
+// reconciles reach it and its effects go there: a session thatch first
+// meets through one of its stream events (it existed before the daemon
+// started, or its session.created was lost) has no host recorded, and one
+// whose opencode restarted on another port now lives on a new host. A
+// recorded host that is still watched is kept: when one server is watched
+// under two names (configured, and registered by its plugin), its events
+// arrive twice, and the family's effects must stay on one connection. When
+// reconcile is set and the record changes, the family is reconciled with
+// the host at once (it may wait for calls its old host can no longer
+// answer, it may have children thatch did not see, or it may be a child
+// itself), before the event is delivered. Failing to record or reconcile
+// is logged, not fatal: the event must not be lost over it.
+func (o *FrontEnd) onHost(ctx context.Context, session, host string, reconcile bool) {
 	fam := o.dir.family(session)
 	if host == "" {
-		return host
+		return
 	}
 	changed := false
 	err := o.dir.moveHost(ctx, fam, host, func(cur string) bool {
@@ -117,18 +99,13 @@ func (o *FrontEnd) onHost(ctx context.Context, session, host string, reconcile b
 	})
 	if err != nil {
 		o.log.Warn("cannot record the host of a session", "session", session, "host", host, "error", err)
-		return host
+		return
 	}
-	if !changed {
-		// This host, or another still watched: the event names that one.
-		return o.dir.hostOf(fam)
-	}
-	if reconcile {
+	if changed && reconcile {
 		// The listing may show that session is a child of a family: route
 		// reads the directory after this.
 		o.reconcileMoved(ctx, fam, host)
 	}
-	return host
 }
 
 // reconcileMoved reconciles one family with the host its events now come
@@ -160,7 +137,7 @@ func (o *FrontEnd) connected(name string) bool {
 // deliver records what msg teaches, routes it and waits until its family
 // has journaled it.
 func (o *FrontEnd) deliver(ctx context.Context, msg any) error {
-	msg = o.learn(ctx, msg)
+	o.learn(ctx, msg)
 	id, err := o.route(msg)
 	if err != nil {
 		return err

@@ -14,5 +14,19 @@ const inspectTimeout = 5 * time.Second
 // every live one, sorted by id, at most limit (0: all); a family that
 // cannot answer shows its error instead of its view.
 func (o *FrontEnd) Report(limit int) ([]any, int) {
-	return frontend.Report(o.tree, o.jr, ocfamily.KindName, "family", limit, inspectTimeout)
+	views, total := frontend.Report(o.tree, o.jr, ocfamily.KindName, "family", limit, inspectTimeout)
+	for i, v := range views {
+		views[i] = o.withHost(v)
+	}
+	return views, total
+}
+
+// withHost fills in the host of a family's status view: the registry owns
+// it, and the family's own view leaves it empty.
+func (o *FrontEnd) withHost(view any) any {
+	if v, ok := view.(ocfamily.StatusView); ok {
+		v.Host = o.dir.hostOf(v.SessionID)
+		return v
+	}
+	return view
 }

@@ -1,0 +1,126 @@
+package ocfamily
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"testing"
+
+	"github.com/thatch-run/thatch/messages"
+)
+
+// An older thatch journaled a family's host (FamilyHostSeen, on the first
+// stream event and on every move) and its parent's directory
+// (FamilyParentCreated.Directory), and snapshotted both, before the
+// registry owned them. Such a journal and such a snapshot must still read,
+// and give the state the same story gives today.
+func TestReplayOfAnOlderJournalIgnoresItsHostAndDirectory(t *testing.T) {
+	f := newFam(t, Config{})
+	f.sendAll(created(parent, "", "hello"), tool(parent, "c1"), tool(parent, "c2"), idle(parent),
+		childOK(ext), extChild(ext), taskChild(task), tool(task, "t1"), fetch(ext, ""), tool(parent, "c3"),
+		command("thatch/exit"))
+
+	// The older journal: the same events, with the host journaled before
+	// the parent's creation and again after a move, and the directory in
+	// the creation.
+	var older [][]byte
+	for i, b := range f.journal {
+		ev := decodeEvent(t, b)
+		if pc, ok := ev.(*messages.FamilyParentCreated); ok {
+			older = append(older, encodeEvent(t, &messages.FamilyHostSeen{Host: host}))
+			pc.Directory = "/repo"
+			b = encodeEvent(t, pc)
+		}
+		older = append(older, b)
+		if i == len(f.journal)/2 {
+			older = append(older, encodeEvent(t, &messages.FamilyHostSeen{Host: "h2"}))
+		}
+	}
+	want := encode(t, f.s)
+	if got := encode(t, replayOnto(t, f.k, f.k.Initial(parent), older)); !bytes.Equal(got, want) {
+		t.Fatalf("the older journal replays to\n%s\nwant\n%s", got, want)
+	}
+
+	// The older snapshot: today's state with the host and directory an
+	// older thatch wrote into it, as an envelope of the same type and
+	// version.
+	var body map[string]any
+	if err := json.Unmarshal(jsonBody(t, want), &body); err != nil {
+		t.Fatal(err)
+	}
+	body["host"], body["directory"] = "h2", "/repo"
+	oldBody, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := messages.DecodeAs[State](envelope("session.state", 1, oldBody))
+	if err != nil {
+		t.Fatalf("the older snapshot does not decode: %v", err)
+	}
+	if got := encode(t, snap); !bytes.Equal(got, want) {
+		t.Fatalf("the older snapshot decodes to\n%s\nwant\n%s", got, want)
+	}
+
+	// A tombstone made from the older snapshot by an older event.
+	tomb := replayOnto(t, f.k, snap, [][]byte{
+		encodeEvent(t, &messages.FamilyHostSeen{Host: "h3"}),
+		encodeEvent(t, &messages.FamilyParentDeleted{}),
+	})
+	f.send(&messages.FamilyReconciled{Host: host, Present: false, Parent: messages.HostSession{SessionID: parent}})
+	if got, want := encode(t, tomb), encode(t, f.s); !bytes.Equal(got, want) {
+		t.Fatalf("the tombstone is\n%s\nwant\n%s", got, want)
+	}
+}
+
+func replayOnto(t *testing.T, k *Family, s *State, journal [][]byte) *State {
+	t.Helper()
+	for _, b := range journal {
+		s = k.Apply(s, decodeEvent(t, b))
+	}
+	return s
+}
+
+func decodeEvent(t *testing.T, b []byte) any {
+	t.Helper()
+	ev, err := messages.Decode(b)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	return ev
+}
+
+func encodeEvent(t *testing.T, ev any) []byte {
+	t.Helper()
+	b, err := messages.Encode(ev)
+	if err != nil {
+		t.Fatalf("encode %T: %v", ev, err)
+	}
+	return b
+}
+
+// jsonBody is the JSON body of an envelope Encode wrote: after its format
+// byte, checksum, name and version.
+func jsonBody(t *testing.T, b []byte) []byte {
+	t.Helper()
+	rest := b[5:]
+	n, w := binary.Uvarint(rest)
+	rest = rest[w+int(n):]
+	_, w = binary.Uvarint(rest)
+	if !json.Valid(rest[w:]) {
+		t.Fatalf("no JSON body in %q", b)
+	}
+	return rest[w:]
+}
+
+// envelope writes body as Encode writes a value of type name: the format
+// byte, a CRC-32C of the rest, the name, the version, the body.
+func envelope(name string, version uint64, body []byte) []byte {
+	out := []byte{0x02, 0, 0, 0, 0}
+	out = binary.AppendUvarint(out, uint64(len(name)))
+	out = append(out, name...)
+	out = binary.AppendUvarint(out, version)
+	out = append(out, body...)
+	binary.BigEndian.PutUint32(out[1:5], crc32.Checksum(out[5:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
