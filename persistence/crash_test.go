@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 const crashKind = "crash"
@@ -111,7 +113,7 @@ func TestCrashCloneKeepsAcknowledgedEvents(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1<<32))
 	for i := range clones {
 		target := appends.Load() + 10 + rng.Int64N(200)
-		waitFor(t, fmt.Sprintf("%d appends", target), func() bool { return appends.Load() >= target })
+		testwait.Until(t, fmt.Sprintf("%d appends", target), func() bool { return appends.Load() >= target })
 		// Read the acknowledgements before cloning: each of them was
 		// synced before it was recorded, so the clone must hold it.
 		p := crashPoint{acked: make([]uint64, len(acked)), percent: []int{0, 10, 50, 100}[i%4]}

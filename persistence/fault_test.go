@@ -33,10 +33,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // walFault fails writes or syncs of the WAL once armed.
@@ -107,7 +108,7 @@ func TestWALFaultNeverAcknowledgesLostEvents(t *testing.T) {
 					}
 				})
 			}
-			waitFor(t, "every writer has 3 events acknowledged", func() bool {
+			testwait.Until(t, "every writer to have 3 events acknowledged", func() bool {
 				for w := range acked {
 					if acked[w].Load() < 3 {
 						return false
@@ -203,19 +204,6 @@ func (l *recordingLogger) fatals() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.fatal...)
-}
-
-// waitFor polls cond until it holds, failing the test after a generous
-// deadline.
-func waitFor(t tb, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // checkPrefix checks that id's events are exactly 1..k with the right bytes,

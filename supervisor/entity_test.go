@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/persistence"
 )
 
@@ -241,7 +242,7 @@ func TestIdleEntityPassivatesAndWakesFromItsJournal(t *testing.T) {
 		t.Fatalf("live before PassivateAfter: %v", got)
 	}
 	r.clock.Advance(time.Second)
-	eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+	testwait.Until(t, "passivation", func() bool { return len(r.live()) == 0 })
 	stats, _, err := r.tree.Stats(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +280,7 @@ func TestMessagesSentWhileAnEntityStopsAreHandledAfterItWakes(t *testing.T) {
 	close(p.hold)
 	receive(t, "the hold answer", hold)
 	held := r.jr.nextHeld(t)
-	eventually(t, "the supervisor stopping the entity", func() bool { return len(r.live()) == 0 })
+	testwait.Until(t, "the supervisor stopping the entity", func() bool { return len(r.live()) == 0 })
 
 	later := r.send(id, &addMsg{N: 100})
 	if got := r.live(); len(got) != 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/persistence"
 )
 
@@ -20,7 +21,7 @@ func TestForgetDoesNotHoldUpTheKindsOtherEntities(t *testing.T) {
 	r.ask(gone, &addMsg{N: 5})
 	r.ask(other, &addMsg{N: 1})
 	r.clock.Advance(2 * time.Minute)
-	eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+	testwait.Until(t, "passivation", func() bool { return len(r.live()) == 0 })
 
 	started := make(chan persistence.Identity, 1)
 	release := make(chan struct{})

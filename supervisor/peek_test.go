@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 )
@@ -26,7 +27,7 @@ func TestPeekReadsAPassivatedEntityWithoutWakingIt(t *testing.T) {
 	}
 	awake := res.(*Inspection)
 	r.clock.Advance(time.Minute)
-	eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+	testwait.Until(t, "passivation", func() bool { return len(r.live()) == 0 })
 	p.mu.Lock()
 	spawns := len(p.recovered)
 	p.mu.Unlock()
@@ -67,7 +68,7 @@ func TestPeekReadsAgainWhenACompactionRanUnderIt(t *testing.T) {
 				r.ask(id, &addMsg{N: n})
 			}
 			r.clock.Advance(time.Minute)
-			eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+			testwait.Until(t, "passivation", func() bool { return len(r.live()) == 0 })
 			if before > 0 {
 				old, err := messages.Encode(&counterState{Total: totals[before-1]})
 				if err != nil {
@@ -111,7 +112,7 @@ func TestPeekQuarantinesAnEntityWhoseJournalCannotBeDecoded(t *testing.T) {
 	id := counterID("broken")
 	r.ask(id, &addMsg{N: 1})
 	r.clock.Advance(time.Minute)
-	eventually(t, "passivation", func() bool { return len(r.live()) == 0 })
+	testwait.Until(t, "passivation", func() bool { return len(r.live()) == 0 })
 	if err := r.store.Journal().Append(id, 2, [][]byte{[]byte("not an event")}, persistence.MarkUnchanged); err != nil {
 		t.Fatal(err)
 	}

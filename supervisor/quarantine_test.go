@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/persistence"
 )
 
@@ -33,7 +34,7 @@ func TestAnEntityThatCannotRecoverIsQuarantined(t *testing.T) {
 		policy: Policy{MaxRestarts: 2, Window: time.Minute, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}}
 	r, _ := counterRig(t, 0, c)
 	tree := r.tree
-	eventually(t, "the quarantine", func() bool { return len(tree.Quarantined()) == 1 })
+	testwait.Until(t, "the quarantine", func() bool { return len(tree.Quarantined()) == 1 })
 	q := tree.Quarantined()[0]
 	if q.Entity != bad.String() || !strings.Contains(q.Error, "event 1") {
 		t.Fatalf("quarantine %+v", q)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // A restart waiting out its backoff when the tree stops is cancelled: its
@@ -24,7 +26,7 @@ func TestStopCancelsAPendingRestart(t *testing.T) {
 	// The failure is recorded before its restart is scheduled; wait for
 	// the schedule itself.
 	var pending []*time.Timer
-	eventually(t, "a pending restart", func() bool {
+	testwait.Until(t, "a pending restart", func() bool {
 		r.tree.mu.Lock()
 		defer r.tree.mu.Unlock()
 		pending = pending[:0]

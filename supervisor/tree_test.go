@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 )
@@ -113,17 +114,6 @@ func (r *recExec) Execute(from actors.Identity, eff any) {
 	r.seen = append(r.seen, fmt.Sprintf("%s:%v", from, eff))
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // counterRig starts a rig whose one kind is the counter, watched by a
 // probe that panics on its first crashTimes crash messages.
 func counterRig(t *testing.T, crashTimes int64, c rigConfig) (*rig, *probe) {
@@ -171,7 +161,7 @@ func TestForgetPassiveSparesALiveEntity(t *testing.T) {
 	r.clock.Advance(2 * time.Minute)
 	// An entity no longer listed live may still be stopping, and a
 	// stopping one is spared too: the forget succeeds once it stopped.
-	eventually(t, "the passivated entity's forget", func() bool {
+	testwait.Until(t, "the passivated entity's forget", func() bool {
 		forgotten, err := r.tree.ForgetPassive(e, time.Second)
 		if err != nil {
 			t.Fatalf("a passivated entity: %v", err)
@@ -202,7 +192,7 @@ func TestMessagesDuringPassivationAreHeldNotLost(t *testing.T) {
 	for range 200 {
 		r.tree.Send(id, &addMsg{N: 1})
 	}
-	eventually(t, "all adds", func() bool {
+	testwait.Until(t, "all adds", func() bool {
 		got, err := r.tree.Request(id, &getMsg{}, 5*time.Second)
 		return err == nil && got.(counterState).Total == 201
 	})
@@ -308,11 +298,11 @@ func TestWriteBehindLosesNothingOnJournalFailure(t *testing.T) {
 	for range 50 {
 		r.tree.Send(id, &addMsg{N: 1})
 	}
-	eventually(t, "a journal failure", func() bool { return len(r.failures("restart")) >= 1 })
+	testwait.Until(t, "a journal failure", func() bool { return len(r.failures("restart")) >= 1 })
 	for range 50 {
 		r.tree.Send(id, &addMsg{N: 1})
 	}
-	eventually(t, "all 100 adds", func() bool {
+	testwait.Until(t, "all 100 adds", func() bool {
 		got, err := r.tree.Request(id, &getMsg{}, 5*time.Second)
 		return err == nil && got.(counterState).Total == 100
 	})

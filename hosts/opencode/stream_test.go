@@ -17,20 +17,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/messages"
 )
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // openSSE starts an event-stream response.
 func openSSE(w http.ResponseWriter) {
@@ -235,7 +224,7 @@ func TestStreamReconnectsAfterServerCloses(t *testing.T) {
 	rec := &recorder{}
 	s := newTestStream(t, newTestClient(t, f, nil), rec, nil)
 	s.Start()
-	eventually(t, "a second OnConnect", func() bool { return rec.count("onconnect") == 2 && len(rec.list()) == 8 })
+	testwait.Until(t, "a second OnConnect", func() bool { return rec.count("onconnect") == 2 && len(rec.list()) == 8 })
 	const parent, child = "ses_dd4cbcb89ffe8wCqMHvjmcEs5Y", "ses_dd4cbcae4ffeNSBZkoFo4ol5Xh"
 	want := []string{
 		"onconnect", "connected", "created " + parent, "created " + child, "deleted " + child, "deleted " + parent,
@@ -282,12 +271,12 @@ func TestStreamOnConnectBeforeEvents(t *testing.T) {
 		}
 	})
 	s.Start()
-	eventually(t, "OnConnect", func() bool { return rec.count("onconnect") == 1 })
+	testwait.Until(t, "OnConnect", func() bool { return rec.count("onconnect") == 1 })
 	if got := rec.list(); len(got) != 1 {
 		t.Fatalf("handler ran during OnConnect: %q", got)
 	}
 	close(release)
-	eventually(t, "the idle event", func() bool { return rec.count("idle ses_a") == 1 })
+	testwait.Until(t, "the idle event", func() bool { return rec.count("idle ses_a") == 1 })
 	want := []string{"onconnect", "reconciled", "connected", "idle ses_a"}
 	if got := rec.list(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
@@ -311,7 +300,7 @@ func TestStreamWatchdog(t *testing.T) {
 		o.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Trace})
 	})
 	s.Start()
-	eventually(t, "three connections", func() bool { return served.Load() >= 3 && rec.count("onconnect") >= 3 })
+	testwait.Until(t, "three connections", func() bool { return served.Load() >= 3 && rec.count("onconnect") >= 3 })
 	s.Stop()
 	if !strings.Contains(logs.String(), ErrStreamStale.Error()) {
 		t.Fatalf("the reconnect was not for silence:\n%s", logs.String())
@@ -348,7 +337,7 @@ func TestStreamHeartbeatsKeepItAlive(t *testing.T) {
 	rec := &recorder{}
 	s := newTestStream(t, newTestClient(t, f, nil), rec, func(o *StreamOptions) { o.HeartbeatPeriod = period })
 	s.Start()
-	eventually(t, "the end of the heartbeats", func() bool { return rec.count("idle ses_done") == 1 })
+	testwait.Until(t, "the end of the heartbeats", func() bool { return rec.count("idle ses_done") == 1 })
 	if served.Load() != 1 || rec.count("onconnect") != 1 {
 		t.Fatalf("%d connections, %d OnConnect: the watchdog fired while heartbeats flowed", served.Load(), rec.count("onconnect"))
 	}
@@ -366,7 +355,7 @@ func TestStreamBacksOffWhileServerFails(t *testing.T) {
 	rec := &recorder{}
 	s := newTestStream(t, newTestClient(t, f, nil), rec, nil)
 	s.Start()
-	eventually(t, "several attempts", func() bool { return served.Load() >= 4 })
+	testwait.Until(t, "several attempts", func() bool { return served.Load() >= 4 })
 	if s.Up() {
 		t.Error("Up() is true without a subscription")
 	}
@@ -423,7 +412,7 @@ func TestStreamStartTwice(t *testing.T) {
 	rec := &recorder{}
 	s := newTestStream(t, newTestClient(t, f, nil), rec, nil)
 	s.Start()
-	eventually(t, "the first subscription", func() bool { return s.Up() && rec.count("connected") == 1 })
+	testwait.Until(t, "the first subscription", func() bool { return s.Up() && rec.count("connected") == 1 })
 	s.Start()
 	if n := goroutinesStartedByStart(); n != 1 {
 		t.Fatalf("%d goroutines started by Stream.Start run, want 1 (a second Start started another)", n)
@@ -441,8 +430,8 @@ func TestStreamStartTwice(t *testing.T) {
 	if s.Up() {
 		t.Error("Up() is true after Stop")
 	}
-	eventually(t, "the server to see the subscription closed", func() bool { return open.Load() == 0 })
-	eventually(t, "the stream's goroutine to end", func() bool { return goroutinesStartedByStart() == 0 })
+	testwait.Until(t, "the server to see the subscription closed", func() bool { return open.Load() == 0 })
+	testwait.Until(t, "the stream's goroutine to end", func() bool { return goroutinesStartedByStart() == 0 })
 	s.Stop() // a second Stop returns at once
 	if n := len(f.requests()); n != 1 {
 		t.Fatalf("the server saw %d requests, want the one subscription", n)

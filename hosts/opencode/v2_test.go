@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // sessionV2JSON is a SessionV2Info as opencode 1.18.33 answers it.
@@ -478,18 +480,6 @@ func freeLoopbackPort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// poll calls f until it reports true or the deadline passes.
-func poll(t *testing.T, within time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestV2RealServer runs the v2 calls against the pinned opencode serve, in
 // a temp home whose only model provider is a refused loopback port.
 func TestV2RealServer(t *testing.T) {
@@ -548,7 +538,7 @@ func TestV2RealServer(t *testing.T) {
 		}
 	})
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	poll(t, 90*time.Second, "opencode to listen", func() bool {
+	testwait.Within(t, 90*time.Second, "opencode to listen", func() bool {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), "listening on "+base)
 	})
@@ -561,7 +551,7 @@ func TestV2RealServer(t *testing.T) {
 	v := c.V2()
 	ctx := context.Background()
 	// The first request for the project boots its instance.
-	poll(t, 2*time.Minute, "the session list", func() bool { _, err := v.ListSessions(ctx); return err == nil })
+	testwait.Within(t, 2*time.Minute, "the session list", func() bool { _, err := v.ListSessions(ctx); return err == nil })
 
 	if api, err := c.Detect(ctx); err != nil || api != APIv2 {
 		t.Errorf("Detect = %q, %v; want v2", api, err)
@@ -612,7 +602,7 @@ func TestV2RealServer(t *testing.T) {
 	// The model is unreachable, so how the turn ends depends on the
 	// server's retry policy; the prompt itself must show in the context at
 	// once. (Mapping a failed assistant reply is covered by the fakes.)
-	poll(t, 30*time.Second, "the prompt in the context", func() bool {
+	testwait.Until(t, "the prompt in the context", func() bool {
 		msgs, err = v.Messages(ctx, s.ID)
 		return err == nil && len(msgs) >= 1
 	})

@@ -113,18 +113,6 @@ func run(t *testing.T, b *Bot, handle func(context.Context, Inbound) error) (sto
 	return stop
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func assertNoToken(t *testing.T, where, text string) {
 	t.Helper()
 	if strings.Contains(text, testToken) || strings.Contains(text, "SECRET-token") {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 func TestRunDeliversEachKindOfUpdateInOrderWithItsFields(t *testing.T) {
@@ -27,7 +29,7 @@ func TestRunDeliversEachKindOfUpdateInOrderWithItsFields(t *testing.T) {
 
 	rec := &recorder{}
 	run(t, w.bot, func(_ context.Context, in Inbound) error { rec.add(in); return nil })
-	eventually(t, "six updates", func() bool { return len(rec.get()) >= 6 })
+	testwait.Until(t, "six updates", func() bool { return len(rec.get()) >= 6 })
 
 	got := rec.get()
 	if got[5].Callback == nil || got[5].Callback.ID == "" {
@@ -84,9 +86,9 @@ func TestRunConfirmsNoUpdateBeforeItsHandlerSucceeded(t *testing.T) {
 				return errors.New("binding not ready")
 			})
 			if mode == "fails" {
-				eventually(t, "update 3 retried", func() bool { return attemptsOn3.Load() >= 3 })
+				testwait.Until(t, "update 3 retried", func() bool { return attemptsOn3.Load() >= 3 })
 			} else {
-				eventually(t, "handler blocked on 3", func() bool { return attemptsOn3.Load() == 1 })
+				testwait.Until(t, "handler blocked on 3", func() bool { return attemptsOn3.Load() == 1 })
 			}
 			if err := stop(); err != nil {
 				t.Fatalf("Run returned %v after cancel", err)
@@ -103,7 +105,7 @@ func TestRunConfirmsNoUpdateBeforeItsHandlerSucceeded(t *testing.T) {
 			again := w.newBot(nil) // a restart: the same Options, so the same Offset
 			second := &recorder{}
 			run(t, again, func(_ context.Context, in Inbound) error { second.add(in); return nil })
-			eventually(t, "updates 3-5 redelivered", func() bool { return len(second.get()) >= 3 })
+			testwait.Until(t, "updates 3-5 redelivered", func() bool { return len(second.get()) >= 3 })
 			var ids []int64
 			for _, in := range second.get() {
 				ids = append(ids, in.UpdateID)
@@ -111,7 +113,7 @@ func TestRunConfirmsNoUpdateBeforeItsHandlerSucceeded(t *testing.T) {
 			if !reflect.DeepEqual(ids, []int64{3, 4, 5}) {
 				t.Fatalf("after restart got updates %v, want [3 4 5]", ids)
 			}
-			eventually(t, "all five confirmed", func() bool { return w.srv.Confirmed() == 5 })
+			testwait.Until(t, "all five confirmed", func() bool { return w.srv.Confirmed() == 5 })
 		})
 	}
 }
@@ -124,14 +126,14 @@ func TestRunOutlastsARefusedTokenAndSaysSo(t *testing.T) {
 	w.srv.Revoke(true)
 	rec := &recorder{}
 	run(t, w.bot, func(_ context.Context, in Inbound) error { rec.add(in); return nil })
-	eventually(t, "the refusal shown", func() bool { return w.bot.Health().Refused })
+	testwait.Until(t, "the refusal shown", func() bool { return w.bot.Health().Refused })
 	h := w.bot.Health()
 	if h.Polling || !strings.Contains(h.LastError, "401") || strings.Contains(h.LastError, testToken) || h.Since.IsZero() {
 		t.Fatalf("health %+v: want refused, with the 401 and without the token", h)
 	}
 	w.srv.Message(1, 0, 1, "after the token came back")
 	w.srv.Revoke(false)
-	eventually(t, "the update after the refusal", func() bool { return len(rec.get()) == 1 })
+	testwait.Until(t, "the update after the refusal", func() bool { return len(rec.get()) == 1 })
 	if h := w.bot.Health(); !h.Polling || h.Refused || h.LastError != "" {
 		t.Fatalf("health %+v after the token was accepted again", h)
 	}
@@ -173,8 +175,8 @@ func TestRunTakesUpdatesTelegramNumberedAnewAfterAWeek(t *testing.T) {
 			bot := w.bot
 			bot.now = clock
 			stop := run(t, bot, func(_ context.Context, in Inbound) error { rec.add(in); return nil })
-			eventually(t, "the first three", func() bool { return len(rec.get()) == 3 })
-			eventually(t, "the first three confirmed", func() bool { return w.srv.Confirmed() == 3 })
+			testwait.Until(t, "the first three", func() bool { return len(rec.get()) == 3 })
+			testwait.Until(t, "the first three confirmed", func() bool { return w.srv.Confirmed() == 3 })
 			if how == "restarted on an old offset" {
 				if err := stop(); err != nil {
 					t.Fatal(err)
@@ -191,12 +193,12 @@ func TestRunTakesUpdatesTelegramNumberedAnewAfterAWeek(t *testing.T) {
 			// The poll in flight when the clock jumped asked with the old
 			// offset; Telegram renumbers only after the week, when the
 			// bot's next poll asks from the earliest unconfirmed update.
-			eventually(t, "a poll from the earliest unconfirmed update", func() bool {
+			testwait.Until(t, "a poll from the earliest unconfirmed update", func() bool {
 				return strings.Contains(w.log.String(), "asking from the earliest unconfirmed update")
 			})
 			w.srv.Renumber(2)
 			w.srv.Message(-100, 0, 9, "after the week")
-			eventually(t, "the renumbered update", func() bool { return len(rec.get()) == 4 })
+			testwait.Until(t, "the renumbered update", func() bool { return len(rec.get()) == 4 })
 			if got := rec.get()[3]; got.UpdateID != 2 || got.Text != "after the week" {
 				t.Fatalf("got update %d %q, want 2 \"after the week\"", got.UpdateID, got.Text)
 			}

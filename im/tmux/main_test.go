@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 func TestMain(m *testing.M) {
@@ -75,22 +77,6 @@ func testCtx(tb testing.TB) context.Context {
 	return ctx
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(tb testing.TB, what string, cond func() (bool, string)) {
-	tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, got := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: gave up waiting; last saw %s", what, got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // catWindow starts a window whose pane copies what is typed into a file
 // (cat in the terminal's line mode), and returns the window and the file.
 func catWindow(tb testing.TB, c *Client, name string) (Window, string) {
@@ -111,7 +97,7 @@ func catWindow(tb testing.TB, c *Client, name string) (Window, string) {
 // typed next reaches it rather than the shell that starts it.
 func waitCommand(tb testing.TB, c *Client, id, command string) {
 	tb.Helper()
-	eventually(tb, "window "+id+" runs "+command, func() (bool, string) {
+	testwait.UntilReason(tb, "window "+id+" runs "+command, func() (bool, string) {
 		w, err := c.Window(testCtx(tb), id)
 		return err == nil && w.Command == command, fmt.Sprintf("%+v, %v", w, err)
 	})
@@ -121,7 +107,7 @@ func waitCommand(tb testing.TB, c *Client, id, command string) {
 func waitFile(tb testing.TB, file, want string) string {
 	tb.Helper()
 	var s string
-	eventually(tb, file+" ends with "+want, func() (bool, string) {
+	testwait.UntilReason(tb, file+" ends with "+want, func() (bool, string) {
 		b, _ := os.ReadFile(file)
 		s = string(b)
 		return strings.HasSuffix(s, want+"\n"), fmt.Sprintf("%q", s)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // hostile are single lines that a shell, tmux's command parser, its
@@ -102,7 +104,7 @@ func TestMultiLineTextArrivesAsOneBracketedPaste(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the pane is ready", func() (bool, string) {
+			testwait.UntilReason(t, "the pane is ready", func() (bool, string) {
 				s, err := c.Capture(testCtx(t), w.ID, 5)
 				return err == nil && strings.Contains(s, "READY"), fmt.Sprintf("%q, %v", s, err)
 			})

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // stallLimit is the deadline of every call the stress test's workers
@@ -479,7 +481,7 @@ func TestForgedGuardsInAPaneDoNotWedgeTheClient(t *testing.T) {
 	if err := os.WriteFile(file, []byte(forgeLines(gt, n)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pane printed the forged guards", func() (bool, string) {
+	testwait.UntilReason(t, "the pane printed the forged guards", func() (bool, string) {
 		_, err := os.Stat(file)
 		return err != nil, fmt.Sprint(err)
 	})

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 func TestWindowLifecycleRoundTrip(t *testing.T) {
@@ -26,7 +28,7 @@ func TestWindowLifecycleRoundTrip(t *testing.T) {
 		t.Fatalf("NewWindow = %+v, want name, tag and dir %s as given", w, dir)
 	}
 	// The pane's process is tmux's fork until it has exec'd sleep.
-	eventually(t, "the pane's process to be the window's sleep", func() (bool, string) {
+	testwait.UntilReason(t, "the pane's process to be the window's sleep", func() (bool, string) {
 		comm, err := os.ReadFile("/proc/" + strconv.Itoa(w.PanePID) + "/comm")
 		return err == nil && strings.TrimSpace(string(comm)) == "sleep", fmt.Sprintf("pid %d: %q, %v", w.PanePID, comm, err)
 	})
@@ -155,7 +157,7 @@ func TestCaptureReturnsTheLastLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pane shows line 40", func() (bool, string) {
+	testwait.UntilReason(t, "the pane shows line 40", func() (bool, string) {
 		s, err := c.Capture(ctx, w.ID, 3)
 		return err == nil && s == "line 38\nline 39\nline 40", fmt.Sprintf("%q, %v", s, err)
 	})
@@ -178,7 +180,7 @@ func TestNewWindowEnvReachesTheWindowsPrograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the window's program wrote its environment", func() (bool, string) {
+	testwait.UntilReason(t, "the window's program wrote its environment", func() (bool, string) {
 		b, err := os.ReadFile(file)
 		return err == nil && string(b) == value+"|2", fmt.Sprintf("%q, %v", b, err)
 	})
