@@ -82,6 +82,21 @@ func payloadTools(result string) []string {
 	return out
 }
 
+// Settle waits until the daemon has read every event opencode published
+// about parent so far and has done all that they started, so that a spec
+// can assert what did not happen: a probe child is created under parent
+// (its session.created reaches the daemon after every earlier event of the
+// same server), the family records it, the daemon comes to rest, and the
+// probe is deleted again.
+func (s *Stack) Settle(parent string) {
+	GinkgoHelper()
+	probe := s.OC.CreateSession(parent, "thatch-e2e-probe")
+	Eventually(func() bool { return s.D.Family(parent).HasChild(probe.ID) }).Should(BeTrue(), "the daemon never saw the probe child")
+	s.D.Quiesce()
+	s.OC.Delete(probe.ID)
+	Eventually(func() bool { return s.D.Family(parent).HasChild(probe.ID) }).Should(BeFalse(), "the daemon kept the deleted probe child")
+}
+
 // childCreated is a session.created of a child, from the event stream.
 type childCreated struct {
 	ID, ParentID, Title string

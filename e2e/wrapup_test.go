@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -62,7 +60,8 @@ var _ = Describe("wrap-up commands", Label("opencode"), func() {
 		idles = s.OC.Idles(parent.ID)
 		s.OC.Prompt(parent.ID, "DURING-COMPACTION: read it")
 		s.OC.WaitIdleAfter(parent.ID, idles)
-		Consistently(s.OC.ExtractionChildren(parent.ID), 2*time.Second, 200*time.Millisecond).Should(BeEmpty())
+		s.Settle(parent.ID)
+		Expect(s.OC.ChildrenTitled(parent.ID, "thatch-extraction")()).To(BeEmpty())
 		Expect(s.D.Family(parent.ID).Pending).To(BeNumerically(">=", 1))
 
 		By("opencode compacts (the TUI would run /compact): session.compacted clears the flag")
