@@ -242,6 +242,13 @@ type Telegram struct {
 	Token Secret `koanf:"token" usage:"Telegram bot token; prefer THATCH_IM_TELEGRAM_TOKEN (the IM front end runs when it is set)"`
 	// APIURL is the Bot API server. Default: https://api.telegram.org.
 	APIURL string `koanf:"api_url" usage:"Telegram Bot API server URL"`
+	// SendTimeout bounds each Bot API request that acts in a chat (a
+	// message or a part of one, an edit, a delete) and each wait for the
+	// chat's turn (its pacing, a 429's retry_after): a send that gets no
+	// answer in time fails, stays in its thread's outbox and is sent
+	// again, and a send that hangs in one thread never holds up another
+	// thread of the same chat. Default: 10s.
+	SendTimeout time.Duration `koanf:"send_timeout" usage:"bound on each Telegram send (and on its wait for the chat's turn); a send over it is tried again later"`
 }
 
 // Tmux configures the tmux server that holds the agents' windows.
@@ -382,7 +389,7 @@ func Defaults() *Config {
 		IM: IM{
 			Roots:         []string{"~"},
 			RenameTimeout: time.Minute,
-			Telegram:      Telegram{APIURL: "https://api.telegram.org"},
+			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second},
 			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
 			Agents: Agents{
 				Claude:  Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`, Input: DefaultClaudeInput},

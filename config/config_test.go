@@ -58,6 +58,7 @@ var specDefaults = map[string]any{
 	"im.rename_timeout":          "1m",
 	"im.telegram.token":          "",
 	"im.telegram.api_url":        "https://api.telegram.org",
+	"im.telegram.send_timeout":   "10s",
 	"im.tmux.socket":             "thatch",
 	"im.tmux.session":            "thatch",
 	"im.agents.claude.launch":    "claude",

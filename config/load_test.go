@@ -175,6 +175,7 @@ var everyKey = map[string]struct {
 	"im.rename_timeout":          {"30s", "30s"},
 	"im.telegram.token":          {"123:abc", RedactedValue},
 	"im.telegram.api_url":        {"http://127.0.0.1:8081", "http://127.0.0.1:8081"},
+	"im.telegram.send_timeout":   {"20s", "20s"},
 	"im.tmux.socket":             {"t2", "t2"},
 	"im.tmux.session":            {"s2", "s2"},
 	"im.agents.claude.launch":    {"claude --x", "claude --x"},

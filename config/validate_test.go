@@ -140,6 +140,8 @@ func TestValidateOneValue(t *testing.T) {
 			"im.roots[1]", `must be an absolute path, "~" or start with ~/, got "src"`},
 		{"rename_timeout 0", func(c *Config) { c.IM.RenameTimeout = 0 },
 			"im.rename_timeout", "must be a duration > 0, got 0s"},
+		{"send_timeout 0", func(c *Config) { c.IM.Telegram.SendTimeout = 0 },
+			"im.telegram.send_timeout", "must be a duration > 0, got 0s"},
 		{"tmux socket with a slash", func(c *Config) { c.IM.Tmux.Socket = "a/b" },
 			"im.tmux.socket", `must be a non-empty name without '/', ':', '.' or control characters, got "a/b"`},
 		{"agent without launch", func(c *Config) { c.IM.Agents.Codex.Launch = " " },

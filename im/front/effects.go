@@ -20,7 +20,10 @@ import (
 // (a send that waits out a 429 has its own, longer bound).
 const effectTimeout = 15 * time.Second
 
-// sendTimeout bounds one chat message, 429 waits included.
+// sendTimeout bounds one chat message, every part of it, behind the
+// adapter's own bound on each request and each wait for the chat's turn
+// (im.telegram.send_timeout); it ends a send only if something goes on
+// failing briefly for this long.
 const sendTimeout = 5 * time.Minute
 
 // handlers are the IM effects the front end carries out; each returns the
@@ -29,8 +32,10 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 	return []supervisor.Handler{
 		supervisor.Handle(f.checkWindow),
 		supervisor.Handle(f.sendToWindow),
-		// A send may wait out 429s for minutes: its own lane, so that
-		// typing and the flows never wait behind it.
+		// A send may wait out a 429 and its request may hang for up to
+		// im.telegram.send_timeout: its own lane, so that typing and the
+		// flows never wait behind it (the adapter holds no other thread
+		// of the chat behind it either).
 		supervisor.Handle(f.sendChat, supervisor.Lane(laneChat)),
 		// A press is answered at once (its spinner stops), not after the
 		// typing in the main lane, which may wait for the agent.
@@ -124,8 +129,10 @@ const (
 )
 
 // sendChat sends one outbox entry, in the binding's chat lane: a send may
-// wait out 429s for minutes, and the binding's other effects (typing a
-// message, answering a press) must not wait behind it. The binding has one
+// wait out a 429 or a slow answer, and the binding's other effects (typing
+// a message, answering a press) must not wait behind it. A send over
+// im.telegram.send_timeout fails (telegram.ErrTimeout, ErrRateLimited) and
+// is reported as such: the entry stays in the outbox and is sent again. The binding has one
 // entry in flight at a time, so order is kept; the result comes back
 // through the dispatcher, so a quiescence check waits for it.
 func (f *FrontEnd) sendChat(_ context.Context, from actors.Identity, e *messages.IMSendChat) any {

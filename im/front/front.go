@@ -257,6 +257,7 @@ func (f *FrontEnd) newBot() (*telegram.Bot, error) {
 		Offset:       offset,
 		OffsetSaved:  saved,
 		PollTimeout:  f.opts.PollTimeout,
+		SendTimeout:  f.cfg.IM.Telegram.SendTimeout,
 		ChatInterval: f.opts.ChatInterval,
 		Logger:       f.log.Named("telegram"),
 	})

@@ -31,6 +31,14 @@ var (
 	ErrRefused = errors.New("telegram: request refused")
 	// ErrRunning: Run was called while another Run of the same Bot polls.
 	ErrRunning = errors.New("telegram: already running")
+	// ErrTimeout: a request to a chat got no answer within SendTimeout.
+	// It is not tried again at once (Telegram may have acted on it), and
+	// it is not Permanent: the caller sends again later.
+	ErrTimeout = errors.New("telegram: no answer in time")
+	// ErrRateLimited: the chat's next turn (its spacing, or the wait a 429
+	// asked for) is further off than SendTimeout; nothing was sent. It is
+	// not Permanent: the caller sends again later.
+	ErrRateLimited = errors.New("telegram: the chat must wait longer than a send may")
 )
 
 // Defaults for Options.
@@ -38,6 +46,7 @@ const (
 	DefaultAPIURL         = "https://api.telegram.org"
 	DefaultPollTimeout    = 30 * time.Second
 	DefaultRequestTimeout = 15 * time.Second
+	DefaultSendTimeout    = 10 * time.Second
 	DefaultChatInterval   = time.Second
 	// IDReset is how long the bot may go without any update before
 	// Telegram may number the next ones at random ("at least a week"; a
@@ -66,9 +75,18 @@ type Options struct {
 	// PollTimeout is the long-poll timeout of getUpdates, rounded to whole
 	// seconds (at least 1). Default: DefaultPollTimeout.
 	PollTimeout time.Duration
-	// RequestTimeout bounds every request but the long poll (which gets
+	// RequestTimeout bounds Run's requests but the long poll (which gets
 	// PollTimeout + RequestTimeout). Default: DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// SendTimeout bounds each request that acts in a chat (a part of a
+	// Send, an edit, a delete, a press's answer: one without an answer by
+	// then fails with ErrTimeout) and each wait for the chat's turn (its
+	// spacing and a 429's retry_after: a longer one fails with
+	// ErrRateLimited at once). No request holds a lock while it runs, so a
+	// request that hangs holds up the other threads of its chat for no
+	// time at all, and its own caller for at most about this long.
+	// Default: DefaultSendTimeout.
+	SendTimeout time.Duration
 	// ChatInterval is the least time between two requests to one chat
 	// (Telegram allows about one message a second per chat). Default:
 	// DefaultChatInterval; negative means no spacing (tests).
@@ -89,6 +107,7 @@ type Bot struct {
 	log       hclog.Logger
 	poll      time.Duration
 	reqTO     time.Duration
+	sendTO    time.Duration
 	interval  time.Duration
 	running   atomic.Bool
 
@@ -158,6 +177,7 @@ func New(o Options) (*Bot, error) {
 		log:      o.Logger,
 		poll:     o.PollTimeout,
 		reqTO:    o.RequestTimeout,
+		sendTO:   o.SendTimeout,
 		interval: o.ChatInterval,
 		next:     o.Offset,
 		lastAt:   o.OffsetSaved,
@@ -166,7 +186,8 @@ func New(o Options) (*Bot, error) {
 	}
 	// A transport of its own, so that Close can drop its idle connections.
 	b.transport = http.DefaultTransport.(*http.Transport).Clone()
-	b.client = &http.Client{Transport: b.transport, Timeout: o.PollTimeout + 2*o.RequestTimeout}
+	// The client's own timeout is a backstop behind the per-request ones.
+	b.client = &http.Client{Transport: b.transport, Timeout: o.PollTimeout + 2*max(o.RequestTimeout, o.SendTimeout)}
 	api, err := tgbot.New(o.Token,
 		tgbot.WithSkipGetMe(),
 		tgbot.WithServerURL(b.url),
@@ -200,6 +221,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = DefaultSendTimeout
 	}
 	if o.ChatInterval == 0 {
 		o.ChatInterval = DefaultChatInterval

@@ -43,9 +43,15 @@
 // is split before it is rendered and rendering only removes characters),
 // renders Markdown to HTML with everything escaped (RenderHTML), falls back
 // to plain text when Telegram cannot parse a part, spaces requests to one
-// chat by Options.ChatInterval, and waits out 429s (retry_after) without
-// dropping or reordering a part. Requests to one chat, from any method,
-// are serialized.
+// chat by Options.ChatInterval, and waits out 429s (retry_after, which
+// holds every request to the chat) without dropping or reordering a part.
+//
+// Every request that acts in a chat, and every wait for the chat's turn,
+// is bounded by Options.SendTimeout (ErrTimeout, ErrRateLimited; neither
+// is Permanent, so the caller sends again later from the part it got to).
+// The requests to one chat take turns but hold no lock while they run: a
+// send that hangs in one thread of a forum holds up no other thread of
+// it.
 //
 // # Secrets
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
@@ -48,12 +49,19 @@ type Outbound struct {
 // answer from Telegram) is tried again before Send gives up.
 const maxNetRetries = 3
 
-// chatGate serializes the requests to one chat and spaces them by
-// ChatInterval. lock is a one-slot semaphore, so that waiting for it
-// respects a context.
+// chatGate paces the requests to one chat: Telegram allows about one
+// message a second per chat, and a 429 asks the whole chat to wait. It is
+// never held while a request runs, so a request that hangs (one thread's
+// send) holds up no other request to the chat (another thread's): each
+// takes a turn, waits for it, and runs on its own.
 type chatGate struct {
-	lock chan struct{}
-	last time.Time
+	mu sync.Mutex
+	// next is the earliest start of the next request: ChatInterval after
+	// the last turn taken and after the last answer.
+	next time.Time
+	// until is the end of the last 429's retry_after: no request to the
+	// chat starts before it.
+	until time.Time
 }
 
 func (b *Bot) gate(chatID int64) *chatGate {
@@ -61,23 +69,57 @@ func (b *Bot) gate(chatID int64) *chatGate {
 	defer b.mu.Unlock()
 	g, ok := b.chats[chatID]
 	if !ok {
-		g = &chatGate{lock: make(chan struct{}, 1)}
+		g = &chatGate{}
 		b.chats[chatID] = g
 	}
 	return g
 }
 
-// withChat runs fn holding chatID's gate: requests to one chat never
-// overlap, so the parts of two messages never interleave.
-func (b *Bot) withChat(ctx context.Context, chatID int64, fn func(g *chatGate) error) error {
-	g := b.gate(chatID)
-	select {
-	case g.lock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+// turn waits for the chat's next turn and takes it: requests start in the
+// order they asked, spaced by ChatInterval, none before a 429's
+// retry_after is over. A turn further off than SendTimeout is not waited
+// for (the wait is bounded as the request is): ErrRateLimited, and the
+// turn is not taken.
+func (b *Bot) turn(ctx context.Context, g *chatGate) error {
+	g.mu.Lock()
+	now := time.Now()
+	at := now
+	if g.next.After(at) {
+		at = g.next
 	}
-	defer func() { <-g.lock }()
-	return fn(g)
+	if g.until.After(at) {
+		at = g.until
+	}
+	if wait := at.Sub(now); wait > b.sendTO {
+		g.mu.Unlock()
+		return fmt.Errorf("%w: its next turn is %v away, over %v", ErrRateLimited, wait.Round(time.Millisecond), b.sendTO)
+	}
+	g.next = at.Add(max(b.interval, 0))
+	g.mu.Unlock()
+	sleep(ctx, time.Until(at))
+	return ctx.Err()
+}
+
+// answered spaces the chat's next request from the answer to the last one
+// too, not only from its start.
+func (b *Bot) answered(g *chatGate) {
+	if b.interval <= 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if next := time.Now().Add(b.interval); next.After(g.next) {
+		g.next = next
+	}
+}
+
+// wait429 makes every request to the chat wait until retry_after is over.
+func (g *chatGate) wait429(d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if until := time.Now().Add(d); until.After(g.until) {
+		g.until = until
+	}
 }
 
 // Send delivers m, split under MaxMessageLen (see Split; a Markdown text is
@@ -86,11 +128,15 @@ func (b *Bot) withChat(ctx context.Context, chatID int64, fn func(g *chatGate) e
 // text; a FromPart past the last part sends the whole text again), and
 // returns the message ids of the parts it sent. A Markdown part that
 // Telegram refuses to parse ("can't parse entities") is sent again as its
-// plain text. Requests to one chat are spaced by ChatInterval; on 429 Send
-// waits the retry_after Telegram gives and sends the same part again,
-// until ctx ends: it never drops or reorders a part. A network failure is
-// retried a few times; any other failure is returned, with the ids of the
-// parts already sent. Parts that would show nothing are skipped.
+// plain text. Requests to one chat are spaced by ChatInterval; on 429
+// every request to the chat waits the retry_after Telegram gives, and Send
+// sends the same part again: it never drops or reorders a part. Each
+// part's request and each wait for the chat's turn are bounded by
+// SendTimeout: a part without an answer by then fails with ErrTimeout, a
+// longer wait with ErrRateLimited, so the caller sends again later from
+// the part it got to. A network failure is retried a few times; any other
+// failure is returned, with the ids of the parts already sent. Parts that
+// would show nothing are skipped.
 func (b *Bot) Send(ctx context.Context, m Outbound) ([]int, error) {
 	markup, err := keyboard(m.Buttons)
 	if err != nil {
@@ -106,31 +152,29 @@ func (b *Bot) Send(ctx context.Context, m Outbound) ([]int, error) {
 		// must not be lost, so the whole text goes out again.
 		m.FromPart = 0
 	}
+	g := b.gate(m.ChatID)
 	var ids []int
-	err = b.withChat(ctx, m.ChatID, func(g *chatGate) error {
-		for i, p := range parts {
-			if i < m.FromPart {
-				continue
-			}
-			params := &tgbot.SendMessageParams{ChatID: m.ChatID, Text: p.plain}
-			if m.Topic {
-				params.MessageThreadID = int(m.ThreadID)
-			}
-			if i == len(parts)-1 && markup != nil {
-				params.ReplyMarkup = markup
-			}
-			id, err := b.sendPart(ctx, g, params, p)
-			if err != nil {
-				return fmt.Errorf("telegram: sendMessage to chat %d, part %d of %d: %w", m.ChatID, i+1, len(parts), err)
-			}
-			ids = append(ids, id)
-			if i < len(parts)-1 && m.OnPart != nil {
-				m.OnPart(i + 1)
-			}
+	for i, p := range parts {
+		if i < m.FromPart {
+			continue
 		}
-		return nil
-	})
-	return ids, b.redact(err)
+		params := &tgbot.SendMessageParams{ChatID: m.ChatID, Text: p.plain}
+		if m.Topic {
+			params.MessageThreadID = int(m.ThreadID)
+		}
+		if i == len(parts)-1 && markup != nil {
+			params.ReplyMarkup = markup
+		}
+		id, err := b.sendPart(ctx, g, params, p)
+		if err != nil {
+			return ids, b.redact(fmt.Errorf("telegram: sendMessage to chat %d, part %d of %d: %w", m.ChatID, i+1, len(parts), err))
+		}
+		ids = append(ids, id)
+		if i < len(parts)-1 && m.OnPart != nil {
+			m.OnPart(i + 1)
+		}
+	}
+	return ids, nil
 }
 
 // part is one message of a split text: its HTML ("" when sent plain) and
@@ -184,24 +228,31 @@ func isParseError(err error) bool {
 	return errors.Is(err, tgbot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities")
 }
 
-// attempt runs one request until it gets an answer other than 429: it
-// waits for the chat's spacing before each try (g nil: no spacing), waits
-// retry_after after a 429, and retries a network failure up to
-// maxNetRetries times. It returns ctx's error once ctx ends.
+// attempt runs one request until it gets an answer other than 429. Each
+// try first waits for the chat's turn (g nil: no pacing; see turn), and
+// gets SendTimeout to be answered: one that is not fails with ErrTimeout
+// and is not tried again here (Telegram may have acted on it; the caller
+// decides when to try again). A 429 makes the chat wait its retry_after
+// (no longer than SendTimeout: ErrRateLimited) and the same request is
+// tried again; a network failure is retried up to maxNetRetries times. It
+// returns ctx's error once ctx ends.
 func (b *Bot) attempt(ctx context.Context, g *chatGate, method string, fn func(context.Context) error) error {
 	netFailures := 0
 	for {
-		if g != nil && b.interval > 0 {
-			sleep(ctx, time.Until(g.last.Add(b.interval)))
+		if g != nil {
+			if err := b.turn(ctx, g); err != nil {
+				return err
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rctx, cancel := context.WithTimeout(ctx, b.reqTO)
+		rctx, cancel := context.WithTimeout(ctx, b.sendTO)
 		err := fn(rctx)
+		timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if g != nil {
-			g.last = time.Now()
+			b.answered(g)
 		}
 		var tooMany *tgbot.TooManyRequestsError
 		var netErr *url.Error
@@ -210,12 +261,21 @@ func (b *Bot) attempt(ctx context.Context, g *chatGate, method string, fn func(c
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case timedOut:
+			return fmt.Errorf("%w: %s got no answer within %v: %w", ErrTimeout, method, b.sendTO, err)
 		case errors.As(err, &tooMany):
 			wait := time.Duration(tooMany.RetryAfter) * time.Second
 			if wait <= 0 {
 				wait = time.Second
 			}
 			b.log.Warn("Telegram asks to slow down; retrying the same request", "method", method, "retry_after", wait)
+			if g != nil {
+				g.wait429(wait) // the next turn waits it out, or says it is too far off
+				continue
+			}
+			if wait > b.sendTO {
+				return fmt.Errorf("%w: %s was asked to wait %v: %w", ErrRateLimited, method, wait, err)
+			}
 			sleep(ctx, wait)
 		case errors.As(err, &netErr) && netFailures < maxNetRetries:
 			netFailures++
@@ -309,12 +369,10 @@ func (b *Bot) AnswerCallback(ctx context.Context, callbackID, text string) error
 	return nil
 }
 
-// inChat runs one request to chatID through its gate and treats the
+// inChat runs one request to chatID, paced by its gate, and treats the
 // answers that mean "already so" as success.
 func (b *Bot) inChat(ctx context.Context, chatID int64, method string, fn func(context.Context) error) error {
-	err := b.withChat(ctx, chatID, func(g *chatGate) error {
-		return b.attempt(ctx, g, method, fn)
-	})
+	err := b.attempt(ctx, b.gate(chatID), method, fn)
 	if err == nil || alreadySo(err) {
 		return nil
 	}
@@ -335,8 +393,9 @@ func alreadySo(err error) bool {
 // Permanent reports whether Send failed in a way that sending again
 // cannot mend: Telegram refused the request (400 Bad Request: the topic or
 // chat is gone, the text cannot be sent; 403 Forbidden: the bot was
-// removed or blocked), or the message has nothing to send. A 429, a
-// network failure or a timeout is not permanent.
+// removed or blocked), or the message has nothing to send. A 429
+// (ErrRateLimited), a network failure or a timeout (ErrTimeout) is not
+// permanent.
 func Permanent(err error) bool {
 	return errors.Is(err, tgbot.ErrorBadRequest) || errors.Is(err, tgbot.ErrorForbidden) ||
 		errors.Is(err, tgbot.ErrorNotFound) || errors.Is(err, ErrEmptyText) || errors.Is(err, ErrTooLong) ||
