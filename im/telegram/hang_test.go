@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -17,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // hangingAPI stands before a fake Bot API and holds every sendMessage to
@@ -179,14 +182,10 @@ func TestA429LongerThanTheBoundFailsSendsToTheChatUntilItIsOver(t *testing.T) {
 	if !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("another thread's send during the chat's wait = %v; want ErrRateLimited", err)
 	}
-	deadline := time.Now().Add(30 * time.Second) // generous: the wait is 1 s
-	for {
+	testwait.UntilReason(t, "a send once the chat's wait is over", func() (bool, string) {
 		_, err = w.bot.Send(context.Background(), Outbound{ChatID: forum, ThreadID: b, Topic: true, Text: "from B"})
-		if !errors.Is(err, ErrRateLimited) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !errors.Is(err, ErrRateLimited), fmt.Sprint(err)
+	})
 	if err != nil {
 		t.Fatalf("a send after the chat's wait: %v", err)
 	}
