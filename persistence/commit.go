@@ -53,9 +53,38 @@ type committer struct {
 	// groups and appends count what was committed, for the benchmark's
 	// appends per commit.
 	groups, appends atomic.Int64
-	kick            chan struct{}
-	quit            chan struct{}
-	done            chan struct{}
+	// flying is the group being written, if any; the failure watcher
+	// answers it when the store fails while Pebble holds it (see abandon).
+	flying *group
+	kick   chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	// watched is closed when the failure watcher has stopped.
+	watched chan struct{}
+}
+
+// group is the appends of one batch, answered once: by the committer when
+// the batch is written, or by the failure watcher when the store failed
+// while Pebble still held the batch.
+type group struct {
+	reqs []appendReq
+	once sync.Once
+}
+
+// answer calls every append's done, in key order, the first time only; a
+// later call returns once the first has finished.
+func (g *group) answer(err error) {
+	g.once.Do(func() {
+		for i := range g.reqs {
+			r := &g.reqs[i]
+			if err != nil {
+				last := r.first + uint64(len(r.events)) - 1
+				r.done(fmt.Errorf("persistence: append %s seq %d..%d: %w", r.id, r.first, last, err))
+				continue
+			}
+			r.done(nil)
+		}
+	})
 }
 
 // appendReq is one queued append.
@@ -70,9 +99,31 @@ type appendReq struct {
 }
 
 func newCommitter(s *Store) *committer {
-	c := &committer{s: s, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	c := &committer{s: s, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), watched: make(chan struct{})}
 	go c.run()
+	go c.watch()
 	return c
+}
+
+// watch waits for the store to fail or the committer to stop. A failure
+// can leave the committer inside Pebble for good: a commit that waits for a
+// memtable flush (a write stall) waits for ever when the flush cannot
+// write (a full disk), as Pebble retries it without end. The appends of
+// that group were never acknowledged; they are answered with the failure
+// here, so that nobody waits on a store that will not write again.
+func (c *committer) watch() {
+	defer close(c.watched)
+	select {
+	case <-c.s.failedCh:
+	case <-c.done:
+		return
+	}
+	c.mu.Lock()
+	g := c.flying
+	c.mu.Unlock()
+	if g != nil {
+		g.answer(c.s.failure())
+	}
 }
 
 // add queues r for the next group and returns; r.done is called, on the
@@ -160,16 +211,15 @@ func (c *committer) fill() {
 // they were queued).
 func (c *committer) commit(g []appendReq) {
 	sortGroup(g)
+	grp := &group{reqs: g}
+	c.mu.Lock()
+	c.flying = grp
+	c.mu.Unlock()
 	err := c.write(g)
-	for i := range g {
-		r := &g[i]
-		if err != nil {
-			last := r.first + uint64(len(r.events)) - 1
-			r.done(fmt.Errorf("persistence: append %s seq %d..%d: %w", r.id, r.first, last, err))
-			continue
-		}
-		r.done(nil)
-	}
+	c.mu.Lock()
+	c.flying = nil
+	c.mu.Unlock()
+	grp.answer(err)
 }
 
 func (c *committer) write(g []appendReq) (err error) {
@@ -233,12 +283,32 @@ func fillAppend(b *pebble.Batch, key []byte, r *appendReq) ([]byte, error) {
 
 // close commits what is waiting and stops the goroutine; later adds fail
 // with ErrClosed.
-func (c *committer) close() {
+// It reports false when the store failed while Pebble still holds the
+// committer (see watch): then it does not wait for it.
+func (c *committer) close() bool {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
 	close(c.quit)
-	<-c.done
+	select {
+	case <-c.done:
+		<-c.watched
+		return true
+	case <-c.s.failedCh:
+	}
+	<-c.watched
+	select {
+	case <-c.done:
+		return true
+	default:
+	}
+	c.mu.Lock()
+	stuck := c.flying != nil
+	c.mu.Unlock()
+	if !stuck {
+		<-c.done // between groups: it stops at once
+	}
+	return !stuck
 }
 
 // sortGroup puts a group in key order, entity by entity; the sort is

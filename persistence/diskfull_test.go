@@ -1,11 +1,13 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // noSpace fails the writes to files whose name ends in suffix with ENOSPC,
@@ -250,4 +254,105 @@ func TestCloseOnFullDiskReturns(t *testing.T) {
 	}
 	defer closeQuietly(t, re)
 	checkPrefix(t, re.Journal(), idA, 10)
+}
+
+// slowFull holds every table write until opened, then fails it with
+// ENOSPC while full is set: a flush that first takes long and then finds
+// the disk full.
+type slowFull struct {
+	open chan struct{}
+	full atomic.Bool
+}
+
+func (s *slowFull) String() string { return "slowFull" }
+
+func (s *slowFull) MaybeError(op errorfs.Op) error {
+	if !strings.HasSuffix(op.Path, ".sst") || op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+		return nil
+	}
+	<-s.open
+	if s.full.Load() {
+		return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+	}
+	return nil
+}
+
+// TestDiskFullUnderAWriteStallAnswersTheAppend fills the memtables while a
+// flush is slow, so that the committer waits inside Pebble for the flush
+// (a write stall), and then the flush finds the disk full. Pebble retries
+// that flush for ever and the committer never comes back: the append it
+// holds is answered with ErrDiskFull anyway, and Close returns (with the
+// failure) instead of waiting for the database. (Before, the append and
+// Close waited for ever.)
+func TestDiskFullUnderAWriteStallAnswersTheAppend(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	fs := &slowFull{open: make(chan struct{})}
+	fs.full.Store(true)
+	st, err := Open("db", Options{FS: errorfs.Wrap(mem, fs), MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := st.Journal()
+	var acked atomic.Uint64
+	res := make(chan error, 1)
+	go func() {
+		ev := make([]byte, 64<<10)
+		for seq := uint64(1); ; seq++ {
+			if err := j.Append(idA, seq, [][]byte{ev}, MarkUnchanged); err != nil {
+				res <- err
+				return
+			}
+			acked.Store(seq)
+		}
+	}()
+	// Four 1 MiB memtables stop the writes (the store's
+	// MemTableStopWritesThreshold) while no flush can finish: the
+	// committer waits in Pebble's write stall.
+	testwait.Until(t, "the committer in a write stall", func() bool {
+		select {
+		case err := <-res:
+			t.Fatalf("append failed before the disk filled: %v", err)
+		default:
+		}
+		buf := make([]byte, 1<<20)
+		return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("maybeInduceWriteStall"))
+	})
+	close(fs.open)
+	select {
+	case err := <-res:
+		if !errors.Is(err, ErrDiskFull) {
+			t.Fatalf("the stalled append: %v; want ErrDiskFull", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the append held in the write stall was never answered")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- st.Close() }()
+	select {
+	case err := <-closed:
+		if !errors.Is(err, ErrDiskFull) {
+			t.Fatalf("Close with a write stuck in Pebble: %v; want the disk-full failure", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for a write that Pebble holds for ever")
+	}
+
+	// Room again: the flush goes through, the stuck committer comes back,
+	// and the test closes the database Close had to leave open.
+	fs.full.Store(false)
+	<-st.commit.done
+	if err := st.db.Close(); err != nil {
+		t.Logf("closing the database after the stall: %v", err)
+	}
+	if err := releaseDir(st.fs, st.dir, st.lock); err != nil {
+		t.Fatal(err)
+	}
+	re, err := Open("db", Options{FS: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeQuietly(t, re)
+	if high, err := re.Journal().HighestSeq(idA); err != nil || high < acked.Load() {
+		t.Fatalf("after a reopen the journal ends at %d (%v); %d were acknowledged", high, err, acked.Load())
+	}
 }

@@ -355,7 +355,13 @@ func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	s.commit.close()
+	if !s.commit.close() {
+		// Pebble holds a commit that waits for a flush which cannot
+		// write, and Pebble's Close would wait for it too. The store is
+		// failed and its appends answered; its files and lock stay with
+		// this process, which is expected to exit.
+		return fmt.Errorf("%w: a write is stuck in the database; it stays open until the process exits", s.failure())
+	}
 	if !s.failed.Load() {
 		// Not Flush: on a full disk Pebble retries the flush forever, and
 		// the failure that reports it is the signal to stop waiting.
