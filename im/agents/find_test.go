@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 func procTreePIDs(pid int) ([]int, error) {
@@ -31,7 +32,7 @@ func TestProcTreeListsARealTreeParentsFirst(t *testing.T) {
 	p := startPane(t, t.TempDir(), t.TempDir(), `sh -c 'sleep 300; :'; :`)
 	root := p.cmd.Process.Pid
 	var tree []agents.Proc
-	waitFor(t, "sh -> sh -> sleep", func() bool {
+	testwait.Until(t, "sh -> sh -> sleep", func() bool {
 		var err error
 		tree, err = agents.ProcTree(root)
 		return err == nil && len(tree) == 3 && tree[2].Name == "sleep"
@@ -174,7 +175,7 @@ func waitForReplies(t *testing.T, a *agents.Agent, cwd, id string, want []string
 	t.Helper()
 	var path string
 	var got []string
-	waitFor(t, "replies "+strings.Join(want, " | "), func() bool {
+	testwait.Until(t, "replies "+strings.Join(want, " | "), func() bool {
 		var ok bool
 		path, ok = a.Transcript(cwd, id)
 		if !ok {
@@ -199,10 +200,14 @@ func waitForReplies(t *testing.T, a *agents.Agent, cwd, id string, want []string
 func TestProcTreeByChildrenMatchesAFullScan(t *testing.T) {
 	p := startPane(t, t.TempDir(), t.TempDir(), `sh -c 'sleep 300; :'; :`)
 	root := p.cmd.Process.Pid
-	waitFor(t, "sh -> sh -> sleep", func() bool {
+	testwait.Until(t, "sh -> sh -> sleep, all asleep", func() bool {
 		// By name: a child forked for sleep is named sh until it execs.
+		// All asleep: a process that has just exec'd may still be running
+		// ('R') at one read and asleep ('S') at the next, and the two
+		// walks below read at different moments.
 		tree, err := agents.ProcTree(root)
-		return err == nil && slices.ContainsFunc(tree, func(pr agents.Proc) bool { return pr.Name == "sleep" })
+		return err == nil && slices.ContainsFunc(tree, func(pr agents.Proc) bool { return pr.Name == "sleep" }) &&
+			!slices.ContainsFunc(tree, func(pr agents.Proc) bool { return pr.State != 'S' })
 	})
 	fast, full, ok := agents.CompareTreesForTest(root)
 	if !ok {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 var (
@@ -145,25 +147,12 @@ func (p *paneProc) send(t *testing.T, s string) {
 
 var sessionLine = regexp.MustCompile(`session: ([0-9a-f-]{36})`)
 
-// waitFor polls cond until it holds, failing the test after a generous
-// deadline (machines are shared; the deadline is not a measurement).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // sessionID waits for the agent to print its session id and returns the
 // last one printed.
 func (p *paneProc) sessionID(t *testing.T) string {
 	t.Helper()
 	var id string
-	waitFor(t, "the agent's session line", func() bool {
+	testwait.Until(t, "the agent's session line", func() bool {
 		m := sessionLine.FindAllStringSubmatch(p.text(), -1)
 		if len(m) == 0 {
 			return false

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 var tmuxServers atomic.Int32
@@ -80,7 +81,7 @@ func TestFakeClaudeInATmuxPane(t *testing.T) {
 		t.Fatal(err)
 	}
 	var screen string
-	waitFor(t, "the session line in the pane", func() bool {
+	testwait.Until(t, "the session line in the pane", func() bool {
 		screen = s.must(t, "capture-pane", "-p", "-J", "-t", "w")
 		return sessionLine.MatchString(screen)
 	})

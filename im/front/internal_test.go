@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
@@ -18,6 +17,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 )
@@ -85,17 +85,6 @@ func startFollower(t *testing.T, rec *recorder) *follower {
 	return f
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func appendLine(t *testing.T, path, text string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -117,9 +106,9 @@ func TestFollowerRelaysCompleteLinesOnceFromTheJournaledOffset(t *testing.T) {
 	f := startFollower(t, rec)
 	f.Follow("b1", path, "claude", offset, "", "")
 	appendLine(t, path, "tool noise\nR:one\nR:tw")
-	waitFor(t, "the first reply", func() bool { return len(rec.replies()) == 1 })
+	testwait.Until(t, "the first reply", func() bool { return len(rec.replies()) == 1 })
 	appendLine(t, path, "o\n")
-	waitFor(t, "the second reply", func() bool { return len(rec.replies()) == 2 })
+	testwait.Until(t, "the second reply", func() bool { return len(rec.replies()) == 2 })
 	if got := strings.Join(rec.replies(), ","); got != "one,two" {
 		t.Fatalf("replies %q: the history before the offset is not relayed, a partial line waits for its end", got)
 	}
@@ -136,11 +125,11 @@ func TestFollowerRetriesAFailedDeliveryWithoutLosingIt(t *testing.T) {
 	f := startFollower(t, rec)
 	f.Follow("b1", path, "claude", 0, "", "")
 	appendLine(t, path, "R:kept\n")
-	waitFor(t, "a failed delivery", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.failed > 0 })
+	testwait.Until(t, "a failed delivery", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.failed > 0 })
 	rec.mu.Lock()
 	rec.fail = false
 	rec.mu.Unlock()
-	waitFor(t, "the retried reply", func() bool { return len(rec.replies()) == 1 })
+	testwait.Until(t, "the retried reply", func() bool { return len(rec.replies()) == 1 })
 }
 
 func TestFollowerWaitsForAFileNotWrittenYet(t *testing.T) {
@@ -149,7 +138,7 @@ func TestFollowerWaitsForAFileNotWrittenYet(t *testing.T) {
 	f := startFollower(t, rec)
 	f.Follow("b1", path, "claude", 0, "", "")
 	appendLine(t, path, "R:first\n")
-	waitFor(t, "a reply from a file created after Follow", func() bool { return len(rec.replies()) == 1 })
+	testwait.Until(t, "a reply from a file created after Follow", func() bool { return len(rec.replies()) == 1 })
 }
 
 func TestTheBrowserNeverLeavesTheRoots(t *testing.T) {
@@ -242,9 +231,9 @@ func TestFollowerReadsAFileWhoseDirectoryIsMadeLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendLine(t, path, "R:made later\n")
-	waitFor(t, "a reply in a directory made after Follow", func() bool { return len(rec.replies()) == 1 })
+	testwait.Until(t, "a reply in a directory made after Follow", func() bool { return len(rec.replies()) == 1 })
 	appendLine(t, path, "R:and watched\n")
-	waitFor(t, "the next reply, by the watch", func() bool { return len(rec.replies()) == 2 })
+	testwait.Until(t, "the next reply, by the watch", func() bool { return len(rec.replies()) == 2 })
 }
 
 func TestIsStartKnowsTheBotCommandOnly(t *testing.T) {
@@ -311,7 +300,7 @@ func TestFollowerTellsTheBindingWhenTheAgentSwitchesSessions(t *testing.T) {
 	if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: cleared, TranscriptPath: newPath, Agent: "claude", Source: "clear"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the binding told of the new session", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.changes) == 1 })
+	testwait.Until(t, "the binding told of the new session", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.changes) == 1 })
 	rec.mu.Lock()
 	got := *rec.changes[0]
 	rec.mu.Unlock()
@@ -326,7 +315,7 @@ func TestFollowerTellsTheBindingWhenTheAgentSwitchesSessions(t *testing.T) {
 	}
 	f.Follow("b1", filepath.Join(dir, "other.jsonl"), "claude", 0, "thatch:tg:1:4:1", old)
 	appendLine(t, oldPath, "R:still read\n")
-	waitFor(t, "the old transcript still read", func() bool { return len(rec.replies()) == 1 })
+	testwait.Until(t, "the old transcript still read", func() bool { return len(rec.replies()) == 1 })
 	rec.mu.Lock()
 	n := len(rec.changes)
 	rec.mu.Unlock()
@@ -359,7 +348,7 @@ func TestTheOffsetRowCatchesUpAfterABurst(t *testing.T) {
 	}
 	f.noteOffset(12)
 	f.noteOffset(13)
-	waitFor(t, "the trailing write of the burst's last offset", func() bool { return row() == "13" })
+	testwait.Until(t, "the trailing write of the burst's last offset", func() bool { return row() == "13" })
 	f.noteOffset(14)
 	f.offMu.Lock()
 	f.stopOffsetLocked()
@@ -379,12 +368,12 @@ func TestFollowerReadsATruncatedOrReplacedTranscriptFromItsStart(t *testing.T) {
 	rec := &recorder{}
 	f := startFollower(t, rec)
 	f.Follow("b1", path, "claude", 0, "", "")
-	waitFor(t, "the first replies", func() bool { return len(rec.replies()) == 2 })
+	testwait.Until(t, "the first replies", func() bool { return len(rec.replies()) == 2 })
 
 	if err := os.WriteFile(path, []byte("R:three\n"), 0o600); err != nil { // truncated and rewritten
 		t.Fatal(err)
 	}
-	waitFor(t, "the reply after the truncation", func() bool { return len(rec.replies()) == 3 })
+	testwait.Until(t, "the reply after the truncation", func() bool { return len(rec.replies()) == 3 })
 
 	tmp := filepath.Join(dir, "new.tmp")
 	if err := os.WriteFile(tmp, []byte("R:four, in a file of its own that is longer\n"), 0o600); err != nil {
@@ -393,7 +382,7 @@ func TestFollowerReadsATruncatedOrReplacedTranscriptFromItsStart(t *testing.T) {
 	if err := os.Rename(tmp, path); err != nil { // replaced
 		t.Fatal(err)
 	}
-	waitFor(t, "the reply in the replacing file", func() bool { return len(rec.replies()) == 4 })
+	testwait.Until(t, "the reply in the replacing file", func() bool { return len(rec.replies()) == 4 })
 	if got := strings.Join(rec.replies(), "|"); got != "one|two, a longer line than what comes after|three|four, in a file of its own that is longer" {
 		t.Fatalf("replies %q", got)
 	}
@@ -487,7 +476,7 @@ func TestFollowerForgetsWhatItToldOnceItCannotMatter(t *testing.T) {
 			if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: session(n), TranscriptPath: path(n), Agent: "claude", Source: "clear"}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the binding told of "+session(n), func() bool {
+			testwait.Until(t, "the binding told of "+session(n), func() bool {
 				f.mu.Lock()
 				defer f.mu.Unlock()
 				return changes() == before+1 && f.told[tag] == session(n)
@@ -524,7 +513,7 @@ func TestFollowerTellsASwitchBackToASessionToldOfBefore(t *testing.T) {
 	if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: s2, TranscriptPath: path(s2), Agent: "claude", Source: "clear"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the binding told of "+s2, func() bool { return changes() == 1 })
+	testwait.Until(t, "the binding told of "+s2, func() bool { return changes() == 1 })
 	f.Follow("b1", path(s2), "claude", 0, tag, s2)
 	f.Stop(path(s1))
 	// The user picks s3 in the chat: the binding follows it, and the hook
@@ -534,5 +523,5 @@ func TestFollowerTellsASwitchBackToASessionToldOfBefore(t *testing.T) {
 	if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: s2, TranscriptPath: path(s2), Agent: "claude", Source: "resume"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the binding told of "+s2+" again", func() bool { return changes() == 2 })
+	testwait.Until(t, "the binding told of "+s2+" again", func() bool { return changes() == 2 })
 }
