@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
-	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
 	"github.com/thatch-run/thatch/persistence"
@@ -217,7 +217,6 @@ func (r *Runtime) privateDataDir() error {
 func (r *Runtime) startTree(kinds []supervisor.Spec, effects []supervisor.Handler, wake []actors.Identity) error {
 	var err error
 	r.tree, err = supervisor.Start(supervisor.Options{
-		System:  supervisor.NewActorSystem(r.log),
 		Journal: r.store.Journal(),
 		Rows:    r.store.Rows(),
 		Env: supervisor.Env{
@@ -317,7 +316,6 @@ func (r *Runtime) stopLocked(ctx context.Context) error {
 	}
 	if r.tree != nil {
 		errs = append(errs, r.tree.Stop(10*time.Second))
-		r.tree.System().Shutdown()
 	}
 	if r.mem != nil {
 		errs = append(errs, r.mem.Close())
@@ -370,21 +368,23 @@ type Status struct {
 	// Quarantined are the entities that cannot rebuild their state from
 	// their journal; `thatch repair` drops or releases them.
 	Quarantined []supervisor.Quarantine `json:"quarantined"`
-	// Sessions are the views of the front ends' entities (opencode
-	// families), SessionsTotal how many there are.
-	Sessions      []any `json:"sessions,omitempty"`
-	SessionsTotal int   `json:"sessionsTotal"`
-	// Bindings are the IM front end's chat bindings (thread, name, agent,
-	// window, state, last message), BindingsTotal how many there are.
-	Bindings      []any `json:"bindings,omitempty"`
-	BindingsTotal int   `json:"bindingsTotal"`
-	// FrontEnds says how each front end's link to the outside goes (the
-	// ones that can tell).
-	FrontEnds []frontend.Health `json:"frontEnds,omitempty"`
-	// Sweepers shows each sweep: when it last ran, how long it took, what
-	// it did (moved, deleted, dropped, with ids), what it skipped and why,
-	// and when it runs next.
-	Sweepers []sweeper.SweepView `json:"sweepers,omitempty"`
+	// FrontEnds are the front ends' own reports, by name: their entities
+	// (the opencode families, the IM bindings), how their link to the
+	// outside goes, and what else each shows (the opencode sweepers).
+	FrontEnds map[string]frontend.Report `json:"frontEnds,omitempty"`
+}
+
+// Down lists the front ends whose link to the outside does not work
+// (`thatch status` exits non-zero while one is down), sorted.
+func (st *Status) Down() []string {
+	var down []string
+	for name, rep := range st.FrontEnds {
+		if rep.Health != nil && !rep.Health.OK {
+			down = append(down, name)
+		}
+	}
+	slices.Sort(down)
+	return down
 }
 
 // StatusReport gathers the runtime's status.
@@ -412,42 +412,15 @@ func (r *Runtime) StatusReport() (*Status, error) {
 		UnhandledEffects:  r.tree.UnhandledEffects(),
 		Quarantined:       r.tree.Quarantined(),
 	}
-	st.Sweepers = r.sweepers()
 	for _, fe := range r.o.FrontEnds {
 		if rep, ok := fe.(frontend.Reporter); ok {
-			views, total := rep.Report(0)
-			st.Sessions = append(st.Sessions, views...)
-			st.SessionsTotal += total
-		}
-		if hr, ok := fe.(frontend.HealthReporter); ok {
-			st.FrontEnds = append(st.FrontEnds, hr.Health())
-		}
-		if rep, ok := fe.(frontend.BindingReporter); ok {
-			views, total := rep.ReportBindings(0)
-			st.Bindings = append(st.Bindings, views...)
-			st.BindingsTotal += total
+			if st.FrontEnds == nil {
+				st.FrontEnds = map[string]frontend.Report{}
+			}
+			st.FrontEnds[fe.Name()] = rep.Report(0)
 		}
 	}
 	return st, nil
-}
-
-// sweepers reads the sweeper's view (nil when there is none, or when it
-// cannot answer in time).
-func (r *Runtime) sweepers() []sweeper.SweepView {
-	if !r.tree.HasKind(sweeper.KindName) {
-		return nil // no opencode front end
-	}
-	res, err := r.tree.Request(sweeper.Identity, &supervisor.Inspect{}, 5*time.Second)
-	if err != nil {
-		r.log.Debug("status: the sweeper did not answer", "error", err)
-		return nil
-	}
-	if in, ok := res.(*supervisor.Inspection); ok {
-		if v, ok := in.View.(sweeper.View); ok {
-			return v.Sweeps
-		}
-	}
-	return nil
 }
 
 func (r *Runtime) serveStatus(w http.ResponseWriter, _ *http.Request) {

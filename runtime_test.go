@@ -71,8 +71,8 @@ func TestARuntimeWithoutTheOpencodeFrontEndRunsNoSweeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.UnhandledEffects != 0 || len(st.Sweepers) != 0 {
-		t.Fatalf("status: %d effects without a handler, sweepers %+v", st.UnhandledEffects, st.Sweepers)
+	if st.UnhandledEffects != 0 || len(st.FrontEnds) != 0 {
+		t.Fatalf("status: %d effects without a handler, front ends %+v", st.UnhandledEffects, st.FrontEnds)
 	}
 	mu.Lock()
 	defer mu.Unlock()

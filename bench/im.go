@@ -26,7 +26,6 @@ import (
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
-	"github.com/thatch-run/thatch/supervisor"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
@@ -82,7 +81,7 @@ func benchIM(c *Config) ([]Record, error) {
 type imFront struct {
 	*imfront.FrontEnd
 	store *persistence.Store
-	tree  *supervisor.Tree
+	tree  frontend.Tree
 }
 
 func (f *imFront) Open(ctx context.Context, c frontend.Core) (frontend.Parts, error) {
@@ -90,7 +89,7 @@ func (f *imFront) Open(ctx context.Context, c frontend.Core) (frontend.Parts, er
 	return f.FrontEnd.Open(ctx, c)
 }
 
-func (f *imFront) Mount(ctx context.Context, t *supervisor.Tree, m frontend.Mux) error {
+func (f *imFront) Mount(ctx context.Context, t frontend.Tree, m frontend.Mux) error {
 	f.tree = t
 	return f.FrontEnd.Mount(ctx, t, m)
 }
@@ -797,11 +796,11 @@ func benchIMPassivated(c *Config) ([]Record, error) {
 // waitPassivated waits until the tree knows n bindings and none is live.
 func (w *imWorld) waitPassivated(n int) error {
 	return imWaitFor(imDrainTimeout, fmt.Sprintf("%d bindings passivated", n), func() (bool, error) {
-		kinds, _, err := w.fe.tree.Stats(time.Minute)
+		st, err := w.rt.StatusReport()
 		if err != nil {
 			return false, err
 		}
-		for _, k := range kinds {
+		for _, k := range st.Kinds {
 			if k.Kind == imbinding.KindName {
 				return k.Live == 0 && k.Passivated == n, nil
 			}

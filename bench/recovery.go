@@ -12,9 +12,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
@@ -276,31 +273,26 @@ func flushStore(dir string) error {
 	return errors.Join(st.DB().Flush(), st.Close())
 }
 
-// startTree builds an actor system and a tree of the benchmark kind.
+// startTree starts a tree of the benchmark kind.
 func startTree(st *persistence.Store) (*liveTree, error) {
-	sys := supervisor.NewActorSystem(hclog.NewNullLogger())
 	tree, err := supervisor.Start(supervisor.Options{
-		System:  sys,
 		Journal: st.Journal(),
 		Env:     benchEnv(),
 		Kinds:   []supervisor.Spec{supervisor.Entity[entityState](benchEntity{})},
 	})
 	if err != nil {
-		sys.Shutdown()
 		return nil, err
 	}
-	return &liveTree{sys: sys, tree: tree}, nil
+	return &liveTree{tree: tree}, nil
 }
 
-// liveTree is a running actor system with its tree.
+// liveTree is a running tree (with its own actor system).
 type liveTree struct {
-	sys  *actor.ActorSystem
 	tree *supervisor.Tree
 }
 
 func (a *liveTree) stop() {
 	_ = a.tree.Stop(time.Minute)
-	a.sys.Shutdown()
 }
 
 // coldStart opens the store in dir and starts a tree, which rehydrates the n

@@ -51,7 +51,7 @@ func benchStatus(c *Config) ([]Record, error) {
 	c.Logf("status: report over %d passivated entities", n)
 	h0 := sampleHeap()
 	start := time.Now()
-	views, total := frontend.Report(a.tree, st.Journal(), benchKind, "id", 0, statusTimeout)
+	views, total := frontend.Entities(a.tree, st.Journal(), benchKind, "id", 0, statusTimeout)
 	peeked := time.Since(start)
 	h1 := sampleHeap()
 	if err := checkViews(views, total, n); err != nil {
@@ -76,7 +76,7 @@ func benchStatus(c *Config) ([]Record, error) {
 	if len(awake) != n {
 		return nil, fmt.Errorf("bench: %d entities live after asking %d, want all", len(awake), n)
 	}
-	notes := fmt.Sprintf("frontend.Report (as thatch status --all) over %d passivated entities x %d events, read from the journal (Tree.Peek), %d at a time: Go heap after it %s B more than before; "+
+	notes := fmt.Sprintf("frontend.Entities (as thatch status --all) over %d passivated entities x %d events, read from the journal (Tree.Peek), %d at a time: Go heap after it %s B more than before; "+
 		"baseline: the same views asked of each entity (Request Inspect, as status did before), which spawns and rehydrates every one: heap %s B more, all %d live afterwards",
 		n, memoryEvents, statusConcurrency, formatNumber(diff(h0.alloc, h1.alloc)), formatNumber(diff(h1.alloc, h2.alloc)), n)
 	return []Record{

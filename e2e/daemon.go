@@ -146,8 +146,14 @@ func (f Family) ChildKind(id string) string {
 	return ""
 }
 
+// statusReport is the part of GET /v1/status the specs read: the
+// opencode front end's families.
 type statusReport struct {
-	Sessions []Family `json:"sessions"`
+	FrontEnds struct {
+		OpenCode struct {
+			Entities []Family `json:"entities"`
+		} `json:"opencode"`
+	} `json:"frontEnds"`
 }
 
 // Families reads GET /v1/status.
@@ -157,7 +163,7 @@ func (d *Daemon) Families() map[string]Family {
 	var st statusReport
 	Expect(d.Client().Do(ctx, "GET", "/v1/status", nil, &st)).To(Succeed())
 	out := map[string]Family{}
-	for _, f := range st.Sessions {
+	for _, f := range st.FrontEnds.OpenCode.Entities {
 		out[f.SessionID] = f
 	}
 	return out
@@ -183,7 +189,7 @@ func StatusCLI(w *World) map[string]Family {
 	var st statusReport
 	Expect(json.Unmarshal(out, &st)).To(Succeed(), "status output: %s", out)
 	fams := map[string]Family{}
-	for _, f := range st.Sessions {
+	for _, f := range st.FrontEnds.OpenCode.Entities {
 		fams[f.SessionID] = f
 	}
 	return fams

@@ -174,10 +174,14 @@ var _ = Describe("IM front end", Label("im"), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var st struct {
-			BindingsTotal int `json:"bindingsTotal"`
+			FrontEnds struct {
+				IM struct {
+					Total int `json:"total"`
+				} `json:"im"`
+			} `json:"frontEnds"`
 		}
 		Expect(d.Client().Do(ctx, "GET", "/v1/status", nil, &st)).To(Succeed())
-		Expect(st.BindingsTotal).To(Equal(0), "no binding was made, none journaled")
+		Expect(st.FrontEnds.IM.Total).To(Equal(0), "no binding was made, none journaled")
 		Expect(iw.TG.Messages(imChat, 0)).To(BeEmpty())
 	})
 

@@ -375,16 +375,20 @@ func (iw *IMWorld) Settled(d *Daemon, thread int64) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var st struct {
-			Bindings []struct {
-				Thread string `json:"thread"`
-				Queued int    `json:"queued"`
-				Unsent int    `json:"unsent"`
-			} `json:"bindings"`
+			FrontEnds struct {
+				IM struct {
+					Entities []struct {
+						Thread string `json:"thread"`
+						Queued int    `json:"queued"`
+						Unsent int    `json:"unsent"`
+					} `json:"entities"`
+				} `json:"im"`
+			} `json:"frontEnds"`
 		}
 		if err := d.Client().Do(ctx, "GET", "/v1/status", nil, &st); err != nil {
 			return "", err
 		}
-		for _, b := range st.Bindings {
+		for _, b := range st.FrontEnds.IM.Entities {
 			if b.Thread == key {
 				return fmt.Sprintf("queued %d unsent %d", b.Queued, b.Unsent), nil
 			}
@@ -401,13 +405,17 @@ func (iw *IMWorld) BindingSession(d *Daemon, thread int64) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var st struct {
-		Bindings []struct {
-			Thread  string `json:"thread"`
-			Session string `json:"session"`
-		} `json:"bindings"`
+		FrontEnds struct {
+			IM struct {
+				Entities []struct {
+					Thread  string `json:"thread"`
+					Session string `json:"session"`
+				} `json:"entities"`
+			} `json:"im"`
+		} `json:"frontEnds"`
 	}
 	Expect(d.Client().Do(ctx, "GET", "/v1/status", nil, &st)).To(Succeed())
-	for _, b := range st.Bindings {
+	for _, b := range st.FrontEnds.IM.Entities {
 		if b.Thread == key {
 			return b.Session
 		}

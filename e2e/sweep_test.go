@@ -104,11 +104,17 @@ func sweepers(d *Daemon) map[string]sweeperView {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var st struct {
-		Sweepers []sweeperView `json:"sweepers"`
+		FrontEnds struct {
+			OpenCode struct {
+				Details struct {
+					Sweepers []sweeperView `json:"sweepers"`
+				} `json:"details"`
+			} `json:"opencode"`
+		} `json:"frontEnds"`
 	}
 	Expect(d.Client().Do(ctx, "GET", "/v1/status", nil, &st)).To(Succeed())
 	out := map[string]sweeperView{}
-	for _, v := range st.Sweepers {
+	for _, v := range st.FrontEnds.OpenCode.Details.Sweepers {
 		out[v.Sweeper] = v
 	}
 	return out

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 
@@ -22,7 +21,6 @@ import (
 // another on the same fs.
 type rigConfig struct {
 	fs      vfs.FS
-	sys     *actor.ActorSystem
 	kinds   []Spec
 	env     Env
 	policy  Policy
@@ -37,7 +35,6 @@ type rigConfig struct {
 type rig struct {
 	t     *testing.T
 	store *persistence.Store
-	sys   *actor.ActorSystem
 	tree  *Tree
 	clock *actors.FakeClock
 	jr    *ctlJournal
@@ -55,10 +52,6 @@ func startRig(t *testing.T, c rigConfig) *rig {
 	}
 	r := &rig{t: t, store: st, clock: actors.NewFakeClock(time.Unix(1_700_000_000, 0))}
 	r.jr = newCtlJournal(st.Journal())
-	r.sys = c.sys
-	if r.sys == nil {
-		r.sys = NewActorSystem(hclog.NewNullLogger())
-	}
 	env := c.env
 	env.Journal = r.jr
 	if env.Clock == nil {
@@ -70,14 +63,13 @@ func startRig(t *testing.T, c rigConfig) *rig {
 	if c.policy == (Policy{}) {
 		c.policy = Policy{MaxRestarts: 10, Window: time.Minute, BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond}
 	}
-	opts := Options{System: r.sys, Journal: st.Journal(), Env: env, Kinds: c.kinds,
+	opts := Options{Journal: st.Journal(), Env: env, Kinds: c.kinds,
 		Policy: c.policy, Effects: c.effects, Logger: c.logger}
 	if c.rows {
 		opts.Rows = st.Rows()
 	}
 	r.tree, err = Start(opts)
 	if err != nil {
-		r.sys.Shutdown()
 		_ = st.Close()
 		t.Fatal(err)
 	}
@@ -85,7 +77,7 @@ func startRig(t *testing.T, c rigConfig) *rig {
 	return r
 }
 
-// close stops the tree, the actor system and the store; it runs once, at
+// close stops the tree (and with it its actor system) and the store; it runs once, at
 // cleanup unless a test called it to check what Stop leaves behind.
 func (r *rig) close() {
 	r.once.Do(func() {
@@ -93,7 +85,6 @@ func (r *rig) close() {
 		if err := r.tree.Stop(5 * time.Second); err != nil && !errors.Is(err, ErrStopped) {
 			r.t.Errorf("stop: %v", err)
 		}
-		r.sys.Shutdown()
 		if err := r.store.Close(); err != nil {
 			r.t.Errorf("close store: %v", err)
 		}

@@ -27,8 +27,6 @@ var (
 
 // Options configure Start.
 type Options struct {
-	// System is the actor system to build the tree in. Required.
-	System *actor.ActorSystem
 	// Journal is the persistence journal: entities write to it and the tree
 	// scans its index on start. Required.
 	Journal *persistence.Journal
@@ -128,21 +126,23 @@ type rehydrated struct {
 // spawned its active entities; messages sent after Start returns queue
 // behind their recovery.
 func Start(o Options) (t *Tree, err error) {
-	if o.System == nil || o.Journal == nil {
-		return nil, errors.New("supervisor: System and Journal are required")
+	if o.Journal == nil {
+		return nil, errors.New("supervisor: Journal is required")
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	sys := NewActorSystem(o.Logger)
 	if o.KeepErrors <= 0 {
 		o.KeepErrors = 20
 	}
-	t = &Tree{sys: o.System, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, specs: map[string]Spec{}, keepErrs: o.KeepErrors,
+	t = &Tree{sys: sys, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, specs: map[string]Spec{}, keepErrs: o.KeepErrors,
 		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{}),
 		forget: o.Journal.Forget}
 	defer func() {
 		if err != nil {
 			_ = t.shutdown(context.Background())
+			sys.Shutdown()
 		}
 	}()
 	t.rows = o.Rows
@@ -558,7 +558,9 @@ func (t *Tree) Stop(timeout time.Duration) error {
 	err := t.sys.Root.StopFuture(t.root).Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return errors.Join(err, t.shutdown(ctx))
+	err = errors.Join(err, t.shutdown(ctx))
+	t.sys.Shutdown()
+	return err
 }
 
 // shutdown ends what the tree runs besides its actors: the effect runners,
@@ -639,6 +641,6 @@ func (t *Tree) Deliver(to actors.Identity, msg any, timeout time.Duration) error
 	return err
 }
 
-// System is the actor system the tree runs in; whoever made it shuts it
-// down after Stop.
+// System is the actor system the tree runs in. The tree made it and shuts
+// it down at Stop; nothing else may.
 func (t *Tree) System() *actor.ActorSystem { return t.sys }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ import (
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
 	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
 func versionString() string {
@@ -189,10 +192,8 @@ func runStatus(args []string) int {
 	} else {
 		printStatus(&st, all)
 	}
-	for _, h := range st.FrontEnds {
-		if !h.OK {
-			return 3 // a front end is down: scripts and monitors see it
-		}
+	if len(st.Down()) > 0 {
+		return 3 // a front end is down: scripts and monitors see it
 	}
 	return 0
 }
@@ -208,34 +209,31 @@ func printStatus(st *thatch.Status, all bool) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Live, k.Passivated, k.Persisted, k.Active)
 	}
 	tw.Flush()
-	if len(st.FrontEnds) > 0 {
-		fmt.Printf("\nfront ends:\n")
-		for _, h := range st.FrontEnds {
-			mark := "ok"
-			if !h.OK {
-				mark = "DOWN"
-			}
-			line := fmt.Sprintf("  %s  %s  %s", h.FrontEnd, mark, h.State)
-			if !h.Since.IsZero() {
-				line += "  since " + h.Since.Local().Format(time.DateTime)
-			}
-			if h.LastError != "" {
-				line += ": " + h.LastError
-			}
-			fmt.Println(line)
+	var health []string
+	for _, name := range slices.Sorted(maps.Keys(st.FrontEnds)) {
+		if h := st.FrontEnds[name].Health; h != nil {
+			health = append(health, healthLine(name, h))
 		}
 	}
-	if len(st.Sweepers) > 0 {
-		fmt.Printf("\nsweepers:\n")
-		writeSweepers(os.Stdout, st.Sweepers)
+	if len(health) > 0 {
+		fmt.Printf("\nfront ends:\n  %s\n", strings.Join(health, "\n  "))
 	}
-	if len(st.Sessions) > 0 {
-		fmt.Printf("\nsessions: %d (--json shows every field):\n", st.SessionsTotal)
-		writeSessions(os.Stdout, st.Sessions, all)
+	if oc, ok := st.FrontEnds["opencode"]; ok {
+		var sweeps []sweeper.SweepView
+		if err := detail(oc, "sweepers", &sweeps); err != nil {
+			fmt.Printf("\nsweepers: %v\n", err)
+		} else if len(sweeps) > 0 {
+			fmt.Printf("\nsweepers:\n")
+			writeSweepers(os.Stdout, sweeps)
+		}
+		if len(oc.Entities) > 0 {
+			fmt.Printf("\nsessions: %d (--json shows every field):\n", oc.Total)
+			writeSessions(os.Stdout, oc.Entities, all)
+		}
 	}
-	if len(st.Bindings) > 0 {
-		fmt.Printf("\nIM bindings: %d\n", st.BindingsTotal)
-		writeBindings(os.Stdout, st.Bindings)
+	if im, ok := st.FrontEnds["im"]; ok && len(im.Entities) > 0 {
+		fmt.Printf("\nIM bindings: %d\n", im.Total)
+		writeBindings(os.Stdout, im.Entities)
 	}
 	if len(st.Quarantined) > 0 {
 		fmt.Printf("\nquarantined (they cannot rebuild their state; see thatch repair):\n")
@@ -255,6 +253,40 @@ func printStatus(st *thatch.Status, all bool) {
 			fmt.Printf("  %s  %s  %s: %s\n", e.Time.Local().Format(time.DateTime), e.Action, e.Entity, strings.TrimSpace(e.Error))
 		}
 	}
+}
+
+// healthLine is one front end's line in the status: its state, since when
+// and its last error.
+func healthLine(name string, h *frontend.Health) string {
+	mark := "ok"
+	if !h.OK {
+		mark = "DOWN"
+	}
+	line := fmt.Sprintf("%s  %s  %s", name, mark, h.State)
+	if !h.Since.IsZero() {
+		line += "  since " + h.Since.Local().Format(time.DateTime)
+	}
+	if h.LastError != "" {
+		line += ": " + h.LastError
+	}
+	return line
+}
+
+// detail decodes a front end's report detail into v (it arrives as plain
+// JSON values); a report without it leaves v as it is.
+func detail(rep frontend.Report, name string, v any) error {
+	d, ok := rep.Details[name]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(d)
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the %s: %w", name, err)
+	}
+	return nil
 }
 
 // writeSweepers prints each sweeper: when it last ran, how long it took,

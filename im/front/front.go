@@ -103,7 +103,7 @@ type FrontEnd struct {
 	withheldEnv []string
 	follow      *follower
 	// Set by Mount.
-	tree *supervisor.Tree
+	tree frontend.Tree
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -121,9 +121,8 @@ type FrontEnd struct {
 }
 
 var (
-	_ frontend.FrontEnd        = (*FrontEnd)(nil)
-	_ frontend.BindingReporter = (*FrontEnd)(nil)
-	_ frontend.HealthReporter  = (*FrontEnd)(nil)
+	_ frontend.FrontEnd = (*FrontEnd)(nil)
+	_ frontend.Reporter = (*FrontEnd)(nil)
 )
 
 // healthGrace is how long Telegram may be unreachable before the front end
@@ -134,7 +133,7 @@ const healthGrace = 30 * time.Second
 // that cannot be reached, shows here and makes `thatch status` exit
 // non-zero, rather than messages going unanswered without a word.
 func (f *FrontEnd) Health() frontend.Health {
-	h := frontend.Health{FrontEnd: Name}
+	var h frontend.Health
 	if f.bot == nil {
 		h.State = "not started"
 		return h
@@ -275,7 +274,7 @@ const (
 )
 
 // Mount records the tree; the IM front end adds no control routes.
-func (f *FrontEnd) Mount(_ context.Context, t *supervisor.Tree, _ frontend.Mux) error {
+func (f *FrontEnd) Mount(_ context.Context, t frontend.Tree, _ frontend.Mux) error {
 	f.tree = t
 	capture := func(ctx context.Context, window string) (string, error) {
 		return f.tmux.Capture(ctx, window, paneLines)
@@ -363,13 +362,15 @@ func (f *FrontEnd) Stop(context.Context) error {
 	return errors.Join(errs...)
 }
 
-// ReportBindings lists the bindings' status views, sorted by thread, at
-// most limit (0: all), and how many there are.
-func (f *FrontEnd) ReportBindings(limit int) ([]any, int) {
-	if f.tree == nil {
-		return nil, 0
+// Report is the front end's status: the bindings' views, sorted by
+// thread, at most limit (0: all), and how its bot's polling goes.
+func (f *FrontEnd) Report(limit int) frontend.Report {
+	h := f.Health()
+	rep := frontend.Report{Health: &h}
+	if f.tree != nil {
+		rep.Entities, rep.Total = frontend.Entities(f.tree, f.jr, imbinding.KindName, "thread", limit, 5*time.Second)
 	}
-	return frontend.Report(f.tree, f.jr, imbinding.KindName, "thread", limit, 5*time.Second)
+	return rep
 }
 
 func bindingID(key string) actors.Identity {

@@ -63,6 +63,35 @@ type Parts struct {
 	Wake []actors.Identity
 }
 
+// Tree is what a front end may do with the supervision tree it runs in:
+// hand its entities messages, ask them, read them without waking them,
+// forget one that is gone, and wait until nothing is in flight. It cannot
+// stop the tree, drop or release entities, or reach the actor system; the
+// runtime owns those. *supervisor.Tree is one.
+type Tree interface {
+	// Send delivers msg to an entity and does not wait.
+	Send(to actors.Identity, msg any)
+	// DeliverContext delivers msg and waits until what it decided is
+	// durable.
+	DeliverContext(ctx context.Context, to actors.Identity, msg any, timeout time.Duration) error
+	// Request asks an entity and waits for its answer; RequestContext
+	// also gives up when ctx ends.
+	Request(to actors.Identity, msg any, timeout time.Duration) (any, error)
+	RequestContext(ctx context.Context, to actors.Identity, msg any, timeout time.Duration) (any, error)
+	// LiveIDs lists the ids of kind's live entities.
+	LiveIDs(kind string, timeout time.Duration) ([]string, error)
+	// Peek reads an entity that is not live from its journal, as a
+	// rehydration would, without starting it.
+	Peek(id actors.Identity) (*supervisor.Inspection, bool, error)
+	// ForgetPassive deletes the journal of an entity that holds nothing
+	// and is not live.
+	ForgetPassive(id actors.Identity, timeout time.Duration) (bool, error)
+	// Quiesce waits until no message and no effect is in flight.
+	Quiesce(timeout time.Duration) error
+}
+
+var _ Tree = (*supervisor.Tree)(nil)
+
 // Mux is where a front end mounts its control API routes; every route is
 // behind the control API's bearer token.
 type Mux interface {
@@ -78,7 +107,7 @@ type FrontEnd interface {
 	// Mount adds the front end's routes (step 3). The tree is running and
 	// has rehydrated the front end's entities; a front end reads what it
 	// routes by here.
-	Mount(ctx context.Context, t *supervisor.Tree, m Mux) error
+	Mount(ctx context.Context, t Tree, m Mux) error
 	// Start connects the front end to its outside world (step 4). An
 	// unreachable outside world is logged, not an error: only a front end
 	// that cannot run at all fails Start.
@@ -87,19 +116,31 @@ type FrontEnd interface {
 	Stop(ctx context.Context) error
 }
 
-// Reporter is implemented by a front end whose entities `thatch status`
-// lists.
+// Report is what `thatch status` shows of one front end, under its name.
+type Report struct {
+	// Entities are the status views of the front end's entities (the
+	// opencode families, the IM bindings), at most the limit asked for;
+	// Total is how many there are in all.
+	Entities []any `json:"entities,omitempty"`
+	Total    int   `json:"total"`
+	// Health is how its link to the outside world goes; nil for a front
+	// end that cannot tell.
+	Health *Health `json:"health,omitempty"`
+	// Details are views of its own that fit no field above, by name (the
+	// opencode front end's "sweepers").
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Reporter is implemented by a front end that `thatch status` shows.
 type Reporter interface {
-	// Report returns the status views of the front end's entities, at
-	// most limit of them (0: no limit), and how many there are in all.
-	Report(limit int) (views []any, total int)
+	// Report returns the front end's status, with at most limit entity
+	// views (0: no limit).
+	Report(limit int) Report
 }
 
 // Health is how a front end's link to the outside world goes, for
 // `thatch status` (which exits non-zero while one is not OK).
 type Health struct {
-	// FrontEnd is the front end's name.
-	FrontEnd string `json:"frontEnd"`
 	// OK: it works (polling, connected).
 	OK bool `json:"ok"`
 	// State says what it does, in a few words ("polling Telegram",
@@ -111,23 +152,9 @@ type Health struct {
 	Since time.Time `json:"since,omitzero"`
 }
 
-// HealthReporter is implemented by a front end that can tell whether its
-// link to the outside works (the IM front end: its bot's polling).
-type HealthReporter interface {
-	Health() Health
-}
-
-// BindingReporter is implemented by a front end whose chat bindings
-// `thatch status` lists (the IM front end).
-type BindingReporter interface {
-	// ReportBindings returns the status views of the bindings, at most
-	// limit of them (0: no limit), and how many there are in all.
-	ReportBindings(limit int) (views []any, total int)
-}
-
 // knownIDs lists the ids of kind's entities, sorted: every live one and
 // every one with a journal; live holds the ones that were live.
-func knownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout time.Duration) (ids []string, live map[string]bool) {
+func knownIDs(t Tree, j *persistence.Journal, kind string, timeout time.Duration) (ids []string, live map[string]bool) {
 	all, live := map[string]bool{}, map[string]bool{}
 	if l, err := t.LiveIDs(kind, timeout); err == nil {
 		for _, id := range l {
@@ -141,14 +168,14 @@ func knownIDs(t *supervisor.Tree, j *persistence.Journal, kind string, timeout t
 	return slices.Sorted(maps.Keys(all)), live
 }
 
-// Report lists the status views of kind's entities (knownIDs), sorted by
+// Entities lists the status views of kind's entities (knownIDs), sorted by
 // id, at most limit of them (0: all), and how many there are. A live
 // entity answers itself; one that is not is read from its journal
 // (Tree.Peek), so a status never wakes the passivated ones. A few are
 // asked at a time, so that one that cannot answer costs one timeout, not
 // one per entity; it shows its error instead of its view, under idKey
 // ("family", "thread").
-func Report(t *supervisor.Tree, j *persistence.Journal, kind, idKey string, limit int, timeout time.Duration) ([]any, int) {
+func Entities(t Tree, j *persistence.Journal, kind, idKey string, limit int, timeout time.Duration) ([]any, int) {
 	ids, live := knownIDs(t, j, kind, timeout)
 	total := len(ids)
 	if limit > 0 && len(ids) > limit {
@@ -170,7 +197,7 @@ func Report(t *supervisor.Tree, j *persistence.Journal, kind, idKey string, limi
 }
 
 // inspect is the status view of one entity, or its error under idKey.
-func inspect(t *supervisor.Tree, id actors.Identity, live bool, idKey string, timeout time.Duration) any {
+func inspect(t Tree, id actors.Identity, live bool, idKey string, timeout time.Duration) any {
 	failed := func(err error) any { return map[string]string{idKey: id.ID, "error": err.Error()} }
 	if !live {
 		in, ok, err := t.Peek(id)
@@ -192,5 +219,5 @@ func inspect(t *supervisor.Tree, id actors.Identity, live bool, idKey string, ti
 	}
 }
 
-// reportConcurrency is how many entities Report asks at once.
+// reportConcurrency is how many entities Entities asks at once.
 const reportConcurrency = 16

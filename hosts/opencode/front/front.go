@@ -68,7 +68,7 @@ type FrontEnd struct {
 	dir    *sessionDirectory
 	memSvc *memoryService
 	// Set by Mount.
-	tree *supervisor.Tree
+	tree frontend.Tree
 
 	mu    sync.Mutex
 	hosts map[string]*hostConn
@@ -139,7 +139,7 @@ func (o *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 
 // Mount reads the registry (the routing state) and adds the plugin's and
 // the memory tools' routes.
-func (o *FrontEnd) Mount(ctx context.Context, t *supervisor.Tree, m frontend.Mux) error {
+func (o *FrontEnd) Mount(ctx context.Context, t frontend.Tree, m frontend.Mux) error {
 	o.tree = t
 	o.dir.request = func(ctx context.Context, msg any) (any, error) {
 		return t.RequestContext(ctx, registryID, msg, registryTimeout)

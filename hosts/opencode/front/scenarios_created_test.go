@@ -147,11 +147,15 @@ var _ = Describe("thatch status", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.StatusCode).To(Equal(http.StatusOK), string(raw))
 		var st struct {
-			Sessions []ocfamily.StatusView `json:"sessions"`
+			FrontEnds struct {
+				OpenCode struct {
+					Entities []ocfamily.StatusView `json:"entities"`
+				} `json:"opencode"`
+			} `json:"frontEnds"`
 		}
 		Expect(json.Unmarshal(raw, &st)).To(Succeed())
-		Expect(st.Sessions).To(HaveLen(1), string(raw))
-		v := st.Sessions[0]
+		Expect(st.FrontEnds.OpenCode.Entities).To(HaveLen(1), string(raw))
+		v := st.FrontEnds.OpenCode.Entities[0]
 		Expect(v.SessionID).To(Equal("ses_p"))
 		Expect(v.Pending).To(Equal(2))
 		Expect(v.Accepted).To(Equal(3))

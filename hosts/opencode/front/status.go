@@ -4,21 +4,47 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors/ocfamily"
+	"github.com/thatch-run/thatch/actors/sweeper"
+	"github.com/thatch-run/thatch/supervisor"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
 // inspectTimeout bounds how long status waits for one family's view.
 const inspectTimeout = 5 * time.Second
 
-// Report lists the status views of the families: every persisted one and
-// every live one, sorted by id, at most limit (0: all); a family that
-// cannot answer shows its error instead of its view.
-func (o *FrontEnd) Report(limit int) ([]any, int) {
-	views, total := frontend.Report(o.tree, o.jr, ocfamily.KindName, "family", limit, inspectTimeout)
-	for i, v := range views {
-		views[i] = o.withHost(v)
+// Report is the front end's status: the status views of the families
+// (every persisted one and every live one, sorted by id, at most limit, 0:
+// all; a family that cannot answer shows its error instead of its view)
+// and, under "sweepers", what each sweep of its sweeper did and when it
+// runs next.
+func (o *FrontEnd) Report(limit int) frontend.Report {
+	var rep frontend.Report
+	if o.tree == nil {
+		return rep
 	}
-	return views, total
+	rep.Entities, rep.Total = frontend.Entities(o.tree, o.jr, ocfamily.KindName, "family", limit, inspectTimeout)
+	for i, v := range rep.Entities {
+		rep.Entities[i] = o.withHost(v)
+	}
+	if sweeps := o.sweeps(); sweeps != nil {
+		rep.Details = map[string]any{"sweepers": sweeps}
+	}
+	return rep
+}
+
+// sweeps reads the sweeper's view (nil when it cannot answer in time).
+func (o *FrontEnd) sweeps() []sweeper.SweepView {
+	res, err := o.tree.Request(sweeper.Identity, &supervisor.Inspect{}, inspectTimeout)
+	if err != nil {
+		o.log.Debug("status: the sweeper did not answer", "error", err)
+		return nil
+	}
+	if in, ok := res.(*supervisor.Inspection); ok {
+		if v, ok := in.View.(sweeper.View); ok {
+			return v.Sweeps
+		}
+	}
+	return nil
 }
 
 // withHost fills in the host of a family's status view: the registry owns

@@ -161,6 +161,12 @@ func passivate(w *world) {
 	Eventually(w.oc.LiveFamiliesForTest).Should(BeEmpty(), "the families passivate")
 }
 
+// sweepViews are the sweeps the opencode front end's status report shows.
+func sweepViews(st *thatch.Status) []sweeper.SweepView {
+	sweeps, _ := st.FrontEnds[front.Name].Details["sweepers"].([]sweeper.SweepView)
+	return sweeps
+}
+
 // lastReport is the newest report of a sweep in status.
 func lastReport(w *world, sweep string) func() *messages.SweepReport {
 	return func() *messages.SweepReport {
@@ -168,7 +174,7 @@ func lastReport(w *world, sweep string) func() *messages.SweepReport {
 		if err != nil {
 			return nil
 		}
-		for _, s := range st.Sweepers {
+		for _, s := range sweepViews(st) {
 			if s.Sweeper == sweep {
 				return s.Last
 			}
@@ -343,9 +349,10 @@ var _ = Describe("Strand sweep", func() {
 		st, err := w.rt.StatusReport()
 		Expect(err).NotTo(HaveOccurred())
 		var sv *sweeper.SweepView
-		for i := range st.Sweepers {
-			if st.Sweepers[i].Sweeper == messages.SweepStrand {
-				sv = &st.Sweepers[i]
+		sweeps := sweepViews(st)
+		for i := range sweeps {
+			if sweeps[i].Sweeper == messages.SweepStrand {
+				sv = &sweeps[i]
 			}
 		}
 		Expect(sv).NotTo(BeNil())
