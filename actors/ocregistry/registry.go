@@ -15,6 +15,21 @@
 // every map it did not change, so a State handed out (the reply to every
 // command) stays valid while the registry moves on. Version grows with
 // every event; of two States, the one with the higher Version is newer.
+//
+// # A family seen on a host
+//
+// What a host's event stream teaches about a family (the directory of its
+// parent, the host it lives on) reaches the registry as one FamilySeen
+// command. A host that changes, when the command asks for it, releases the
+// effect ReconcileFamily: the front end reconciles the family with its new
+// host on the effect dispatcher, never on the stream that carried the
+// event. FamilySeen and ReconcileFamily are never journaled (the events
+// are messages.RegistryDirectorySet and messages.RegistryHostSet), so they
+// live here, with the kind that answers and releases them.
+//
+//	d := Kind{}.Decide(s, &FamilySeen{Family: "ses_p", Host: "h2", IfCurrent: "h1", Reconcile: true, Hold: 7}, now)
+//	// d.Events: RegistryHostSet{ses_p, h2}; d.Effects: ReconcileFamily{ses_p, h2, 7};
+//	// d.Reply: &Seen{State: (after), Moved: true}
 package ocregistry
 
 import (
@@ -83,6 +98,52 @@ func (s *State) Empty() bool {
 	return len(s.Parents) == 0 && len(s.Hosts) == 0 && len(s.Dirs) == 0
 }
 
+// FamilySeen is a command: a host's event stream carried an event of
+// Family. The router sends it only when the event teaches something the
+// registry's state (as the router last saw it) does not hold. It is
+// answered with a *Seen once what it changed is durable.
+type FamilySeen struct {
+	Family string
+	// Directory, when set, is the directory the family's parent runs in;
+	// it replaces the recorded one.
+	Directory string
+	// Host, when set, is recorded as the family's host if the recorded one
+	// is still IfCurrent ("" for none): a compare-and-set, for the router
+	// decided on what it read (the recorded host and whether that one is
+	// still connected) that Host should replace it, and a change made since
+	// wins.
+	Host, IfCurrent string
+	// Reconcile asks for a ReconcileFamily effect when Host is recorded.
+	// Default: false (a session.created needs none: thatch sees the
+	// session from its start).
+	Reconcile bool
+	// Hold names the router's hold on the family's events that the effect
+	// lets go once the reconcile is done; the registry only passes it on.
+	// Default: 0, none.
+	Hold uint64
+}
+
+// Seen answers FamilySeen.
+type Seen struct {
+	// State is the registry's state after the command.
+	State *State
+	// Moved is true when the command recorded its Host. With Reconcile,
+	// a ReconcileFamily effect was released with this answer; without
+	// one, no effect was.
+	Moved bool
+}
+
+// ReconcileFamily is the effect of a host change that asked for a
+// reconcile: the front end reconciles Family with Host, the host its
+// events now come from (it may wait for calls its old host can no longer
+// answer, have children thatch did not see, or be a child itself), and
+// then lets go of Hold, the family's events it held meanwhile. It is
+// released once the RegistryHostSet it follows is durable.
+type ReconcileFamily struct {
+	Family, Host string
+	Hold         uint64
+}
+
 // Kind is the registry kind.
 type Kind struct{}
 
@@ -98,11 +159,14 @@ func (Kind) Initial(string) *State { return &State{} }
 // the router has its state before the first event.
 func (Kind) Active(*State) bool { return true }
 
-// Decide turns a command into at most one event and answers with the state
-// after it. A command that changes nothing journals nothing.
+// Decide turns a command into events (at most one but for FamilySeen,
+// which may record a directory and a host) and answers with the state
+// after them. A command that changes nothing journals nothing.
 func (k Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
 	var ev any
 	switch m := msg.(type) {
+	case *FamilySeen:
+		return k.seen(s, m)
 	case *messages.RegistryRead, *actors.Recovered:
 	case *messages.RegistryLink:
 		if fam := s.Family(m.Parent); m.Child != "" && m.Child != fam && s.Parents[m.Child] != fam {
@@ -138,6 +202,32 @@ func (k Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
 		return actors.Decision{Reply: s}
 	}
 	return actors.Decision{Events: []any{ev}, Reply: k.Apply(s, ev)}
+}
+
+// seen decides a FamilySeen: the directory and the host it records, and
+// the reconcile a host change asks for.
+func (k Kind) seen(s *State, m *FamilySeen) actors.Decision {
+	var d actors.Decision
+	if m.Family == "" {
+		d.Reply = &Seen{State: s}
+		return d
+	}
+	if m.Directory != "" && s.Dirs[m.Family] != m.Directory {
+		d.Events = append(d.Events, &messages.RegistryDirectorySet{Family: m.Family, Directory: m.Directory})
+	}
+	moved := false
+	if cur := s.Hosts[m.Family]; m.Host != "" && cur == m.IfCurrent && cur != m.Host {
+		moved = true
+		d.Events = append(d.Events, &messages.RegistryHostSet{Family: m.Family, Host: m.Host})
+		if m.Reconcile {
+			d.Effects = append(d.Effects, &ReconcileFamily{Family: m.Family, Host: m.Host, Hold: m.Hold})
+		}
+	}
+	for _, ev := range d.Events {
+		s = k.Apply(s, ev)
+	}
+	d.Reply = &Seen{State: s, Moved: moved}
+	return d
 }
 
 // knows reports whether anything is recorded of family.

@@ -34,6 +34,9 @@ func run(t *testing.T, msgs ...any) []*State {
 			s = k.Apply(s, back)
 		}
 		got, ok := d.Reply.(*State)
+		if seen, isSeen := d.Reply.(*Seen); isSeen {
+			got, ok = seen.State, true
+		}
 		if !ok {
 			t.Fatalf("Decide(%T) answered %T", m, d.Reply)
 		}
@@ -173,5 +176,85 @@ func TestFamilyWalkIsBounded(t *testing.T) {
 	s := &State{Parents: map[string]string{"a": "b", "b": "a"}}
 	if got := s.Family("a"); got != "a" && got != "b" {
 		t.Errorf("family in a cycle: %q", got)
+	}
+}
+
+// A family seen on a host records its directory and, from the record the
+// router saw, its host; a host change that asks for it releases the
+// reconcile, carrying the router's hold, and nothing else does.
+func TestFamilySeen(t *testing.T) {
+	k := Kind{}
+	cases := []struct {
+		name   string
+		before []any
+		msg    *FamilySeen
+		events []string
+		moved  bool
+		effect *ReconcileFamily
+	}{{
+		name:   "a first host and a directory, without a reconcile (a session.created)",
+		msg:    &FamilySeen{Family: "p", Directory: "/p", Host: "h1"},
+		events: []string{"opencode.registry.directory_set", "opencode.registry.host_set"},
+		moved:  true,
+	}, {
+		name:   "a first host with a reconcile (a session first met through its idle)",
+		msg:    &FamilySeen{Family: "p", Host: "h1", Reconcile: true, Hold: 3},
+		events: []string{"opencode.registry.host_set"},
+		moved:  true,
+		effect: &ReconcileFamily{Family: "p", Host: "h1", Hold: 3},
+	}, {
+		name:   "a move from the record the router saw",
+		before: []any{&FamilySeen{Family: "p", Host: "h1"}},
+		msg:    &FamilySeen{Family: "p", Host: "h2", IfCurrent: "h1", Reconcile: true, Hold: 4},
+		events: []string{"opencode.registry.host_set"},
+		moved:  true,
+		effect: &ReconcileFamily{Family: "p", Host: "h2", Hold: 4},
+	}, {
+		name:   "a move decided on a stale record changes nothing and reconciles nothing",
+		before: []any{&FamilySeen{Family: "p", Host: "h1"}},
+		msg:    &FamilySeen{Family: "p", Host: "h2", IfCurrent: "", Reconcile: true, Hold: 5},
+		events: []string{},
+	}, {
+		name:   "the host already recorded",
+		before: []any{&FamilySeen{Family: "p", Host: "h1"}},
+		msg:    &FamilySeen{Family: "p", Host: "h1", IfCurrent: "h1", Reconcile: true, Hold: 6},
+		events: []string{},
+	}, {
+		name:   "a directory alone",
+		before: []any{&FamilySeen{Family: "p", Directory: "/a", Host: "h1"}},
+		msg:    &FamilySeen{Family: "p", Directory: "/b"},
+		events: []string{"opencode.registry.directory_set"},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			states := run(t, append(c.before, c.msg)...)
+			s := k.Initial(ID)
+			if len(states) > 1 {
+				s = states[len(states)-2]
+			}
+			d := k.Decide(s, c.msg, time.Time{})
+			var names []string
+			for _, ev := range d.Events {
+				n, _ := messages.TypeName(ev)
+				names = append(names, n)
+			}
+			if len(names) != len(c.events) || (len(names) > 0 && !reflect.DeepEqual(names, c.events)) {
+				t.Errorf("events %v, want %v", names, c.events)
+			}
+			seen, ok := d.Reply.(*Seen)
+			if !ok || seen.Moved != c.moved {
+				t.Fatalf("answer %+v, want moved %v", d.Reply, c.moved)
+			}
+			var want []any
+			if c.effect != nil {
+				want = []any{c.effect}
+			}
+			if !reflect.DeepEqual(d.Effects, want) {
+				t.Errorf("effects %+v, want %+v", d.Effects, want)
+			}
+			if last := states[len(states)-1]; c.moved && last.Host("p") != c.msg.Host {
+				t.Errorf("host %q, want %q", last.Host("p"), c.msg.Host)
+			}
+		})
 	}
 }

@@ -72,15 +72,25 @@ func (d *sessionDirectory) do(ctx context.Context, msg any) (*ocregistry.State, 
 	if !ok {
 		return nil, fmt.Errorf("front: the registry answered %T", res)
 	}
+	d.install(s)
+	return s, nil
+}
+
+// install makes s the view unless a newer state is installed already.
+func (d *sessionDirectory) install(s *ocregistry.State) {
 	for {
 		cur := d.state.Load()
-		if cur.Version >= s.Version {
-			return s, nil
-		}
-		if d.state.CompareAndSwap(cur, s) {
-			return s, nil
+		if cur.Version >= s.Version || d.state.CompareAndSwap(cur, s) {
+			return
 		}
 	}
+}
+
+// refresh installs the registry's state as it is now: the view is then at
+// least as new as every change the registry made durable before.
+func (d *sessionDirectory) refresh(ctx context.Context) error {
+	_, err := d.do(ctx, &messages.RegistryRead{})
+	return err
 }
 
 // load reads the registry's state; the first start after an older thatch
@@ -150,25 +160,20 @@ func (d *sessionDirectory) link(ctx context.Context, child, parent string) (stri
 	return s.Family(parent), nil
 }
 
-// moveHost records host for a family when replace approves of the host
-// recorded now ("" when none is). The registry applies it only if the
-// record is still the one replace saw; when it changed meanwhile, replace
-// is asked again about the new one.
-func (d *sessionDirectory) moveHost(ctx context.Context, family, host string, replace func(cur string) bool) error {
-	for range 3 {
-		cur := d.hostOf(family)
-		if host == "" || cur == host || !replace(cur) {
-			return nil
-		}
-		s, err := d.do(ctx, &messages.RegistrySetHost{Family: family, Host: host, IfCurrent: cur})
-		if err != nil {
-			return err
-		}
-		if s.Host(family) == host {
-			return nil
-		}
+// seen sends the registry what a host's event taught about a family (see
+// FrontEnd.teaches), installs the state it answers with, and reports
+// whether it recorded the command's host.
+func (d *sessionDirectory) seen(ctx context.Context, c *ocregistry.FamilySeen) (moved bool, err error) {
+	res, err := d.request(ctx, c)
+	if err != nil {
+		return false, err
 	}
-	return fmt.Errorf("front: the host record of %s keeps changing", family)
+	a, ok := res.(*ocregistry.Seen)
+	if !ok {
+		return false, fmt.Errorf("front: the registry answered %T", res)
+	}
+	d.install(a.State)
+	return a.Moved, nil
 }
 
 // setDirectory durably records the directory a family's parent runs in.

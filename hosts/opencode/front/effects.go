@@ -60,6 +60,9 @@ func (o *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(o.compact),
 		supervisor.Handle(o.exit),
 		supervisor.Handle(o.recordFamilyDeleted),
+		// The registry's: reconciles of families that moved to a new host
+		// run one at a time, apart from any other effect.
+		supervisor.Handle(o.reconcileFamily, supervisor.Lane("reconcile")),
 		// One lane per sweep: a strand round over many directories on a
 		// hung host never holds up the runtime-state or stale-claim sweeps.
 		supervisor.Handle(o.sweepRuntimeState, supervisor.Lane("sweep.runtime")),

@@ -72,6 +72,8 @@ type FrontEnd struct {
 
 	mu    sync.Mutex
 	hosts map[string]*hostConn
+	// holds are the stream events waiting for their family's reconcile.
+	holds *holds
 
 	// strandMu keeps strand rounds from overlapping.
 	strandMu sync.Mutex
@@ -89,7 +91,7 @@ var (
 // New makes the opencode front end for cfg. Nothing runs until the
 // runtime opens and starts it.
 func New(cfg *config.Config, o Options) *FrontEnd {
-	return &FrontEnd{cfg: cfg, opts: o, hosts: map[string]*hostConn{}}
+	return &FrontEnd{cfg: cfg, opts: o, hosts: map[string]*hostConn{}, holds: newHolds()}
 }
 
 // Name returns Name.
@@ -164,17 +166,35 @@ func (o *FrontEnd) Start(ctx context.Context) error {
 }
 
 // DeliverHostEvent hands a decoded host event (a *messages.SessionCreated,
-// *messages.SessionIdle, ...) to its session family and waits until it is
-// journaled, as an event stream does. Embedders with their own host
-// connection, and tests, use it.
+// *messages.SessionIdle, ...) to its session family as an event stream
+// does, and waits until it is journaled, also when it waits behind its
+// family's reconcile with a new host (a stream reads on meanwhile).
+// Embedders with their own host connection, and tests, use it.
 func (o *FrontEnd) DeliverHostEvent(msg any) error {
 	if o.tree == nil {
 		return errNotStarted
 	}
-	return o.deliver(context.Background(), msg)
+	done, err := o.fromStream(context.Background(), msg)
+	if err != nil || done == nil {
+		return err
+	}
+	// A reconcile is two requests; the registry's answer and the delivery
+	// have their own bounds.
+	wait := time.NewTimer(2*o.cfg.OpenCode.RequestTimeout + registryTimeout + deliverTimeout)
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-wait.C:
+		return errStillHeld
+	}
 }
 
-var errNotStarted = fmt.Errorf("front: the opencode front end is not started")
+var (
+	errNotStarted = fmt.Errorf("front: the opencode front end is not started")
+	errStillHeld  = fmt.Errorf("front: the event still waits for its family's reconcile")
+	errStopping   = fmt.Errorf("front: the opencode front end stopped before the event's family was reconciled")
+)
 
 // hostConn is one opencode server the daemon is connected to. Its stream
 // goroutine is the host's single owner: it decodes events and delivers them
@@ -305,11 +325,16 @@ func (o *FrontEnd) Stop(context.Context) error {
 	for _, n := range names {
 		o.disconnect(n, "shutdown")
 	}
+	// No stream delivers any more. Events held for a reconcile are lost
+	// like any a stream read and did not deliver: the next start's
+	// reconcile makes up for them.
+	o.holds.abandon(errStopping)
 	return nil
 }
 
 // onEvent runs on the host's stream goroutine: it delivers each session
-// event in stream order and waits for it to be journaled.
+// event in stream order and waits for it to be journaled, unless the
+// event waits for its family's reconcile (see fromStream).
 func (o *FrontEnd) onEvent(h *hostConn, msg any) {
 	switch msg.(type) {
 	case *opencode.Connected, *opencode.Heartbeat, nil:
@@ -321,7 +346,7 @@ func (o *FrontEnd) onEvent(h *hostConn, msg any) {
 		o.log.Warn("dropped a host event with an invalid id", "host", h.name, "event", fmt.Sprintf("%T", msg), "error", err)
 		return
 	}
-	if err := o.deliver(h.ctx, msg); err != nil {
+	if _, err := o.fromStream(h.ctx, msg); err != nil {
 		o.log.Error("cannot deliver host event", "host", h.name, "event", fmt.Sprintf("%T", msg), "error", err)
 	}
 }

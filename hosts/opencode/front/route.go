@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/ocregistry"
 	"github.com/thatch-run/thatch/messages"
 )
 
 // route returns the family entity a message concerns. It is a lookup in
-// the session directory: it writes nothing and calls no host. What a
-// message teaches about the directory is recorded by learn, before.
+// the registry's state: it writes nothing and calls no host. What a
+// stream event teaches the registry is recorded before it is delivered
+// (see fromStream).
 func (o *FrontEnd) route(msg any) (actors.Identity, error) {
 	var session string
 	switch m := msg.(type) {
@@ -43,73 +45,166 @@ func (o *FrontEnd) route(msg any) (actors.Identity, error) {
 	return familyID(o.dir.family(session)), nil
 }
 
-// learn records what a host event teaches (a child's parent, a family's
-// directory and host) in the registry, which owns those facts: the family
-// keeps none of them, and its effects go to the host the registry records
-// (familyHost). A failure to record is logged and never loses the event:
-// the stream has no replay, and a lost session.created is a lost start
-// reminder.
-func (o *FrontEnd) learn(ctx context.Context, msg any) {
+// fromStream takes one event of a host's stream. It tells the registry
+// what the event teaches (record), routes it, and delivers it, waiting
+// until its family has journaled it; it never reconciles. An event that
+// moves its family to a new host is held instead, and so is every later
+// stream event of that family while the registry's ReconcileFamily effect
+// reconciles it (see holds): fromStream then returns at once, and done
+// gets the outcome of the event's delivery. A failure to record is logged
+// and never loses the event: the stream has no replay, and a lost
+// session.created is a lost start reminder.
+func (o *FrontEnd) fromStream(ctx context.Context, msg any) (done <-chan error, err error) {
+	id, err := o.route(msg)
+	if err != nil {
+		return nil, err
+	}
+	fam := id.ID
+	if done, ok := o.holds.join(fam, msg); ok {
+		return done, nil
+	}
+	cmd := o.teaches(fam, msg)
+	c, _ := cmd.(*ocregistry.FamilySeen)
+	if c == nil || !c.Reconcile || c.Host == "" {
+		o.record(ctx, cmd)
+		return nil, o.deliver(ctx, msg)
+	}
+	hold, done := o.holds.open(fam, msg)
+	if hold == 0 {
+		return done, nil // it joined a hold opened since the lookup
+	}
+	c.Hold = hold
+	moved, err := o.dir.seen(ctx, c)
+	if err != nil {
+		o.log.Warn("cannot record the host of a session", "session", fam, "host", c.Host, "error", err)
+	}
+	if !moved || err != nil {
+		// No reconcile comes to let the hold go.
+		o.releaseHold(ctx, fam, hold)
+	}
+	return done, nil
+}
+
+// teaches returns the registry command that records what the stream event
+// msg of family fam teaches beyond the registry's state as the router last
+// saw it, or nil when it teaches nothing new: a child's link, or a
+// family's directory and host. It is a lookup: it reads that state and
+// whether hosts are connected, and changes nothing.
+//
+// A family's host is recorded when none is (the session existed before
+// the daemon started, or its session.created was lost) or when the
+// recorded one is no longer watched and the event's is (its opencode
+// restarted on another port). A recorded host that is still watched is
+// kept: when one server is watched under two names (configured, and
+// registered by its plugin), its events arrive twice, and the family's
+// effects must stay on one connection. A host that changes for an event
+// other than a session.created asks for a reconcile (it may wait for calls
+// its old host can no longer answer, have children thatch did not see, or
+// be a child itself); a new session needs none: thatch sees it from its
+// start. Plugin calls name the server, not the directory-scoped connection
+// whose listing a reconcile reads: they teach nothing.
+func (o *FrontEnd) teaches(fam string, msg any) any {
+	var host, dir string
+	reconcile := true
 	switch m := msg.(type) {
 	case *messages.SessionCreated:
 		if m.ParentID != "" {
-			if _, err := o.dir.link(ctx, m.SessionID, m.ParentID); err != nil {
-				o.log.Error("cannot record a child's family; delivering its creation anyway", "session", m.SessionID, "parent", m.ParentID, "error", err)
+			v := o.dir.view()
+			if m.SessionID == fam || v.Parents[m.SessionID] == fam {
+				return nil
 			}
-			return
+			return &messages.RegistryLink{Child: m.SessionID, Parent: m.ParentID}
 		}
-		if err := o.dir.setDirectory(ctx, m.SessionID, m.Directory); err != nil {
-			o.log.Error("cannot record a session's directory; delivering its creation anyway", "session", m.SessionID, "error", err)
-		}
-		// A new session needs no reconcile: thatch sees it from the start.
-		o.onHost(ctx, m.SessionID, m.Host, false)
+		host, dir, reconcile = m.Host, m.Directory, false
 	case *messages.SessionIdle:
-		o.onHost(ctx, m.SessionID, m.Host, true) // records the host: see onHost
+		host = m.Host
 	case *messages.SessionErrored:
-		o.onHost(ctx, m.SessionID, m.Host, true)
+		host = m.Host
 	case *messages.SessionCompacted:
-		o.onHost(ctx, m.SessionID, m.Host, true)
+		host = m.Host
+	default:
+		return nil
 	}
-	// Plugin calls name the server, not the directory-scoped connection
-	// whose listing a reconcile reads: they record no host.
+	v := o.dir.view()
+	c := &ocregistry.FamilySeen{Family: fam, Reconcile: reconcile}
+	if dir != "" && v.Directory(fam) != dir {
+		c.Directory = dir
+	}
+	if cur := v.Host(fam); host != "" && cur != host && (cur == "" || (!o.connected(cur) && o.connected(host))) {
+		c.Host, c.IfCurrent = host, cur
+	}
+	if c.Directory == "" && c.Host == "" {
+		return nil
+	}
+	return c
 }
 
-// onHost records the host session's family lives on, so that its host's
-// reconciles reach it and its effects go there: a session thatch first
-// meets through one of its stream events (it existed before the daemon
-// started, or its session.created was lost) has no host recorded, and one
-// whose opencode restarted on another port now lives on a new host. A
-// recorded host that is still watched is kept: when one server is watched
-// under two names (configured, and registered by its plugin), its events
-// arrive twice, and the family's effects must stay on one connection. When
-// reconcile is set and the record changes, the family is reconciled with
-// the host at once (it may wait for calls its old host can no longer
-// answer, it may have children thatch did not see, or it may be a child
-// itself), before the event is delivered. Failing to record or reconcile
-// is logged, not fatal: the event must not be lost over it.
-func (o *FrontEnd) onHost(ctx context.Context, session, host string, reconcile bool) {
-	fam := o.dir.family(session)
-	if host == "" {
+// record sends the registry cmd, a command of teaches (nil: nothing),
+// without holding anything: a reconcile it calls for runs as the
+// registry's effect, and the event does not wait for it. Failures are
+// logged.
+func (o *FrontEnd) record(ctx context.Context, cmd any) {
+	switch c := cmd.(type) {
+	case *messages.RegistryLink:
+		if _, err := o.dir.link(ctx, c.Child, c.Parent); err != nil {
+			o.log.Error("cannot record a child's family; delivering its creation anyway", "session", c.Child, "parent", c.Parent, "error", err)
+		}
+	case *ocregistry.FamilySeen:
+		if _, err := o.dir.seen(ctx, c); err != nil {
+			o.log.Error("cannot record a session's directory or host; delivering its event anyway", "session", c.Family, "error", err)
+		}
+	}
+}
+
+// releaseHold delivers the events held on family fam (hold id), in order,
+// until none is left, and lifts the hold. The event that opened it told
+// the registry what it teaches then; the others do now, routed as the
+// registry's state is now (the reconcile may have shown fam to be a
+// child). It does nothing when that hold was lifted or is being released
+// already.
+func (o *FrontEnd) releaseHold(ctx context.Context, fam string, id uint64) {
+	if !o.holds.take(fam, id) {
 		return
 	}
-	changed := false
-	err := o.dir.moveHost(ctx, fam, host, func(cur string) bool {
-		changed = cur == "" || (!o.connected(cur) && o.connected(host))
-		return changed
-	})
-	if err != nil {
-		o.log.Warn("cannot record the host of a session", "session", session, "host", host, "error", err)
-		return
+	for {
+		ev, ok := o.holds.next(fam, id)
+		if !ok {
+			return
+		}
+		if to, err := o.route(ev.msg); err == nil && !ev.taught {
+			o.record(ctx, o.teaches(to.ID, ev.msg))
+		}
+		err := o.deliver(ctx, ev.msg)
+		if err != nil {
+			o.log.Error("cannot deliver a host event held behind its family's reconcile", "family", fam, "event", fmt.Sprintf("%T", ev.msg), "error", err)
+		}
+		ev.done <- err
 	}
-	if changed && reconcile {
-		// The listing may show that session is a child of a family: route
-		// reads the directory after this.
-		o.reconcileMoved(ctx, fam, host)
+}
+
+// reconcileFamily carries out the registry's ReconcileFamily: it
+// reconciles the family with the host its events now come from, then
+// lets go of the family's events held meanwhile. It runs on the effect
+// dispatcher, in the registry's reconcile lane, so that Tree.Quiesce
+// waits for it; the stream that carried the event reads on, and the
+// events of every other family are delivered meanwhile.
+func (o *FrontEnd) reconcileFamily(ctx context.Context, _ actors.Identity, e *ocregistry.ReconcileFamily) any {
+	defer o.releaseHold(ctx, e.Family, e.Hold)
+	// The effect went out with the answer that moved the family, which
+	// the router may not have installed yet; the reconcile plans from a
+	// view that holds the move.
+	if err := o.dir.refresh(ctx); err != nil {
+		o.log.Warn("cannot read the registry to reconcile a session with its new host", "session", e.Family, "host", e.Host, "error", err)
+		return nil
 	}
+	// The listing may show that the family is a child of another: its
+	// held events are routed after this.
+	o.reconcileMoved(ctx, e.Family, e.Host)
+	return nil
 }
 
 // reconcileMoved reconciles one family with the host its events now come
-// from, bounded by the request timeout: it runs on that host's stream.
+// from, bounded by the request timeout.
 func (o *FrontEnd) reconcileMoved(ctx context.Context, fam, host string) {
 	l, err := o.listerOf(host)
 	if err == nil {
@@ -134,10 +229,8 @@ func (o *FrontEnd) connected(name string) bool {
 	return ok && (h.stream == nil || h.stream.Up())
 }
 
-// deliver records what msg teaches, routes it and waits until its family
-// has journaled it.
+// deliver routes msg and waits until its family has journaled it.
 func (o *FrontEnd) deliver(ctx context.Context, msg any) error {
-	o.learn(ctx, msg)
 	id, err := o.route(msg)
 	if err != nil {
 		return err

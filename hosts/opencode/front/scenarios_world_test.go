@@ -48,6 +48,8 @@ type world struct {
 	runtimes []*thatch.Runtime
 	token    string
 	http     *http.Client
+	// configure, when set, changes each runtime's config before it starts.
+	configure func(*config.Config)
 }
 
 // withParent is a new world whose parent ses_p is created and buffered n
@@ -73,8 +75,12 @@ func (w *world) fetchingExtraction(n int) string {
 func newWorld() *world { return newWorldIn(GinkgoT().TempDir()) }
 
 // newWorldIn starts a runtime on the data directory dir.
-func newWorldIn(dir string) *world {
-	w := &world{dir: dir, host: newFakeHost(), http: &http.Client{Timeout: 30 * time.Second}}
+func newWorldIn(dir string) *world { return newWorldWith(dir, nil) }
+
+// newWorldWith starts a runtime on the data directory dir whose config
+// configure changes (nil: none).
+func newWorldWith(dir string, configure func(*config.Config)) *world {
+	w := &world{dir: dir, host: newFakeHost(), http: &http.Client{Timeout: 30 * time.Second}, configure: configure}
 	w.clock = actors.NewFakeClock(epoch)
 	// One cleanup for every runtime the story starts: a restart inside an
 	// It of an Ordered story must not stop the runtime when that It ends.
@@ -105,6 +111,9 @@ func (w *world) start2(hosts map[string]front.HostInfo) {
 	// No strand sweep unless a story arms it: a sweep must never act on a
 	// real opencode database by mistake.
 	cfg.Sweep.Strand = false
+	if w.configure != nil {
+		w.configure(cfg)
+	}
 	Expect(cfg.Validate()).To(Succeed())
 	w.cfg = cfg
 	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Debug, Output: GinkgoWriter})
