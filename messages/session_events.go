@@ -12,15 +12,17 @@ import "time"
 // Entry numbers (Seq) are unique within a family and never reused. An entry
 // is one buffered Interaction.
 
-// FamilyHostSeen records the opencode server that serves the family, so that
-// effects decided on results that carry no host (ChildSessionCreated,
-// MessagesFetched) can still name it.
+// FamilyHostSeen is no longer written: the opencode registry owns which
+// server serves a family. Journals written before that still hold it, and
+// it decodes and replays as a no-op.
 type FamilyHostSeen struct {
 	Host string `json:"host"`
 }
 
 // FamilyParentCreated records that the top-level session was created. The
-// start reminder is sent once, on the first of these.
+// start reminder is sent once, on the first of these. Directory is no
+// longer written (the registry owns it); old journals may hold it, and it
+// is ignored.
 type FamilyParentCreated struct {
 	Directory string `json:"directory,omitempty"`
 }
