@@ -1,0 +1,132 @@
+package front_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/internal/testwait"
+)
+
+// A new topic's first message starts the setup: the agent is chosen, then
+// the directory, a window named after the topic is made there running the
+// agent, the bot says "Session ready!", and the message that started it
+// all is typed into the agent, whose reply comes back to the topic.
+func TestScenarioANewTopicIsSetUpAndItsFirstMessageAnswered(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.topic("fix the build")
+	w.send(thread, "hello there")
+
+	agents := w.prompt(thread, "Which agent should run for fix the build?")
+	if got := labels(agents); !slices.Equal(got, []string{"claude", "codex", "copilot", "mimo"}) {
+		t.Fatalf("agents offered: %q", got)
+	}
+	w.press(thread, agents, "claude")
+	top := w.prompt(thread, "Working directory: "+w.projects)
+	if got := labels(top); !slices.Equal(got, []string{"📁 api", "📁 docs", "📁 web", "Use this directory"}) {
+		t.Fatalf("the browser at the root offers %q: the root's directories, and no way up out of it", got)
+	}
+	w.press(thread, top, "api")
+	dir := filepath.Join(w.projects, "api")
+	w.press(thread, w.prompt(thread, "Working directory: "+dir), "Use this directory")
+
+	w.waitSaid(thread, "echo: hello there")
+	w.waitTyped("hello there")
+	w.quiesce()
+	want := []string{
+		"Which agent should run for fix the build?",
+		"Working directory: " + w.projects,
+		"Working directory: " + dir,
+		"Session ready!",
+		"echo: hello there",
+	}
+	if got := w.said(thread); !slices.Equal(got, want) {
+		t.Fatalf("the topic shows %q, want %q", got, want)
+	}
+	win := w.onlyWindow()
+	wantTag := fmt.Sprintf("thatch:%s:1", imbinding.Key(chat, thread))
+	if win.Name != "fix the build" || win.Dir != dir || win.Tag != wantTag || win.Dead {
+		t.Fatalf("window %+v, want one named after the topic, in %s, tagged %s, running", win, dir, wantTag)
+	}
+	v := w.binding(thread)
+	if v.State != imbinding.PhaseBound || v.Agent != "claude" || v.Window != win.ID || v.Session == "" || v.Queued != 0 || v.Unsent != 0 {
+		t.Fatalf("binding %+v, want claude bound to %s with its session, nothing waiting", v, win.ID)
+	}
+	if files := w.transcripts(); len(files) != 1 || filepath.Base(files[0]) != v.Session+".jsonl" {
+		t.Fatalf("transcripts %q, want the one of session %s", files, v.Session)
+	}
+}
+
+// Once bound, each message is typed into the agent once, and each reply
+// the agent writes is relayed to the topic once, in order.
+func TestScenarioMessagesAreTypedAndRepliesRelayedOnceInOrder(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("api", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "second")
+	w.send(thread, "a message with $(shell) and 'quotes' in it")
+	w.send(thread, "third")
+	w.waitSaid(thread, "echo: third")
+	w.quiesce()
+
+	want := []string{"first", "second", "a message with $(shell) and 'quotes' in it", "third"}
+	if got := w.typed(); !slices.Equal(got, want) {
+		t.Fatalf("the agent took %q, want %q: each message once, as typed, in order", got, want)
+	}
+	var echoes []string
+	for _, m := range want {
+		echoes = append(echoes, "echo: "+m)
+	}
+	if got := w.echoes(thread); !slices.Equal(got, echoes) {
+		t.Fatalf("the topic got %q, want %q: each reply once, in order", got, echoes)
+	}
+	if n := w.count(thread, "Session ready!"); n != 1 {
+		t.Fatalf("Session ready! said %d times", n)
+	}
+}
+
+// A stranger (a user not on the allow-list) reaches nothing: their topic,
+// message and button press make no binding and no window, the bot says
+// nothing to them (only the press is answered, so that no spinner hangs),
+// and the allowed user then finds the thread as new.
+func TestScenarioAStrangersMessagesAreIgnoredAndMakeNoBinding(t *testing.T) {
+	w := newWorld(t, nil)
+	const stranger int64 = 7
+	w.tg.ServiceFrom(stranger)
+	thread := w.topic("let me in")
+	w.tg.Message(chat, thread, stranger, "hello bot")
+	last := w.tg.Press(chat, thread, stranger, 1, "1:a:0")
+	testwait.Until(t, "the bot to have taken the stranger's updates", func() bool { return w.tg.Confirmed() >= last })
+	w.quiesce()
+
+	if views := w.bindings(); len(views) != 0 {
+		t.Fatalf("bindings %+v: a stranger made one", views)
+	}
+	if ws := w.windows(); len(ws) != 0 {
+		t.Fatalf("windows %+v: a stranger made one", ws)
+	}
+	if said := w.said(thread); len(said) != 0 {
+		t.Fatalf("the bot said %q to a stranger", said)
+	}
+	answered := 0
+	for _, s := range w.tg.Sent() {
+		if s.Method == "answerCallbackQuery" {
+			answered++
+		}
+	}
+	if answered != 1 {
+		t.Fatalf("%d presses answered, want the stranger's one", answered)
+	}
+
+	w.send(thread, "now me")
+	w.prompt(thread, "Which agent should run for let me in?")
+	w.quiesce()
+	if said := w.said(thread); len(said) != 1 {
+		t.Fatalf("the bot said %q, want only the agent prompt, to the allowed user", said)
+	}
+	if v := w.binding(thread); v.State != imbinding.PhaseSetup || v.Step != imbinding.StepAgent || v.Queued != 1 {
+		t.Fatalf("binding %+v, want a setup at its first step with the allowed user's message waiting", v)
+	}
+}
