@@ -75,7 +75,10 @@ type effects struct {
 	mu      sync.Mutex
 	queues  map[queueKey][]any
 	pending int // queued or running
-	quiet   chan struct{}
+	// busy counts each entity's effects queued or running (an entity with
+	// none has no entry).
+	busy  map[actors.Identity]int
+	quiet chan struct{}
 	// issued counts every effect ever queued: a quiescence check compares
 	// it before and after to tell that nothing new was released meanwhile.
 	issued    atomic.Uint64
@@ -83,7 +86,7 @@ type effects struct {
 }
 
 func newEffects(log hclog.Logger, hs []Handler) (*effects, error) {
-	x := &effects{log: log, handlers: map[reflect.Type]Handler{}, queues: map[queueKey][]any{}, gate: make(chan struct{})}
+	x := &effects{log: log, handlers: map[reflect.Type]Handler{}, queues: map[queueKey][]any{}, busy: map[actors.Identity]int{}, gate: make(chan struct{})}
 	for _, h := range hs {
 		if h.typ == nil {
 			return nil, fmt.Errorf("supervisor: a handler without an effect type")
@@ -115,6 +118,7 @@ func (x *effects) Execute(from actors.Identity, eff any) {
 	}
 	x.issued.Add(1)
 	x.pending++
+	x.busy[from]++
 	q, running := x.queues[key]
 	x.queues[key] = append(q, eff)
 	if running {
@@ -137,6 +141,7 @@ func (x *effects) drain(key queueKey) {
 		q := x.queues[key]
 		if len(q) == 0 || x.ctx.Err() != nil {
 			x.pending -= len(q)
+			x.doneLocked(key.from, len(q))
 			delete(x.queues, key)
 			x.signalLocked()
 			x.mu.Unlock()
@@ -148,6 +153,7 @@ func (x *effects) drain(key queueKey) {
 		x.run(key.from, eff)
 		x.mu.Lock()
 		x.pending--
+		x.doneLocked(key.from, 1)
 		x.signalLocked()
 		x.mu.Unlock()
 	}
@@ -163,6 +169,25 @@ func (x *effects) run(from actors.Identity, eff any) {
 	if res := h.run(x.ctx, from, eff); res != nil && x.ctx.Err() == nil {
 		x.send(from, res)
 	}
+}
+
+// doneLocked counts n of from's effects as done.
+func (x *effects) doneLocked(from actors.Identity, n int) {
+	if n == 0 {
+		return
+	}
+	if x.busy[from] -= n; x.busy[from] <= 0 {
+		delete(x.busy, from)
+	}
+}
+
+// Busy tells whether an effect of id is queued or running; an entity is
+// not passivated while one is, so that its result comes back to the
+// incarnation that released it. It implements busyExecutor.
+func (x *effects) Busy(id actors.Identity) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.busy[id] > 0
 }
 
 func (x *effects) signalLocked() {

@@ -16,13 +16,19 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/messages"
 )
 
 // fxKind is a test kind whose entities release the effects a message
 // carries and journal the results that come back: the tree's effect
 // dispatcher (Options.Effects) runs them.
-type fxKind struct{ restarts *atomic.Int64 }
+type fxKind struct {
+	restarts *atomic.Int64
+	// spawns counts the incarnations started other than by a restart
+	// (the first, and each wake after a passivation), when set.
+	spawns *atomic.Int64
+}
 
 type fxState struct {
 	Done []string `json:"done"`
@@ -82,6 +88,8 @@ func (k fxKind) Decide(s *fxState, msg any, _ time.Time) actors.Decision {
 	case *actors.Recovered:
 		if m.Restarted {
 			k.restarts.Add(1)
+		} else if k.spawns != nil {
+			k.spawns.Add(1)
 		}
 		return actors.Decision{}
 	default:
@@ -366,4 +374,43 @@ func TestALaneRunsApartInOrderAndQuiesceWaitsForIt(t *testing.T) {
 	if got, want := r.done(id), []string{"m1", "s1", "s2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("results handled: %v, want %v", got, want)
 	}
+}
+
+// An entity is not passivated while an effect it released is queued or
+// running: the effect's result comes back to the incarnation that released
+// it. (An IM binding passivated under its chat send, and woken by the
+// send's result, sent that reply a second time on its recovery.)
+func TestAnEntityIsNotPassivatedWhileItsEffectRuns(t *testing.T) {
+	h := newFxHandlers()
+	k := fxKind{restarts: &atomic.Int64{}, spawns: &atomic.Int64{}}
+	r := startRig(t, rigConfig{kinds: []Spec{Entity[fxState](k)}, effects: h.list(), env: Env{PassivateAfter: time.Minute}})
+	id := fxID("sending")
+	r.ask(id, &releaseMsg{Effects: []any{&blockEff{"slow send"}}})
+	receive(t, "the effect to start", h.started)
+
+	// The passivation check falls due while the effect runs; a Ping (which
+	// is no activity) comes after it in the entity's mailbox, so once it is
+	// answered the check has run, and a passivation it asked for reached
+	// the kind supervisor before the effect's result can.
+	r.clock.Advance(2 * time.Minute)
+	if _, err := r.tree.Request(id, &Ping{}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h.open("slow send")
+	if err := r.tree.Quiesce(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.done(id), []string{"slow send"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("results handled: %v, want %v", got, want)
+	}
+	if n := k.spawns.Load(); n != 1 {
+		t.Fatalf("the entity was started %d times; its effect's result woke a new incarnation", n)
+	}
+
+	// With nothing in flight, it passivates as usual.
+	r.clock.Advance(2 * time.Minute)
+	testwait.Until(t, "passivation once the effect is done", func() bool {
+		ids, err := r.tree.LiveIDs("fx", 5*time.Second)
+		return err == nil && len(ids) == 0
+	})
 }

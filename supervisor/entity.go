@@ -693,12 +693,26 @@ func (e *entity[S]) armPassivate(ctx actor.Context, d time.Duration) {
 	e.passTimer = e.env.Clock.AfterFunc(d, func() { root.Send(self, &passivateCheck{}) })
 }
 
+// busyExecutor is an executor that tells whether an entity's effects are
+// queued or running (the tree's dispatcher).
+type busyExecutor interface {
+	Busy(id actors.Identity) bool
+}
+
+// effectsBusy tells whether an effect the entity released still runs.
+func (e *entity[S]) effectsBusy() bool {
+	b, ok := e.env.Executor.(busyExecutor)
+	return ok && b.Busy(e.id)
+}
+
 func (e *entity[S]) checkPassivate(ctx actor.Context) {
 	e.passTimer = nil
 	idle := e.env.Clock.Now().Sub(e.lastActive)
-	if idle < e.env.PassivateAfter || len(e.timers) > 0 || e.flying || len(e.buf) > 0 || len(e.outs) > 0 {
-		// Still in use, writing, or waiting for a timer that passivation
-		// would lose.
+	if idle < e.env.PassivateAfter || len(e.timers) > 0 || e.flying || len(e.buf) > 0 || len(e.outs) > 0 || e.effectsBusy() {
+		// Still in use, writing, waiting for a timer that passivation
+		// would lose, or for the result of an effect it released (a new
+		// incarnation woken by that result would redo what the effect
+		// did, such as a send, on its recovery).
 		wait := e.env.PassivateAfter - idle
 		if wait <= 0 {
 			wait = e.env.PassivateAfter

@@ -150,13 +150,15 @@ func skipped(r *messages.SweepReport) []messages.SweepItem {
 	return r.Skipped
 }
 
-// passivate advances the clock past the passivation timeout and waits
-// until no family is awake, so that the next sweep round sees them as
-// passivated state rather than state being written. (Advancing the clock
-// by hours at once fires the passivation and a sweep round together, and
-// the round may come first.)
+// passivate lets every effect in flight finish (a family does not
+// passivate while one of its effects runs), advances the clock past the
+// passivation timeout and waits until no family is awake, so that the next
+// sweep round sees them as passivated state rather than state being
+// written. (Advancing the clock by hours at once fires the passivation and
+// a sweep round together, and the round may come first.)
 func passivate(w *world) {
 	GinkgoHelper()
+	Expect(w.rt.Quiesce(30*time.Second)).To(Succeed(), "the effects in flight finish")
 	w.clock.Advance(w.cfg.Actors.PassivateAfter + time.Minute)
 	Eventually(w.oc.LiveFamiliesForTest).Should(BeEmpty(), "the families passivate")
 }
