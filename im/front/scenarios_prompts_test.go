@@ -3,6 +3,7 @@ package front_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +139,27 @@ func TestScenarioARenameIsAcceptedWhenNobodyAnswers(t *testing.T) {
 	if win := w.onlyWindow(); win.Name != "web v2" {
 		t.Fatalf("window %+v, want it renamed after the topic", win)
 	}
+}
+
+// The user ends the agent from the chat ("exit"): the message was taken,
+// and the user is not told otherwise (the dead pane still shows the line as
+// it was typed); the next message finds the agent gone and asks.
+func TestScenarioAMessageThatEndsTheAgentCountsAsTaken(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("quits", "web", "hi")
+	w.waitSaid(thread, "echo: hi")
+
+	w.send(thread, "exit")
+	testwait.Until(t, "the agent's pane to be dead", func() bool {
+		ws := w.windows()
+		return len(ws) == 1 && ws[0].Dead
+	})
+	w.quiesce()
+	for _, m := range w.said(thread) {
+		if strings.Contains(m, "did not take it") {
+			t.Fatalf("the topic was told %q for a message that ended the agent", m)
+		}
+	}
+	w.send(thread, "are you there")
+	w.prompt(thread, "The agent is no longer running in its window. Your message is kept.")
 }

@@ -126,6 +126,13 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 		if ctx.Err() != nil {
 			return true, ctx.Err()
 		}
+		if f.paneDead(ctx, window) {
+			// The agent took the message and exited (the user typed
+			// exit or /exit): a dead pane still shows the line as it was.
+			// The next message finds the agent gone.
+			f.log.Info("the agent exited after the message was sent", "window", window, "agent", a.Name)
+			return false, nil
+		}
 	}
 	if !shown {
 		// Nothing to tell the text from what the line held: assume it
@@ -133,6 +140,15 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 		return false, nil
 	}
 	return true, fmt.Errorf("%w after %d presses", errNotTaken, enterTries)
+}
+
+// paneDead tells whether the window's program has exited (its pane stays,
+// dead); a window that cannot be read counts as alive.
+func (f *FrontEnd) paneDead(ctx context.Context, window string) bool {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	w, err := f.tmux.Window(ctx, window)
+	return err == nil && w.Dead
 }
 
 // waitLine reads the window's screen until done(input line, drawn) holds,
