@@ -41,11 +41,15 @@ func TestImportBoundaries(t *testing.T) {
 		{"hosts/control", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor}},
 		// A front end never reaches another.
 		{"hosts/opencode/front/...", []string{mod + "/im/..."}},
-		// The IM parts speak tmux, the agents' files and the Bot API; they
-		// know nothing of entities or storage.
+		// The chat interface is types only: nothing of thatch, no storage,
+		// no actors runtime, no wire (the adapters bring their own).
+		{"im/chat", []string{mod, mod + "/...", pebble, protoactor, nethttp}},
+		// The IM parts speak tmux, the agents' files and the chat
+		// platforms; they know nothing of entities or storage.
 		{"im/tmux", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		{"im/agents", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		{"im/telegram", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
+		{"im/feishu", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		// The IM front end, like the opencode one, never imports another.
 		{"im/front/...", []string{mod + "/hosts/..."}},
 		{"config/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor, nethttp}},

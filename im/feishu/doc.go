@@ -1,0 +1,82 @@
+// Package feishu is the Feishu (Lark) adapter's core: the Open API calls
+// thatch makes (send, reply, cards and their buttons, patch, delete, chat
+// and user names) on github.com/larksuite/oapi-sdk-go/v3 v3.4.0, and the
+// webhook receiver of events and card callbacks. It is a protocol adapter:
+// it may use the network and the SDK, and knows nothing of entities,
+// actors or storage (boundaries_test.go, the row of im/feishu). It is not
+// yet wired behind the front end's chat interface.
+//
+// # Sending
+//
+// Client calls go to Options.BaseURL (lark.WithOpenBaseUrl), so tests
+// point them at e2e/fakefeishu. The SDK fetches and refreshes the tenant
+// access token (in a cache of the client's own). Every attempt is bounded
+// by Options.SendTimeout. Calls for one chat take the chat's turn and hold
+// it while their request runs and while they wait out a rate limit, so
+// one chat's messages go out one at a time, in order; other chats are not
+// held up.
+//
+// The SDK returns no Go error for Feishu's refusals: the answer's code
+// says it. 99991400 (the app's limit, HTTP 429) is made again after
+// x-ogw-ratelimit-reset seconds, 230020 (the chat's limit) after
+// Options.ChatLimitWait; nothing is dropped or reordered, and the waits
+// are bounded by the caller's context. 230002 (the chat is gone or the
+// bot is not in it) is ErrChatGone, permanent: check it with errors.Is and
+// end the binding. Other codes are *APIError.
+//
+// Text goes out as text messages split by Split (MaxTextBytes a part, well
+// under Feishu's 150 KB limit on a text request; a card's is 30 KB). A
+// topic of a topic group has no address of its own: a message goes there
+// as a reply in the thread to one of its messages (Target.InThread).
+//
+// # Receiving: the webhook (mode "webhook")
+//
+// Webhook is one http.Handler for events and card callbacks
+// (card.action.trigger, schema 2.0). It answers the url_verification
+// challenge, checks header.token against the verification token on every
+// event (the SDK checks it only on the challenge), and with an encrypt key
+// refuses a plain body, decrypts (AES-256-CBC, key SHA-256 of the encrypt
+// key, IV first, base64), checks X-Lark-Signature (hex SHA-256 of
+// timestamp, nonce, encrypt key and body) and refuses a timestamp more
+// than an hour off. A refused request gets 401 and the handler is not
+// called. An accepted event is decoded (MessageReceived, ChatRenamed,
+// ChatEnded, CardPressed) and handed over with its event id; the 200 is
+// written only after the handler returned nil, and an error answers 500
+// so that Feishu delivers the event again.
+//
+// Feishu delivers events at least once, and the SDK does not deduplicate:
+// deduplication by event id is the caller's, and it must be durable (the
+// issue asks for ids kept 7 days, across restarts). The webhook keeps no
+// ids.
+//
+// # Receiving: the long connection (mode "ws"), what v3.4.0 does
+//
+// Not implemented yet. What the SDK's ws package (v3.4.0) does, read from
+// its source: ws.NewClient(appID, appSecret, ws.WithDomain(base),
+// ws.WithEventHandler(dispatcher)) POSTs {"AppID", "AppSecret"} to
+// base+"/callback/ws/endpoint" (http.DefaultClient, no timeout of its
+// own: only the context's) and dials the URL answered, whose query carries
+// device_id and service_id. Frames are pbbp2.Frame protobufs in binary
+// websocket messages: method 0 is control (ping, pong; a pong may carry
+// the client config), method 1 data, with headers type ("event" or
+// "card"), message_id, sum and seq (a payload split in sum parts is put
+// together, 5 s cache), trace_id. An "event" frame is handed to
+// EventDispatcher.Do, which calls the handler synchronously and answers on
+// the same frame ({"code":200} or 500 on a handler error; a callback's
+// answer in data): the frame is acknowledged only when the handler
+// returned, which is what "answered after journaling" needs. The ws
+// client runs no token or signature check (the connection is
+// authenticated by the app secret).
+//
+// Card presses: the dispatcher has OnP2CardActionTrigger, and an "event"
+// frame whose event type is card.action.trigger reaches it. But the ws
+// client returns without an answer for every frame of type "card"
+// (handleDataFrame: case MessageTypeCard: return), and WithCardHandler is
+// commented out. Reports against the other official SDKs (oapi-sdk-python
+// issue 126, the same early return) and several bots built on them say
+// Feishu delivers card.action.trigger over the long connection in "card"
+// frames; the user then sees error 200340 after 3 s. The newest Go SDK
+// still drops them. So with v3.4.0, card button presses cannot be relied
+// on over the long connection: take them through the webhook (or read the
+// frames without the SDK's client).
+package feishu

@@ -1,0 +1,204 @@
+package feishu
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Event is one decoded Feishu event: *MessageReceived, *ChatRenamed,
+// *ChatEnded or *CardPressed.
+type Event interface{ isEvent() }
+
+// MessageReceived is im.message.receive_v1.
+type MessageReceived struct {
+	ChatID string
+	// ThreadID is the topic's thread (omt_...) in a topic group; empty
+	// otherwise.
+	ThreadID string
+	// MessageID is the message's id (a reply target).
+	MessageID string
+	// ChatType is "group" or "p2p".
+	ChatType string
+	// SenderOpenID is the sender's open id (ou_...), what the allow-list
+	// holds.
+	SenderOpenID string
+	// MessageType is Feishu's ("text", "post", "image", ...). Text is set
+	// for text only.
+	MessageType string
+	// Text is the message's text with every @-mention of the bot cut and
+	// other mentions shown as @name; literal otherwise.
+	Text string
+}
+
+// ChatRenamed is im.chat.updated_v1 with a new name.
+type ChatRenamed struct {
+	ChatID         string
+	Name           string
+	OperatorOpenID string
+}
+
+// EndReason says why a chat ended for the bot.
+type EndReason string
+
+// Reasons a chat ends.
+const (
+	ChatDisbanded EndReason = "disbanded"   // im.chat.disbanded_v1
+	BotRemoved    EndReason = "bot removed" // im.chat.member.bot.deleted_v1
+)
+
+// ChatEnded is a chat that is over for the bot.
+type ChatEnded struct {
+	ChatID         string
+	Reason         EndReason
+	OperatorOpenID string
+}
+
+// CardPressed is card.action.trigger: a button of a card pressed.
+type CardPressed struct {
+	ChatID    string
+	MessageID string // the card's message
+	// UserOpenID is who pressed.
+	UserOpenID string
+	// Value is the button's value as sent; a value that is not a string
+	// is given as its JSON.
+	Value map[string]string
+}
+
+func (*MessageReceived) isEvent() {}
+func (*ChatRenamed) isEvent()     {}
+func (*ChatEnded) isEvent()       {}
+func (*CardPressed) isEvent()     {}
+
+// Event types the adapter decodes.
+const (
+	typeMessage    = "im.message.receive_v1"
+	typeChatUpdate = "im.chat.updated_v1"
+	typeDisbanded  = "im.chat.disbanded_v1"
+	typeBotRemoved = "im.chat.member.bot.deleted_v1"
+	typeCardAction = "card.action.trigger"
+)
+
+type openID struct {
+	OpenID string `json:"open_id"`
+}
+
+// decodeEvent decodes the event object of one event type. It answers
+// nil, nil for a type the adapter does not take (and for a chat update
+// that is not a rename).
+func decodeEvent(eventType string, raw json.RawMessage, botOpenID string) (Event, error) {
+	switch eventType {
+	case typeMessage:
+		var e struct {
+			Sender struct {
+				SenderID openID `json:"sender_id"`
+			} `json:"sender"`
+			Message struct {
+				MessageID   string `json:"message_id"`
+				ChatID      string `json:"chat_id"`
+				ThreadID    string `json:"thread_id"`
+				ChatType    string `json:"chat_type"`
+				MessageType string `json:"message_type"`
+				Content     string `json:"content"`
+				Mentions    []struct {
+					Key  string `json:"key"`
+					Name string `json:"name"`
+					ID   openID `json:"id"`
+				} `json:"mentions"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", eventType, err)
+		}
+		m := e.Message
+		if m.ChatID == "" || e.Sender.SenderID.OpenID == "" {
+			return nil, fmt.Errorf("decode %s: no chat or no sender", eventType)
+		}
+		ev := &MessageReceived{ChatID: m.ChatID, ThreadID: m.ThreadID, MessageID: m.MessageID, ChatType: m.ChatType,
+			SenderOpenID: e.Sender.SenderID.OpenID, MessageType: m.MessageType}
+		if m.MessageType == "text" {
+			var c struct {
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal([]byte(m.Content), &c); err != nil {
+				return nil, fmt.Errorf("decode %s content: %w", eventType, err)
+			}
+			// Replace longer keys first: @_user_1 is a prefix of @_user_10.
+			sort.Slice(m.Mentions, func(i, j int) bool { return len(m.Mentions[i].Key) > len(m.Mentions[j].Key) })
+			text := c.Text
+			for _, men := range m.Mentions {
+				if men.Key == "" {
+					continue
+				}
+				with := "@" + men.Name
+				if botOpenID != "" && men.ID.OpenID == botOpenID {
+					with = ""
+				}
+				text = strings.ReplaceAll(text, men.Key, with)
+			}
+			ev.Text = strings.TrimSpace(text)
+		}
+		return ev, nil
+	case typeChatUpdate:
+		var e struct {
+			ChatID     string `json:"chat_id"`
+			OperatorID openID `json:"operator_id"`
+			Before     struct {
+				Name *string `json:"name"`
+			} `json:"before_change"`
+			After struct {
+				Name *string `json:"name"`
+			} `json:"after_change"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", eventType, err)
+		}
+		if e.After.Name == nil || (e.Before.Name != nil && *e.Before.Name == *e.After.Name) {
+			return nil, nil
+		}
+		return &ChatRenamed{ChatID: e.ChatID, Name: *e.After.Name, OperatorOpenID: e.OperatorID.OpenID}, nil
+	case typeDisbanded, typeBotRemoved:
+		var e struct {
+			ChatID     string `json:"chat_id"`
+			OperatorID openID `json:"operator_id"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", eventType, err)
+		}
+		if e.ChatID == "" {
+			return nil, fmt.Errorf("decode %s: no chat", eventType)
+		}
+		reason := ChatDisbanded
+		if eventType == typeBotRemoved {
+			reason = BotRemoved
+		}
+		return &ChatEnded{ChatID: e.ChatID, Reason: reason, OperatorOpenID: e.OperatorID.OpenID}, nil
+	case typeCardAction:
+		var e struct {
+			Operator openID `json:"operator"`
+			Action   struct {
+				Value map[string]json.RawMessage `json:"value"`
+			} `json:"action"`
+			Context struct {
+				MessageID string `json:"open_message_id"`
+				ChatID    string `json:"open_chat_id"`
+			} `json:"context"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", eventType, err)
+		}
+		ev := &CardPressed{ChatID: e.Context.ChatID, MessageID: e.Context.MessageID, UserOpenID: e.Operator.OpenID,
+			Value: map[string]string{}}
+		for k, v := range e.Action.Value {
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				ev.Value[k] = s
+			} else {
+				ev.Value[k] = string(v)
+			}
+		}
+		return ev, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,107 @@
+package feishu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Modes of receiving events.
+const (
+	ModeWS      = "ws"
+	ModeWebhook = "webhook"
+)
+
+// Options mirrors the [im.feishu] section of the config (the config
+// package fills it; this package only reads it).
+type Options struct {
+	// AppID is the app's id (cli_...). The adapter runs when it is set.
+	AppID string
+	// AppSecret is the app's secret. Secret: never logged.
+	AppSecret string
+	// VerificationToken is compared with header.token of every event.
+	// Secret. Required in webhook mode.
+	VerificationToken string
+	// EncryptKey, when set, makes the webhook refuse plain bodies and
+	// check X-Lark-Signature. Secret. Default: "" (plain events).
+	EncryptKey string
+	// BaseURL is the Open API's base. Default: "https://open.feishu.cn"
+	// (https://open.larksuite.com for Lark).
+	BaseURL string
+	// Mode is "ws" (the long connection) or "webhook". Default: "ws".
+	Mode string
+	// Listen is the webhook's address. Default: "127.0.0.1:0".
+	Listen string
+	// Path is the webhook's path. Default: "/feishu/events".
+	Path string
+	// AllowedUsers are the open ids (ou_...) whose messages are taken.
+	// The front end applies it; the adapter passes every event on.
+	AllowedUsers []string
+	// SendTimeout bounds each request to the Open API (and the token
+	// fetch inside it). Default: 10 s.
+	SendTimeout time.Duration
+	// ChatLimitWait is how long a call answered 230020 (the per-chat
+	// limit, which names no wait) waits before it is made again.
+	// Default: 1 s.
+	ChatLimitWait time.Duration
+}
+
+// WithDefaults returns o with every unset field at its default.
+func (o Options) WithDefaults() Options {
+	if o.BaseURL == "" {
+		o.BaseURL = "https://open.feishu.cn"
+	}
+	if o.Mode == "" {
+		o.Mode = ModeWS
+	}
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	if o.Path == "" {
+		o.Path = "/feishu/events"
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = 10 * time.Second
+	}
+	if o.ChatLimitWait <= 0 {
+		o.ChatLimitWait = time.Second
+	}
+	return o
+}
+
+// Validate reports every problem of o (with defaults applied) at once.
+func (o Options) Validate() error {
+	o = o.WithDefaults()
+	var errs []error
+	if o.AppID == "" {
+		errs = append(errs, errors.New("feishu: app_id is empty"))
+	}
+	if o.AppSecret == "" {
+		errs = append(errs, errors.New("feishu: app_secret is empty"))
+	}
+	switch o.Mode {
+	case ModeWS:
+	case ModeWebhook:
+		if o.VerificationToken == "" {
+			errs = append(errs, errors.New("feishu: verification_token is required in webhook mode"))
+		}
+		if o.Path == "" || o.Path[0] != '/' {
+			errs = append(errs, fmt.Errorf("feishu: path %q does not start with /", o.Path))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("feishu: mode %q is neither %q nor %q", o.Mode, ModeWS, ModeWebhook))
+	}
+	return errors.Join(errs...)
+}
+
+// String shows o with its secrets redacted, for logs and check-config.
+func (o Options) String() string {
+	red := func(s string) string {
+		if s == "" {
+			return `""`
+		}
+		return "<redacted>"
+	}
+	return fmt.Sprintf("{app_id=%q app_secret=%s verification_token=%s encrypt_key=%s base_url=%q mode=%q listen=%q path=%q allowed_users=%d}",
+		o.AppID, red(o.AppSecret), red(o.VerificationToken), red(o.EncryptKey), o.BaseURL, o.Mode, o.Listen, o.Path, len(o.AllowedUsers))
+}
