@@ -10,20 +10,20 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/im/agents"
-	"github.com/thatch-run/thatch/im/telegram"
+	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/supervisor"
 )
 
-// effectTimeout bounds one tmux command or Bot API call an effect makes
-// (a send that waits out a 429 has its own, longer bound).
+// effectTimeout bounds one tmux command or chat request an effect makes
+// (a send that waits out a rate limit has its own, longer bound).
 const effectTimeout = 15 * time.Second
 
 // sendTimeout bounds one chat message, every part of it, behind the
 // adapter's own bound on each request and each wait for the chat's turn
-// (im.telegram.send_timeout); it ends a send only if something goes on
-// failing briefly for this long.
+// (Telegram's im.telegram.send_timeout); it ends a send only if
+// something goes on failing briefly for this long.
 const sendTimeout = 5 * time.Minute
 
 // handlers are the IM effects the front end carries out; each returns the
@@ -32,10 +32,10 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 	return []supervisor.Handler{
 		supervisor.Handle(f.checkWindow),
 		supervisor.Handle(f.sendToWindow),
-		// A send may wait out a 429 and its request may hang for up to
-		// im.telegram.send_timeout: its own lane, so that typing and the
-		// flows never wait behind it (the adapter holds no other thread
-		// of the chat behind it either).
+		// A send may wait out a rate limit and its request may hang for up
+		// to the adapter's bound (im.telegram.send_timeout): its own
+		// lane, so that typing and the flows never wait behind it (the
+		// adapter holds no other thread of the chat behind it either).
 		supervisor.Handle(f.sendChat, supervisor.Lane(laneChat)),
 		// A press is answered at once (its spinner stops), not after the
 		// typing in the main lane, which may wait for the agent.
@@ -129,10 +129,11 @@ const (
 )
 
 // sendChat sends one outbox entry, in the binding's chat lane: a send may
-// wait out a 429 or a slow answer, and the binding's other effects (typing
-// a message, answering a press) must not wait behind it. A send over
-// im.telegram.send_timeout fails (telegram.ErrTimeout, ErrRateLimited) and
-// is reported as such: the entry stays in the outbox and is sent again. The binding has one
+// wait out a rate limit or a slow answer, and the binding's other effects
+// (typing a message, answering a press) must not wait behind it. A send
+// over the adapter's bound fails (chat.ErrTimeout, chat.ErrRateLimited)
+// and is reported as such: the entry stays in the outbox and is sent
+// again. The binding has one
 // entry in flight at a time, so order is kept; the result comes back
 // through the dispatcher, so a quiescence check waits for it.
 func (f *FrontEnd) sendChat(_ context.Context, from actors.Identity, e *messages.IMSendChat) any {
@@ -143,36 +144,43 @@ func (f *FrontEnd) sendChat(_ context.Context, from actors.Identity, e *messages
 	return res
 }
 
-// sendNow sends e and says how it went; the binding from is told of each
-// part of a long text as it is sent.
+// sendNow sends e to the thread of the binding from (its key) and says
+// how it went; the binding is told of each part of a long text as it is
+// sent. The chat, thread and topic e names are Telegram's, kept for old
+// journals: the key names the thread for every platform.
 func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messages.IMChatSent {
+	a, err := f.adapterOf(from.ID)
+	if err != nil {
+		f.log.Error("a chat message has no chat to go to; it is dropped", "thread", from.ID, "error", err)
+		return &messages.IMChatSent{Seq: e.Seq, Err: err.Error(), Permanent: true}
+	}
 	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
-	m := telegram.Outbound{ChatID: e.ChatID, ThreadID: e.ThreadID, Topic: e.Topic, Text: e.Text, Markdown: e.Markdown,
+	m := chat.Message{Thread: from.ID, Text: e.Text, Markdown: e.Markdown,
 		FromPart: e.FromPart, OnPart: func(sent int) {
 			if f.runCtx.Err() == nil {
 				f.tree.Send(from, &messages.IMChatPartSent{Seq: e.Seq, Parts: sent})
 			}
 		}}
 	for _, row := range e.Buttons {
-		var r []telegram.Button
+		var r []chat.Button
 		for _, b := range row {
-			r = append(r, telegram.Button{Text: b.Text, Data: b.Data})
+			r = append(r, chat.Button{Text: b.Text, Data: b.Data})
 		}
 		m.Buttons = append(m.Buttons, r)
 	}
-	ids, err := f.bot.Send(ctx, m)
+	ids, err := a.Send(ctx, m)
 	if err != nil {
-		if telegram.Permanent(err) {
-			f.log.Error("telegram refused a chat message for good; it is dropped", "chat", e.ChatID, "thread", e.ThreadID, "error", err)
+		if errors.Is(err, chat.ErrRefused) {
+			f.log.Error("the chat refused a message for good; it is dropped", "platform", a.Name(), "thread", from.ID, "error", err)
 			return &messages.IMChatSent{Seq: e.Seq, Err: err.Error(), Permanent: true}
 		}
-		f.log.Warn("cannot send a chat message; it stays in the outbox", "chat", e.ChatID, "thread", e.ThreadID, "error", err)
+		f.log.Warn("cannot send a chat message; it stays in the outbox", "platform", a.Name(), "thread", from.ID, "error", err)
 		return &messages.IMChatSent{Seq: e.Seq, Err: err.Error()}
 	}
 	last := 0
 	if len(ids) > 0 {
-		last = ids[len(ids)-1]
+		last = bindingMessage(ids[len(ids)-1])
 	}
 	return &messages.IMChatSent{Seq: e.Seq, MessageID: last}
 }
@@ -181,18 +189,28 @@ func (f *FrontEnd) answerPress(ctx context.Context, from actors.Identity, e *mes
 	if e.Text != "" {
 		f.log.Debug("a button press was not acted on", "thread", from.ID, "answer", e.Text)
 	}
+	a, err := f.adapterOf(from.ID)
+	if err != nil {
+		f.log.Debug("cannot answer a button press", "error", err)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	if err := f.bot.AnswerCallback(ctx, e.CallbackID, e.Text); err != nil {
+	if err := a.AnswerPress(ctx, from.ID, e.CallbackID, e.Text); err != nil {
 		f.log.Debug("cannot answer a button press", "error", err)
 	}
 	return nil
 }
 
-func (f *FrontEnd) clearButtons(ctx context.Context, _ actors.Identity, e *messages.IMClearButtons) any {
+func (f *FrontEnd) clearButtons(ctx context.Context, from actors.Identity, e *messages.IMClearButtons) any {
+	a, err := f.adapterOf(from.ID)
+	if err != nil || e.MessageID == 0 {
+		f.log.Debug("cannot remove a prompt's buttons", "thread", from.ID, "error", err)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	if err := f.bot.EditButtons(ctx, e.ChatID, e.MessageID, nil); err != nil {
+	if err := a.EditButtons(ctx, from.ID, chatMessage(e.MessageID), nil); err != nil {
 		f.log.Debug("cannot remove a prompt's buttons", "error", err)
 	}
 	return nil

@@ -1,28 +1,32 @@
 // Package front is the IM front end: it binds chat threads (Telegram forum
-// topics, private chats) to agent sessions running in tmux windows. It
-// reads the bot's updates, checks them at the edge (allow-list, size,
-// valid text), hands them to the thread's binding entity
-// (actors/imbinding), carries out the bindings' effects against tmux, the
-// agents' files and the Bot API, and follows the agents' transcripts to
-// relay their replies.
+// topics, private chats; Feishu chats) to agent sessions running in tmux
+// windows. It reads the chat adapters' updates, checks them at the edge
+// (allow-list, size, valid text), hands them to the thread's binding
+// entity (actors/imbinding), carries out the bindings' effects against
+// tmux, the agents' files and the chats, and follows the agents'
+// transcripts to relay their replies.
 //
 // It implements frontend.FrontEnd beside the opencode front end; the root
 // package composes the two.
 //
 // # Imports
 //
-// front may import the IM parts (im/tmux, im/agents, im/telegram), the
+// front may import the IM parts (im/tmux, im/agents, im/chat), the
 // decision core it runs (actors/imbinding), the supervisor and its
 // frontend contract, persistence and config. It must not import another
-// front end (hosts/...).
+// front end (hosts/...). It speaks to every chat platform through
+// chat.Adapter only; chats.go alone names the platforms, to build the
+// adapters the config asks for (today im/telegram).
 //
 // # Delivery
 //
-// An update is confirmed to Telegram only after its binding journaled it
-// (the bot's Run calls handle in order and waits), and a binding drops an
-// update id it has handled already, so no update is handled twice across
-// a crash and none is lost. The update offset is also kept in the row
-// table im.telegram (key "offset"), so a restart asks for what follows it.
+// An update is confirmed to its platform only after its binding
+// journaled it (the adapter's Run calls handle in order and waits), and a
+// binding drops an update id it has handled already, so no update is
+// handled twice across a crash and none is lost. Each adapter's cursor
+// (chat.Update.Cursor) is also kept in the row table im.<platform> (key
+// "offset"; im.telegram for Telegram), so a restart asks for what follows
+// it.
 package front
 
 import (
@@ -31,7 +35,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,7 +45,6 @@ import (
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
-	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
@@ -61,10 +63,12 @@ type Options struct {
 	// Home is the user's home directory, where the agents keep their
 	// sessions and "~" points. Default: os.UserHomeDir.
 	Home string
-	// PollTimeout is the bot's long-poll timeout. Default: the adapter's.
+	// PollTimeout is the long-poll timeout of the adapters that poll
+	// (Telegram's getUpdates). Default: the adapter's.
 	PollTimeout time.Duration
-	// ChatInterval is the least time between two sends to one chat.
-	// Default: the adapter's (Telegram's limit).
+	// ChatInterval is the least time between two sends to one chat, for
+	// the adapters that pace their sends (Telegram). Default: the
+	// adapter's (the platform's limit); negative: no spacing (tests).
 	ChatInterval time.Duration
 	// FindTimeout bounds the search for a newly started agent's session
 	// id. Default: 15s.
@@ -85,14 +89,15 @@ type FrontEnd struct {
 	opts Options
 
 	// Set by Open.
-	log      hclog.Logger
-	rows     *persistence.Rows
-	jr       *persistence.Journal
-	bot      *telegram.Bot
+	log  hclog.Logger
+	rows *persistence.Rows
+	jr   *persistence.Journal
+	// chats are the chat adapters, one per platform, each with its
+	// cursor row.
+	chats    []*chatPort
 	tmux     *tmux.Client
 	agents   *agents.Registry
 	roots    []string
-	allowed  map[int64]bool
 	hookFile string
 	// claudeSettings is the settings file passed to every claude thatch
 	// starts (--settings): its SessionStart hook reports the session.
@@ -108,13 +113,6 @@ type FrontEnd struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// The update offset last handled, and when its row was written.
-	offMu      sync.Mutex
-	offNext    int64
-	offSaved   int64 // the value the row holds
-	offWritten time.Time
-	offTimer   *time.Timer // the trailing write; nil when none is due
-	offStopped bool
 	// runCtx ends at Stop; chat sends run under it.
 	runCtx    context.Context
 	runCancel context.CancelFunc
@@ -125,34 +123,39 @@ var (
 	_ frontend.Reporter = (*FrontEnd)(nil)
 )
 
-// healthGrace is how long Telegram may be unreachable before the front end
-// counts as down.
+// healthGrace is how long a platform may be unreachable before the front
+// end counts as down.
 const healthGrace = 30 * time.Second
 
-// Health says how the bot's polling goes: a refused token, or a Telegram
+// Health says how receiving goes: a refused credential, or a platform
 // that cannot be reached, shows here and makes `thatch status` exit
-// non-zero, rather than messages going unanswered without a word.
+// non-zero, rather than messages going unanswered without a word. With
+// more than one adapter, each says its state, and the front end is down
+// when one is.
 func (f *FrontEnd) Health() frontend.Health {
 	var h frontend.Health
-	if f.bot == nil {
+	if len(f.chats) == 0 {
 		h.State = "not started"
 		return h
 	}
-	b := f.bot.Health()
-	// A refusal is down at once; a failure to reach Telegram only once it
-	// has lasted (one failed poll is a blip, retried at once).
-	h.OK = b.Polling || (!b.Refused && (b.Since.IsZero() || time.Since(b.Since) < healthGrace))
-	h.LastError, h.Since = b.LastError, b.Since
-	switch {
-	case b.Polling:
-		h.State = "polling Telegram"
-	case b.Refused:
-		h.State = "Telegram refuses the bot token (check im.telegram.token); asking again"
-	case b.LastError != "":
-		h.State = "cannot reach Telegram; retrying"
-	default:
-		h.State = "starting"
+	h.OK = true
+	var states []string
+	for i, p := range f.chats {
+		c := p.a.Health()
+		// A refusal is down at once; a failure to reach the platform only
+		// once it has lasted (one failed poll is a blip, retried at once).
+		ok := c.Up || (!c.Refused && (c.Since.IsZero() || time.Since(c.Since) < healthGrace))
+		state := c.State
+		if len(f.chats) > 1 {
+			state = p.a.Name() + ": " + state
+		}
+		states = append(states, state)
+		if i == 0 || (h.OK && !ok) { // the first one down says why
+			h.LastError, h.Since = c.LastError, c.Since
+		}
+		h.OK = h.OK && ok
 	}
+	h.State = strings.Join(states, "; ")
 	return h
 }
 
@@ -161,9 +164,6 @@ func (f *FrontEnd) Health() frontend.Health {
 func New(cfg *config.Config, o Options) *FrontEnd {
 	return &FrontEnd{cfg: cfg, opts: o}
 }
-
-// Enabled reports whether cfg asks for the IM front end (a bot token is set).
-func Enabled(cfg *config.Config) bool { return cfg.IM.Telegram.Token != "" }
 
 // Name returns Name.
 func (f *FrontEnd) Name() string { return Name }
@@ -174,17 +174,6 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	f.rows = c.Store.Rows()
 	f.jr = c.Store.Journal()
 	im := f.cfg.IM
-	if len(im.AllowedUsers) == 0 && !im.Open {
-		return frontend.Parts{}, errors.New("im: im.allowed_users is empty; list the user ids allowed in, or set im.open = true")
-	}
-	f.allowed = map[int64]bool{}
-	for _, u := range im.AllowedUsers {
-		id, err := strconv.ParseInt(u, 10, 64)
-		if err != nil {
-			return frontend.Parts{}, fmt.Errorf("im: allowed user %q is not a user id", u)
-		}
-		f.allowed[id] = true
-	}
 	home := f.opts.Home
 	if home == "" {
 		h, err := os.UserHomeDir()
@@ -230,7 +219,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		Env: childEnv}); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
-	if f.bot, err = f.newBot(); err != nil {
+	if err := f.openChats(); err != nil {
 		return frontend.Parts{}, err
 	}
 	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout})
@@ -240,36 +229,8 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	}, nil
 }
 
-// newBot builds the Telegram adapter, starting after the stored offset.
-func (f *FrontEnd) newBot() (*telegram.Bot, error) {
-	var offset int64
-	var saved time.Time
-	if row, ok, err := f.rows.Get(offsetTable, offsetKey); err != nil {
-		return nil, fmt.Errorf("im: read the update offset: %w", err)
-	} else if ok {
-		offset, _ = strconv.ParseInt(string(row.Value), 10, 64)
-		saved = row.WrittenAt
-	}
-	bot, err := telegram.New(telegram.Options{
-		Token:        f.cfg.IM.Telegram.Token.Reveal(),
-		APIURL:       f.cfg.IM.Telegram.APIURL,
-		Offset:       offset,
-		OffsetSaved:  saved,
-		PollTimeout:  f.opts.PollTimeout,
-		SendTimeout:  f.cfg.IM.Telegram.SendTimeout,
-		ChatInterval: f.opts.ChatInterval,
-		Logger:       f.log.Named("telegram"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("im: %w", err)
-	}
-	return bot, nil
-}
-
 // Rows the front end keeps.
 const (
-	offsetTable = "im.telegram"
-	offsetKey   = "offset"
 	recentTable = "im.recent"
 )
 
@@ -287,8 +248,8 @@ func (f *FrontEnd) Mount(_ context.Context, t frontend.Tree, _ frontend.Mux) err
 	return nil
 }
 
-// Start polls the bot for updates until Stop. A tmux server that an older
-// thatch started first loses the secrets it took from that one's
+// Start runs every chat adapter's Run until Stop. A tmux server that an
+// older thatch started first loses the secrets it took from that one's
 // environment.
 func (f *FrontEnd) Start(context.Context) error {
 	f.scrubTmuxEnv(f.withheldEnv)
@@ -296,13 +257,15 @@ func (f *FrontEnd) Start(context.Context) error {
 	f.mu.Lock()
 	f.cancel = cancel
 	f.mu.Unlock()
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		if err := f.bot.Run(ctx, f.handle); err != nil && ctx.Err() == nil {
-			f.log.Error("telegram polling stopped", "error", err)
-		}
-	}()
+	for _, p := range f.chats {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			if err := p.a.Run(ctx, f.handler(p)); err != nil && ctx.Err() == nil {
+				f.log.Error("receiving from the chat stopped", "platform", p.a.Name(), "error", err)
+			}
+		}()
+	}
 	return nil
 }
 
@@ -337,7 +300,7 @@ func withheld(environ, kept []string) []string {
 	return out
 }
 
-// Stop ends polling and following, then closes tmux's control client.
+// Stop ends receiving and following, then closes tmux's control client.
 func (f *FrontEnd) Stop(context.Context) error {
 	f.mu.Lock()
 	cancel := f.cancel
@@ -346,9 +309,9 @@ func (f *FrontEnd) Stop(context.Context) error {
 		cancel()
 	}
 	f.wg.Wait()
-	f.offMu.Lock()
-	f.stopOffsetLocked()
-	f.offMu.Unlock()
+	for _, p := range f.chats {
+		p.cursor.stop()
+	}
 	if f.runCancel != nil {
 		f.runCancel()
 	}
@@ -363,7 +326,7 @@ func (f *FrontEnd) Stop(context.Context) error {
 }
 
 // Report is the front end's status: the bindings' views, sorted by
-// thread, at most limit (0: all), and how its bot's polling goes.
+// thread, at most limit (0: all), and how its chats' receiving goes.
 func (f *FrontEnd) Report(limit int) frontend.Report {
 	h := f.Health()
 	rep := frontend.Report{Health: &h}

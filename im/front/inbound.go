@@ -3,13 +3,12 @@ package front
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"github.com/thatch-run/thatch/actors/imbinding"
-	"github.com/thatch-run/thatch/im/telegram"
+	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/supervisor"
@@ -20,123 +19,88 @@ const (
 	// maxText is the longest message text taken (Telegram's own limit is
 	// 4,096 characters; a longer text is cut, and says so).
 	maxText = 16 << 10
-	// maxName is the longest topic name kept (Telegram allows 128).
+	// maxName is the longest thread name kept (Telegram allows 128).
 	maxName = 256
-	// maxData is the longest callback data (Telegram allows 64 bytes).
-	maxData = 64
 )
 
-// handle takes one update from the bot. It returns only after the
-// update's binding journaled it (or decided to drop it), so that the bot
-// confirms nothing that a crash could lose; an error makes the bot offer
-// the same update again.
-func (f *FrontEnd) handle(ctx context.Context, in telegram.Inbound) error {
+// handler takes the updates of one adapter (see handle).
+func (f *FrontEnd) handler(p *chatPort) chat.Handler {
+	return func(ctx context.Context, u chat.Update) error { return f.handle(ctx, p, u) }
+}
+
+// handle takes one update from an adapter. It returns only after the
+// update's binding journaled it (or decided to drop it), so that the
+// adapter confirms nothing that a crash could lose; an error makes the
+// adapter offer the same update again.
+func (f *FrontEnd) handle(ctx context.Context, p *chatPort, u chat.Update) error {
 	if f.opts.Trace != nil {
-		f.opts.Trace("received", in.UpdateID)
+		f.opts.Trace("received", u.ID)
 	}
-	if err := f.route(ctx, in); err != nil {
+	if err := f.route(ctx, p.a, u); err != nil {
 		if !refused(err) {
-			return err // a timeout, a stop: the bot offers the update again
+			return err // a timeout, a stop: the adapter offers the update again
 		}
 		// The thread's binding refuses every message (it is quarantined,
 		// or stopped after failing again and again): holding the update
 		// would stop every other thread's too. It is dropped, said so.
 		f.log.Error("a thread's binding refused an update; it is dropped (see thatch status and thatch repair)",
-			"thread", imbinding.Key(in.ChatID, in.ThreadID), "update", in.UpdateID, "error", err)
-		f.notice(ctx, in, "thatch cannot handle this thread now: its state needs repair (thatch status, thatch repair). Your message was not delivered.")
+			"thread", u.Thread, "update", u.ID, "error", err)
+		f.notice(ctx, p.a, u, "thatch cannot handle this thread now: its state needs repair (thatch status, thatch repair). Your message was not delivered.")
 	}
-	f.noteOffset(in.UpdateID + 1)
+	p.cursor.note(u.Cursor)
 	return nil
 }
 
-// offsetEvery is how often the update offset row is written while updates
-// stream in. The row is a hint for the next start (what to ask Telegram
-// for); the bindings' own update ids are what keeps an update from being
-// handled twice, so a row a second old costs nothing but a few updates
-// offered again, and not writing it per update keeps a synced write out
-// of every update's path.
-const offsetEvery = time.Second
-
-// noteOffset records the next update to ask for, writing the row at most
-// every offsetEvery; one skipped is written offsetEvery after the last
-// write (a trailing write), so the row never stays behind the last update
-// of a burst. Stop writes it too.
-func (f *FrontEnd) noteOffset(next int64) {
-	f.offMu.Lock()
-	defer f.offMu.Unlock()
-	f.offNext = next
-	if wait := offsetEvery - time.Since(f.offWritten); wait > 0 {
-		if f.offTimer == nil && !f.offStopped {
-			f.offTimer = time.AfterFunc(wait, func() {
-				f.offMu.Lock()
-				defer f.offMu.Unlock()
-				f.offTimer = nil
-				if !f.offStopped {
-					f.writeOffsetLocked()
-				}
-			})
-		}
-		return
-	}
-	f.writeOffsetLocked()
-}
-
-// stopOffsetLocked writes the offset a last time and stops the trailing
-// write.
-func (f *FrontEnd) stopOffsetLocked() {
-	f.offStopped = true
-	if f.offTimer != nil {
-		f.offTimer.Stop()
-		f.offTimer = nil
-	}
-	f.writeOffsetLocked()
-}
-
-func (f *FrontEnd) writeOffsetLocked() {
-	if f.offNext == 0 || f.offNext == f.offSaved {
-		return
-	}
-	if err := f.rows.Put(offsetTable, offsetKey, []byte(strconv.FormatInt(f.offNext, 10))); err != nil {
-		f.log.Warn("cannot store the update offset", "error", err)
-		return
-	}
-	f.offWritten, f.offSaved = time.Now(), f.offNext
-}
-
-// route checks an update at the edge and delivers it to its binding.
-func (f *FrontEnd) route(ctx context.Context, in telegram.Inbound) error {
-	if in.ChatID == 0 || in.ThreadID == 0 {
+// route checks an update at the edge and delivers it to its binding, the
+// entity named by the thread's key (the adapter's: the front end makes
+// no key of its own).
+//
+// The binding's messages keep Telegram's shape: numeric users and message
+// ids (bindingUser, bindingMessage), and chat and thread ids, which are
+// left zero here: the binding reads them from its key, and every chat
+// effect is addressed by the key.
+func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) error {
+	if u.Thread == "" {
 		return nil // no thread to bind (a channel post, an inline query)
 	}
-	allowed := f.cfg.IM.Open || f.allowed[in.UserID]
-	key := imbinding.Key(in.ChatID, in.ThreadID)
-	f.log.Trace("update", "id", in.UpdateID, "thread", key, "user", in.UserID, "press", in.Callback != nil)
+	key := u.Thread
+	if chat.SchemeOf(key) != a.Scheme() {
+		f.log.Warn("an update names a thread of another platform; dropped", "platform", a.Name(), "thread", key)
+		return nil
+	}
+	allowed := f.cfg.IM.Open || a.Allows(u.User)
+	f.log.Trace("update", "id", u.ID, "thread", key, "user", u.User, "press", u.Press != nil)
 	if !allowed {
 		// Nothing from a stranger reaches a binding: not a message, not a
 		// press, not a topic they made or renamed (each would make a
 		// binding entity, journaled, for anyone who can post).
-		f.log.Debug("ignored an update from a user not on the allow-list", "user", in.UserID)
-		if in.Callback != nil {
-			f.answer(ctx, in.Callback.ID)
+		f.log.Debug("ignored an update from a user not on the allow-list", "platform", a.Name(), "user", u.User)
+		if u.Press != nil {
+			f.answer(ctx, a, key, u.Press.ID)
 		}
 		return nil
 	}
-	if c := in.Callback; c != nil {
-		if len(c.Data) > maxData || !utf8.ValidString(c.Data) {
-			f.answer(ctx, c.ID)
+	if u.Ended != nil {
+		// Issue 20: the binding is to be told (and ended); until then the
+		// update is only logged.
+		f.log.Info("a thread's chat ended; its binding is not told yet", "thread", key, "reason", u.Ended.Reason)
+		return nil
+	}
+	if c := u.Press; c != nil {
+		if len(c.Data) > a.Limits().MaxButtonData || !utf8.ValidString(c.Data) {
+			f.answer(ctx, a, key, c.ID)
 			return nil
 		}
 		return f.tree.DeliverContext(ctx, bindingID(key), &messages.IMPress{
-			UpdateID: in.UpdateID, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID,
-			MessageID: c.MessageID, CallbackID: c.ID, Data: c.Data,
+			UpdateID: u.ID, UserID: bindingUser(u.User), MessageID: bindingMessage(c.Message), CallbackID: c.ID, Data: c.Data,
 		}, deliverTimeout)
 	}
-	if in.Media != "" {
-		in.Text = mediaCaption(in.Media, in.Caption) // the binding says the rest was not passed on
+	if u.Media != "" {
+		u.Text = mediaCaption(u.Media, u.Caption) // the binding says the rest was not passed on
 	}
-	up := &messages.IMUpdate{UpdateID: in.UpdateID, UserID: in.UserID, ChatID: in.ChatID, ThreadID: in.ThreadID,
-		Topic: in.Topic, Text: cleanText(in.Text, maxText), TopicName: cleanText(in.TopicName, maxName),
-		NameSource: nameSource(in.NameSrc), Media: cleanText(in.Media, maxName)}
+	up := &messages.IMUpdate{UpdateID: u.ID, UserID: bindingUser(u.User),
+		Topic: u.Topic, Text: cleanText(u.Text, maxText), TopicName: cleanText(u.Name, maxName),
+		NameSource: nameSource(u.NameSrc), Media: cleanText(u.Media, maxName)}
 	if isStart(up.Text) {
 		up.Start, up.Text = true, ""
 	}
@@ -175,37 +139,67 @@ func refused(err error) bool {
 }
 
 // notice tells a thread something without its binding (best effort).
-func (f *FrontEnd) notice(ctx context.Context, in telegram.Inbound, text string) {
+func (f *FrontEnd) notice(ctx context.Context, a chat.Adapter, u chat.Update, text string) {
 	nctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	if _, err := f.bot.Send(nctx, telegram.Outbound{ChatID: in.ChatID, ThreadID: in.ThreadID, Topic: in.Topic, Text: text}); err != nil {
+	if _, err := a.Send(nctx, chat.Message{Thread: u.Thread, Text: text}); err != nil {
 		f.log.Debug("cannot send a notice", "error", err)
 	}
-	if in.Callback != nil {
-		f.answer(ctx, in.Callback.ID)
+	if u.Press != nil {
+		f.answer(ctx, a, u.Thread, u.Press.ID)
 	}
 }
 
 // answer answers a press that is not acted on, so the user's spinner stops.
-func (f *FrontEnd) answer(ctx context.Context, id string) {
+func (f *FrontEnd) answer(ctx context.Context, a chat.Adapter, thread, id string) {
 	actx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	if err := f.bot.AnswerCallback(actx, id, ""); err != nil {
+	if err := a.AnswerPress(actx, thread, id, ""); err != nil {
 		f.log.Debug("cannot answer a button press", "error", err)
 	}
 }
 
-func nameSource(s telegram.NameSource) string {
+func nameSource(s chat.NameSource) string {
 	switch s {
-	case telegram.NameCreated:
+	case chat.NameCreated:
 		return messages.NameCreated
-	case telegram.NameEdited:
+	case chat.NameEdited:
 		return messages.NameEdited
-	case telegram.NameSeed:
+	case chat.NameSeed:
 		return messages.NameSeed
 	}
 	return ""
 }
+
+// bindingUser is a user as the binding keeps it: a number, as Telegram's
+// user ids are. A platform whose user ids are text (Feishu's open ids)
+// gets a stable 63-bit hash of the id (FNV-1a), which is all the binding
+// needs (whose prompt a press answers), until the binding keeps text ids.
+func bindingUser(user string) int64 {
+	if user == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(user, 10, 64); err == nil {
+		return n
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(user))
+	return int64(h.Sum64() >> 1)
+}
+
+// bindingMessage is a message id as the binding keeps it: a number, as
+// Telegram's are (0 for one that is not: the binding then clears no
+// buttons of it).
+func bindingMessage(id string) int {
+	n, err := strconv.Atoi(id)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// chatMessage is a message id of the binding's as adapters take it.
+func chatMessage(id int) string { return strconv.Itoa(id) }
 
 // cleanText makes text safe to journal and to type: valid UTF-8, no
 // control characters but tab and newline (tmux.Printable: a ^D or ^C

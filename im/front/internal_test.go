@@ -324,37 +324,42 @@ func TestFollowerTellsTheBindingWhenTheAgentSwitchesSessions(t *testing.T) {
 	}
 }
 
-// The offset row follows the last update of a burst too: a burst within
-// offsetEvery is written once at its start and once after it, so a
-// restart asks Telegram for what follows the last update handled, not for
-// one before it.
-func TestTheOffsetRowCatchesUpAfterABurst(t *testing.T) {
+// The cursor row follows the last update of a burst too: a burst within
+// cursorEvery is written once at its start and once after it, so a
+// restart asks the platform for what follows the last update handled, not
+// for one before it.
+func TestTheCursorRowCatchesUpAfterABurst(t *testing.T) {
 	st, err := persistence.Open(t.TempDir(), persistence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	f := &FrontEnd{rows: st.Rows(), log: hclog.NewNullLogger()}
+	c, _, err := f.cursor("telegram")
+	if err != nil {
+		t.Fatal(err)
+	}
 	row := func() string {
-		r, ok, err := st.Rows().Get(offsetTable, offsetKey)
+		r, ok, err := st.Rows().Get("im.telegram", cursorKey)
 		if err != nil || !ok {
 			return ""
 		}
 		return string(r.Value)
 	}
-	f.noteOffset(11)
+	c.note("11")
 	if got := row(); got != "11" {
 		t.Fatalf("row %q after the first update, want 11", got)
 	}
-	f.noteOffset(12)
-	f.noteOffset(13)
-	testwait.Until(t, "the trailing write of the burst's last offset", func() bool { return row() == "13" })
-	f.noteOffset(14)
-	f.offMu.Lock()
-	f.stopOffsetLocked()
-	f.offMu.Unlock()
+	c.note("12")
+	c.note("13")
+	testwait.Until(t, "the trailing write of the burst's last cursor", func() bool { return row() == "13" })
+	c.note("14")
+	c.stop()
 	if got := row(); got != "14" {
 		t.Fatalf("row %q after Stop, want 14", got)
+	}
+	if _, r, err := f.cursor("telegram"); err != nil || r.Cursor != "14" {
+		t.Fatalf("the cursor read back at the next start: %+v, %v; want 14", r, err)
 	}
 }
 

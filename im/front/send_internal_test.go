@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
@@ -68,22 +68,23 @@ func TestAChatSendThatHangsIsReportedAsFailed(t *testing.T) {
 	cfg.IM.Telegram.Token = "42:token"
 	cfg.IM.Telegram.APIURL = api.URL
 	cfg.IM.Telegram.SendTimeout = 200 * time.Millisecond
+	cfg.IM.Open = true
 	logs := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := &FrontEnd{cfg: cfg, opts: Options{ChatInterval: -1}, rows: st.Rows(), runCtx: ctx, runCancel: cancel,
 		log: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})}
-	if f.bot, err = f.newBot(); err != nil {
+	if err = f.openChats(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.bot.Close()
+	defer f.closeChats()
 
 	sentA := make(chan *messages.IMChatSent, 1)
 	go func() {
-		sentA <- f.sendNow(actors.Identity{}, &messages.IMSendChat{Seq: 3, ChatID: chat, ThreadID: threadA, Topic: true, Text: "from A"})
+		sentA <- f.sendNow(bindingID(imbinding.Key(chat, threadA)), &messages.IMSendChat{Seq: 3, ChatID: chat, ThreadID: threadA, Topic: true, Text: "from A"})
 	}()
 	<-hung
-	b := f.sendNow(actors.Identity{}, &messages.IMSendChat{Seq: 4, ChatID: chat, ThreadID: threadB, Topic: true, Text: "from B"})
+	b := f.sendNow(bindingID(imbinding.Key(chat, threadB)), &messages.IMSendChat{Seq: 4, ChatID: chat, ThreadID: threadB, Topic: true, Text: "from B"})
 	if b.Err != "" || b.MessageID != 7 || b.Seq != 4 {
 		t.Fatalf("thread B's send while thread A's hangs: %+v; want it sent", b)
 	}

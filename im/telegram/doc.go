@@ -4,9 +4,19 @@
 // front end's replies (split, rendered, paced) back. It decides nothing
 // about bindings: it translates.
 //
-// It may import the standard library, github.com/go-telegram/bot and
-// go-hclog. It must not import Pebble, protoactor, hosts/... or
-// supervisor: what it learns goes to its caller, which owns the state.
+// It may import the standard library, github.com/go-telegram/bot,
+// go-hclog and im/chat. It must not import Pebble, protoactor, hosts/...
+// or supervisor: what it learns goes to its caller, which owns the state.
+//
+// # The chat interface
+//
+// Adapter (Open) is the Bot behind chat.Adapter, which is all the IM
+// front end sees: a conversation is the thread key "tg:<chat>:<thread>"
+// (ThreadKey; the chat id twice outside a forum topic), user and message
+// ids are decimal text, an update's Cursor is its id + 1 (given back as
+// chat.Resume, it is Options.Offset), the allow-list is of user ids, and
+// errors carry chat.ErrRefused (Permanent), chat.ErrTimeout or
+// chat.ErrRateLimited beside this package's own.
 //
 // # Receiving: exact offsets
 //

@@ -1,0 +1,240 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Sentinel errors, checked with errors.Is. An adapter wraps its own
+// errors in them, so that the front end needs no platform's errors.
+var (
+	// ErrRefused: the platform refused the request for good (the thread
+	// or chat is gone, the bot was removed, the text cannot be sent).
+	// Sending again cannot mend it: the message is dropped.
+	ErrRefused = errors.New("chat: refused by the platform")
+	// ErrTimeout: a request got no answer in time. The platform may have
+	// acted on it; it is not ErrRefused, and the caller sends again later.
+	ErrTimeout = errors.New("chat: no answer in time")
+	// ErrRateLimited: the platform asks the chat to wait longer than a
+	// send may; nothing more was sent. The caller sends again later.
+	ErrRateLimited = errors.New("chat: rate limited")
+	// ErrUnsupported: the adapter cannot do this on its platform.
+	ErrUnsupported = errors.New("chat: not supported by the platform")
+	// ErrNoThread: a thread key no adapter of the front end owns, or one
+	// its adapter cannot read.
+	ErrNoThread = errors.New("chat: unknown thread")
+)
+
+// Adapter is one chat platform. Every method but Run may be called
+// concurrently with the others and with Run.
+type Adapter interface {
+	// Name names the platform in logs, status and the front end's rows
+	// ("telegram"); it never changes.
+	Name() string
+	// Scheme is the prefix of the adapter's thread keys, before the first
+	// colon ("tg"); it never changes.
+	Scheme() string
+	// Run receives updates until ctx ends, calling handle for each, one at
+	// a time, and confirms an update only once handle returned nil for it
+	// and for every one before it (see the package doc). It returns nil
+	// when ctx ends.
+	Run(ctx context.Context, handle Handler) error
+	// Send delivers m to m.Thread, split under Limits, from part
+	// m.FromPart on, and returns the ids of the messages it sent (the last
+	// carries the buttons).
+	Send(ctx context.Context, m Message) ([]string, error)
+	// EditButtons replaces the buttons of a message the adapter sent in
+	// thread; nil rows remove them. Setting the buttons a message has
+	// already succeeds.
+	EditButtons(ctx context.Context, thread, messageID string, rows [][]Button) error
+	// Delete deletes a message the adapter sent in thread; one that is gone
+	// already counts as deleted.
+	Delete(ctx context.Context, thread, messageID string) error
+	// SendPhoto sends an image to p.Thread and returns its message id.
+	// Not used by the front end yet (issue 21's commands).
+	SendPhoto(ctx context.Context, p Photo) (string, error)
+	// AnswerPress answers a button press of thread (Press.ID), showing
+	// text where the platform can ("" only ends the press's spinner).
+	AnswerPress(ctx context.Context, thread, pressID, text string) error
+	// Allows reports whether user may talk to the agents: the platform's
+	// allow-list (the front end lets everyone in with im.open).
+	Allows(user string) bool
+	// Health says how receiving goes, for status.
+	Health() Health
+	// Limits are the platform's limits, for what the front end makes.
+	Limits() Limits
+	// Close releases the adapter's connections, once Run has returned and
+	// the last call is done.
+	Close()
+}
+
+// Handler takes one update; see Adapter.Run.
+type Handler func(ctx context.Context, u Update) error
+
+// Resume is where an adapter starts receiving: the Cursor of the last
+// update handled before (stored by the front end), and when it was
+// stored (zero: unknown).
+type Resume struct {
+	Cursor string
+	Saved  time.Time
+}
+
+// NameSource says where an Update's Name comes from, so that names can be
+// ranked: an edit is newer than the name a thread was made with, and a
+// seed only fills a name not known yet.
+type NameSource int
+
+const (
+	// NameNone: the update teaches no name.
+	NameNone NameSource = iota
+	// NameCreated: the thread was made with this name.
+	NameCreated
+	// NameEdited: the thread was renamed to this name; the newest is its name.
+	NameEdited
+	// NameSeed: a name that may be old (Telegram's original topic name on
+	// every message of the topic).
+	NameSeed
+)
+
+// String names the source for logs.
+func (s NameSource) String() string {
+	switch s {
+	case NameNone:
+		return "none"
+	case NameCreated:
+		return "created"
+	case NameEdited:
+		return "edited"
+	case NameSeed:
+		return "seed"
+	}
+	return "unknown"
+}
+
+// Update is one update of a platform, reduced to what a binding needs.
+// Fields the update does not carry are zero.
+type Update struct {
+	// ID is the update's id: the same when the platform delivers the
+	// update again, increasing along a thread. The binding handles each
+	// id once.
+	ID int64
+	// Cursor is what the front end stores once this update (and every one
+	// before it) is handled, and gives back as Resume.Cursor ("": nothing
+	// to store).
+	Cursor string
+	// Thread is the thread's key ("" for an update of no thread, which
+	// the front end drops).
+	Thread string
+	// Topic is true when Thread is a thread inside a chat (a forum topic,
+	// a topic of a Feishu topic group) rather than the whole chat.
+	Topic bool
+	// User is the sender, or the user who pressed a button, in the
+	// platform's own ids (decimal on Telegram, open ids on Feishu).
+	User string
+	// Text is the message text; "" for service messages and presses.
+	Text string
+	// Media names what a message without text carries ("photo",
+	// "document", ...); Caption is its caption. Only text reaches agents.
+	Media, Caption string
+	// Name is a thread name the update teaches, NameSrc saying how.
+	Name    string
+	NameSrc NameSource
+	// Press is set when a user pressed a button.
+	Press *Press
+	// Ended is set when the thread's chat ended (disbanded, the bot
+	// removed): nothing more can be sent there.
+	Ended *Ended
+	// Other names an update of no other kind, passed on so that its
+	// Cursor is stored ("edited_message", ...).
+	Other string
+}
+
+// Press is a button press.
+type Press struct {
+	// ID answers the press (AnswerPress).
+	ID string
+	// Data is the pressed Button's Data.
+	Data string
+	// Message is the id of the message that carries the button.
+	Message string
+}
+
+// Ended says why a thread's chat ended.
+type Ended struct {
+	Reason string
+}
+
+// Button is one button under a message.
+type Button struct {
+	// Text is the label.
+	Text string
+	// Data comes back as Press.Data: 1 to Limits.MaxButtonData bytes.
+	Data string
+}
+
+// Message is one message to send.
+type Message struct {
+	// Thread is the thread's key.
+	Thread string
+	// Text is the text; Markdown says it is an agent's Markdown-ish text,
+	// which the adapter renders as its platform shows it (plain otherwise).
+	Text     string
+	Markdown bool
+	// Buttons are rows of buttons, on the last part only.
+	Buttons [][]Button
+	// FromPart skips the first parts of the split text: they were sent
+	// before (a send going on after a failure or a restart). The split is
+	// the same for the same text.
+	FromPart int
+	// OnPart, if set, is called after each part but the last is sent,
+	// with how many are sent in all (FromPart included).
+	OnPart func(sent int)
+}
+
+// Photo is an image to send.
+type Photo struct {
+	Thread  string
+	Name    string // file name, with its extension
+	Data    []byte
+	Caption string
+}
+
+// Health is how an adapter's receiving goes.
+type Health struct {
+	// Up: the last attempt to receive succeeded.
+	Up bool
+	// Refused: the platform refuses the adapter's credentials; it keeps
+	// asking, slowly. Down at once, where a failure to reach the platform
+	// is down only once it lasts.
+	Refused bool
+	// State says what it does, in a few words, for status ("polling
+	// Telegram").
+	State string
+	// LastError is the last failure ("" after a success).
+	LastError string
+	// Since is when the state (up or failing) began.
+	Since time.Time
+}
+
+// Limits are a platform's limits.
+type Limits struct {
+	// MaxMessage is the longest text of one message, in the platform's
+	// own units (Telegram: 4,096 UTF-16 units); Send splits longer ones.
+	MaxMessage int
+	// MaxButtonData is the most bytes of a button's Data (Telegram: 64).
+	MaxButtonData int
+	// MaxName is the longest thread name the platform allows.
+	MaxName int
+}
+
+// SchemeOf returns the scheme of a thread key: what comes before its
+// first colon ("" when it has none).
+func SchemeOf(thread string) string {
+	scheme, _, ok := strings.Cut(thread, ":")
+	if !ok {
+		return ""
+	}
+	return scheme
+}

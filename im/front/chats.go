@@ -1,0 +1,169 @@
+package front
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/telegram"
+	"github.com/thatch-run/thatch/persistence"
+)
+
+// This file is the one place of the front end that names chat platforms:
+// it builds the adapters the config asks for. Everything else speaks
+// chat.Adapter.
+
+// Enabled reports whether cfg asks for the IM front end: a chat platform
+// is configured (a Telegram bot token is set).
+func Enabled(cfg *config.Config) bool { return cfg.IM.Telegram.Token != "" }
+
+// chatPort is one adapter and the row that keeps its cursor.
+type chatPort struct {
+	a      chat.Adapter
+	cursor *cursorRow
+}
+
+// openChats builds an adapter for each platform the config sets up, each
+// resuming from its stored cursor.
+func (f *FrontEnd) openChats() error {
+	im := f.cfg.IM
+	if im.Telegram.Token != "" {
+		if len(im.AllowedUsers) == 0 && !im.Open {
+			return errors.New("im: im.allowed_users is empty; list the user ids allowed in, or set im.open = true")
+		}
+		cursor, resume, err := f.cursor("telegram")
+		if err != nil {
+			return err
+		}
+		a, err := telegram.Open(telegram.Options{
+			Token:        im.Telegram.Token.Reveal(),
+			APIURL:       im.Telegram.APIURL,
+			PollTimeout:  f.opts.PollTimeout,
+			SendTimeout:  im.Telegram.SendTimeout,
+			ChatInterval: f.opts.ChatInterval,
+			Logger:       f.log.Named("telegram"),
+		}, im.AllowedUsers, resume)
+		if err != nil {
+			return fmt.Errorf("im: %w", err)
+		}
+		f.chats = append(f.chats, &chatPort{a: a, cursor: cursor})
+	}
+	if len(f.chats) == 0 {
+		return errors.New("im: no chat platform is configured (set im.telegram.token)")
+	}
+	return nil
+}
+
+// closeChats drops the adapters' connections.
+func (f *FrontEnd) closeChats() {
+	for _, p := range f.chats {
+		p.a.Close()
+	}
+}
+
+// adapterOf returns the adapter that owns thread (by its key's scheme).
+func (f *FrontEnd) adapterOf(thread string) (chat.Adapter, error) {
+	scheme := chat.SchemeOf(thread)
+	for _, p := range f.chats {
+		if p.a.Scheme() == scheme {
+			return p.a, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no chat adapter runs for thread %q", chat.ErrNoThread, thread)
+}
+
+// cursorKey is the key of a platform's cursor row in its table
+// (im.<platform>).
+const cursorKey = "offset"
+
+// cursor reads a platform's stored cursor and makes its row.
+func (f *FrontEnd) cursor(platform string) (*cursorRow, chat.Resume, error) {
+	c := &cursorRow{rows: f.rows, log: f.log, table: "im." + platform}
+	var r chat.Resume
+	row, ok, err := f.rows.Get(c.table, cursorKey)
+	if err != nil {
+		return nil, r, fmt.Errorf("im: read the %s cursor: %w", platform, err)
+	}
+	if ok {
+		r = chat.Resume{Cursor: string(row.Value), Saved: row.WrittenAt}
+		c.saved = r.Cursor
+	}
+	return c, r, nil
+}
+
+// cursorEvery is how often a cursor row is written while updates stream
+// in. The row is a hint for the next start (what to ask the platform
+// for); the bindings' own update ids are what keeps an update from being
+// handled twice, so a row a second old costs nothing but a few updates
+// offered again, and not writing it per update keeps a synced write out
+// of every update's path.
+const cursorEvery = time.Second
+
+// cursorRow keeps one adapter's cursor in the row table.
+type cursorRow struct {
+	rows  *persistence.Rows
+	log   hclog.Logger
+	table string
+
+	mu      sync.Mutex
+	next    string
+	saved   string // the value the row holds
+	written time.Time
+	timer   *time.Timer // the trailing write; nil when none is due
+	stopped bool
+}
+
+// note records the cursor of the last update handled, writing the row at
+// most every cursorEvery; one skipped is written cursorEvery after the
+// last write (a trailing write), so the row never stays behind the last
+// update of a burst. stop writes it too.
+func (c *cursorRow) note(next string) {
+	if next == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next = next
+	if wait := cursorEvery - time.Since(c.written); wait > 0 {
+		if c.timer == nil && !c.stopped {
+			c.timer = time.AfterFunc(wait, func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.timer = nil
+				if !c.stopped {
+					c.writeLocked()
+				}
+			})
+		}
+		return
+	}
+	c.writeLocked()
+}
+
+// stop writes the cursor a last time and stops the trailing write.
+func (c *cursorRow) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	c.writeLocked()
+}
+
+func (c *cursorRow) writeLocked() {
+	if c.next == "" || c.next == c.saved {
+		return
+	}
+	if err := c.rows.Put(c.table, cursorKey, []byte(c.next)); err != nil {
+		c.log.Warn("cannot store the chat's cursor", "table", c.table, "error", err)
+		return
+	}
+	c.written, c.saved = time.Now(), c.next
+}
