@@ -281,10 +281,16 @@ func fillAppend(b *pebble.Batch, key []byte, r *appendReq) ([]byte, error) {
 	return key, nil
 }
 
+// stuckGrace is how long close waits, on a failed store, for a committer
+// that is still inside Pebble: a failure is usually the committer's own
+// write failing, and it comes back at once; one held in a write stall
+// behind a flush that cannot write never does.
+const stuckGrace = 2 * time.Second
+
 // close commits what is waiting and stops the goroutine; later adds fail
-// with ErrClosed.
-// It reports false when the store failed while Pebble still holds the
-// committer (see watch): then it does not wait for it.
+// with ErrClosed. It reports false when the store failed and the committer
+// did not come back out of Pebble within stuckGrace (see watch): then it
+// stops waiting for it.
 func (c *committer) close() bool {
 	c.mu.Lock()
 	c.closed = true
@@ -297,18 +303,14 @@ func (c *committer) close() bool {
 	case <-c.s.failedCh:
 	}
 	<-c.watched
+	grace := time.NewTimer(stuckGrace)
+	defer grace.Stop()
 	select {
 	case <-c.done:
 		return true
-	default:
+	case <-grace.C:
+		return false
 	}
-	c.mu.Lock()
-	stuck := c.flying != nil
-	c.mu.Unlock()
-	if !stuck {
-		<-c.done // between groups: it stops at once
-	}
-	return !stuck
 }
 
 // sortGroup puts a group in key order, entity by entity; the sort is

@@ -143,12 +143,14 @@ func (s *Store) fail(err error) {
 		return
 	}
 	s.failErr.Store(&err)
-	close(s.failedCh)
 	// An open that failed, or was given up, returned its own error: its
-	// owner hears nothing more.
+	// owner hears nothing more. The owner hears of the failure before
+	// anything that waits on failedCh (an append answered by the
+	// committer's failure watcher) does.
 	if s.onFailure != nil && s.opened.Load() {
 		s.onFailure(err)
 	}
+	close(s.failedCh)
 }
 
 // failure is the error a failed store returns: the first failure, which
