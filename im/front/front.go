@@ -77,7 +77,7 @@ type Options struct {
 	// "-" disables quick jumps from zoxide.
 	Zoxide string
 	// Trace, when set, is called as an update passes each stage:
-	// "received" (the bot handed it over) and "typed" (its text was typed
+	// "received" (an adapter handed it over) and "typed" (its text was typed
 	// into the window). Benchmarks measure latency with it. It must not
 	// block.
 	Trace func(stage string, updateID int64)

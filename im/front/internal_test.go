@@ -530,3 +530,22 @@ func TestFollowerTellsASwitchBackToASessionToldOfBefore(t *testing.T) {
 	}
 	testwait.Until(t, "the binding told of "+s2+" again", func() bool { return changes() == 2 })
 }
+
+// The binding keeps users as numbers: Telegram's ids pass as they are, and
+// a platform's text ids (Feishu's open ids) become stable numbers, one per
+// user, so a press answers only the prompt of the user it was asked of.
+func TestBindingUsersAreNumbersOnePerUser(t *testing.T) {
+	if got := bindingUser("12345"); got != 12345 {
+		t.Errorf("bindingUser(12345) = %d", got)
+	}
+	if bindingUser("") != 0 {
+		t.Error("no user is not 0")
+	}
+	a, b := bindingUser("ou_alice"), bindingUser("ou_bob")
+	if a == b || a <= 0 || b <= 0 || bindingUser("ou_alice") != a {
+		t.Errorf("open ids became %d and %d; want two stable positive numbers", a, b)
+	}
+	if bindingMessage("42") != 42 || bindingMessage("om_1") != 0 || chatMessage(42) != "42" {
+		t.Error("message ids do not go back and forth")
+	}
+}
