@@ -227,8 +227,15 @@ type IM struct {
 	// RenameTimeout is how long a rename prompt waits for an answer before
 	// the rename is accepted. Must be > 0. Default: 60s.
 	RenameTimeout time.Duration `koanf:"rename_timeout" usage:"how long a rename prompt waits before the rename is accepted"`
+	// OnClose says what happens to the window of a binding whose chat
+	// ended (a Feishu chat disbanded, the bot removed, sends answered
+	// "chat gone"): "keep" leaves the window and its agent running,
+	// "kill" kills the window. For every platform. Default: "keep".
+	OnClose string `koanf:"on_close" usage:"what happens to the window of a binding whose chat ended: keep or kill"`
 	// Telegram is the Telegram Bot API connection.
 	Telegram Telegram `koanf:"telegram"`
+	// Feishu is the Feishu (Lark) app's connection.
+	Feishu Feishu `koanf:"feishu"`
 	// Tmux is where the agents' windows live.
 	Tmux Tmux `koanf:"tmux"`
 	// Agents are the agent CLIs a binding can run.
@@ -250,6 +257,42 @@ type Telegram struct {
 	// thread of the same chat. Default: 10s.
 	SendTimeout time.Duration `koanf:"send_timeout" usage:"bound on each Telegram send (and on its wait for the chat's turn); a send over it is tried again later"`
 }
+
+// Feishu configures the Feishu (Lark) app. The Feishu adapter runs when
+// AppID is set.
+type Feishu struct {
+	// AppID is the app's id (cli_...). Default: "".
+	AppID string `koanf:"app_id" usage:"Feishu app id (the Feishu adapter runs when it is set)"`
+	// AppSecret is the app's secret. Required with AppID. Default: "".
+	AppSecret Secret `koanf:"app_secret" usage:"Feishu app secret; prefer THATCH_IM_FEISHU_APP_SECRET"`
+	// VerificationToken is compared with every event's header.token.
+	// Required in webhook mode. Default: "".
+	VerificationToken Secret `koanf:"verification_token" usage:"Feishu event verification token; prefer THATCH_IM_FEISHU_VERIFICATION_TOKEN"`
+	// EncryptKey, when set, makes the webhook take only encrypted, signed
+	// events. Default: "" (plain events).
+	EncryptKey Secret `koanf:"encrypt_key" usage:"Feishu event encrypt key (optional); prefer THATCH_IM_FEISHU_ENCRYPT_KEY"`
+	// BaseURL is the Open API's base. Default: https://open.feishu.cn
+	// (https://open.larksuite.com for Lark).
+	BaseURL string `koanf:"base_url" usage:"Feishu Open API base URL (https://open.larksuite.com for Lark)"`
+	// Mode is how events arrive: "ws" (the long connection) or "webhook".
+	// Default: "ws".
+	Mode string `koanf:"mode" usage:"how Feishu events arrive: ws or webhook"`
+	// Listen is the webhook's address (webhook mode). A host beyond
+	// loopback needs EncryptKey, so that every event taken is signed.
+	// Default: "127.0.0.1:0".
+	Listen string `koanf:"listen" usage:"address of the Feishu webhook (webhook mode)"`
+	// Path is the webhook's path (webhook mode). Default: "/feishu/events".
+	Path string `koanf:"path" usage:"path of the Feishu webhook (webhook mode)"`
+	// AllowedUsers are the open ids (ou_...) whose messages and button
+	// presses are handled. Required with AppID, unless im.open. Default: none.
+	AllowedUsers []string `koanf:"allowed_users" usage:"Feishu open ids (ou_...) allowed to talk to the agents (required unless im.open)"`
+}
+
+// Ways a binding's window is treated when its chat ends (IM.OnClose).
+const (
+	OnCloseKeep = "keep"
+	OnCloseKill = "kill"
+)
 
 // Tmux configures the tmux server that holds the agents' windows.
 type Tmux struct {
@@ -389,7 +432,9 @@ func Defaults() *Config {
 		IM: IM{
 			Roots:         []string{"~"},
 			RenameTimeout: time.Minute,
+			OnClose:       OnCloseKeep,
 			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second},
+			Feishu:        Feishu{BaseURL: "https://open.feishu.cn", Mode: "ws", Listen: "127.0.0.1:0", Path: "/feishu/events"},
 			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
 			Agents: Agents{
 				Claude:  Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`, Input: DefaultClaudeInput},

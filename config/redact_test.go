@@ -79,19 +79,21 @@ url = "ftp://127.0.0.1:2/?password=qs-password&SECRET=qs-secret&key=qs-key"
 func TestChildEnvKeepsSecretsFromWhatThatchStarts(t *testing.T) {
 	c := Defaults()
 	c.IM.Telegram.Token = "123:bot-token"
+	c.IM.Feishu.AppSecret = "fs-app-secret"
 	c.Memory.EmbeddingsAPIKey = "sk-embed"
 	c.OpenCode.Servers = []Server{{URL: "http://127.0.0.1:4096", Password: "pw-1"}}
 	env := []string{
 		"HOME=/home/u", "PATH=/usr/bin", "LANG=C.UTF-8",
 		"THATCH_IM_TELEGRAM_TOKEN=123:bot-token", "THATCH_CONFIG=/etc/thatch.toml",
 		"OPENCODE_SERVER_PASSWORD=pw-1", "MY_TOKEN=123:bot-token", "EMBED=sk-embed", "OTHER=pw-1x",
+		"THATCH_IM_FEISHU_APP_SECRET=fs-app-secret",
 		"BOT_URL=https://api.telegram.org/bot123:bot-token/", "SHORT_IN=xpw-1x",
 	}
 	got := strings.Join(c.ChildEnv(env), " ")
 	if want := "HOME=/home/u PATH=/usr/bin LANG=C.UTF-8 OTHER=pw-1x SHORT_IN=xpw-1x"; got != want {
 		t.Fatalf("ChildEnv = %q, want %q", got, want)
 	}
-	if got := strings.Join(c.SecretValues(), " "); got != "sk-embed 123:bot-token pw-1" {
+	if got := strings.Join(c.SecretValues(), " "); got != "sk-embed 123:bot-token fs-app-secret pw-1" {
 		t.Fatalf("SecretValues = %q", got)
 	}
 }

@@ -229,6 +229,8 @@ func (v *validator) im(c *IM) {
 		}
 	}
 	v.positive("im.rename_timeout", c.RenameTimeout)
+	v.oneOf("im.on_close", c.OnClose, OnCloseKeep, OnCloseKill)
+	v.feishu(&c.Feishu, c.Open)
 	v.positive("im.telegram.send_timeout", c.Telegram.SendTimeout)
 	for key, val := range map[string]string{"im.tmux.socket": c.Tmux.Socket, "im.tmux.session": c.Tmux.Session} {
 		if val == "" || strings.ContainsAny(val, "/:.\x00\n") {
@@ -250,6 +252,47 @@ func (v *validator) im(c *IM) {
 			if re, err := regexp.Compile(a.Input); err != nil || re.NumSubexp() > 1 {
 				v.add(key+".input", "must be a regexp with at most one group, or %q, got %q", InputOff, a.Input)
 			}
+		}
+	}
+}
+
+// feishu checks [im.feishu] when the adapter runs (app_id is set).
+func (v *validator) feishu(c *Feishu, open bool) {
+	for i, u := range c.AllowedUsers {
+		if !strings.HasPrefix(u, "ou_") {
+			v.add(fmt.Sprintf("im.feishu.allowed_users[%d]", i), "must be an open id (ou_...), got %q", u)
+		}
+	}
+	if c.AppID == "" {
+		return
+	}
+	if c.AppSecret == "" {
+		v.add("im.feishu.app_secret", "is empty: the app's secret is needed with im.feishu.app_id")
+	}
+	if len(c.AllowedUsers) == 0 && !open {
+		v.add("im.feishu.allowed_users", "is empty: list the open ids (ou_...) allowed in (or set im.open = true to let everyone in)")
+	}
+	v.httpURL("im.feishu.base_url", c.BaseURL)
+	v.oneOf("im.feishu.mode", c.Mode, "ws", "webhook")
+	if c.Mode != "webhook" {
+		return
+	}
+	if c.VerificationToken == "" {
+		v.add("im.feishu.verification_token", "is empty: webhook mode checks it on every event")
+	}
+	if !strings.HasPrefix(c.Path, "/") {
+		v.add("im.feishu.path", "must start with /, got %q", c.Path)
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	switch {
+	case err != nil:
+		v.add("im.feishu.listen", "must be host:port (127.0.0.1:0 picks a free port), got %q", c.Listen)
+	case !IsLoopbackHost(host) && c.EncryptKey == "":
+		v.add("im.feishu.listen", "is not a loopback address (%q): set im.feishu.encrypt_key so that every event taken is signed, or listen on 127.0.0.1 behind a proxy", c.Listen)
+	}
+	if err == nil {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			v.add("im.feishu.listen", "port must be a number from 0 to 65535 (0 picks a free port), got %q", c.Listen)
 		}
 	}
 }

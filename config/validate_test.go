@@ -134,6 +134,37 @@ func TestValidateOneValue(t *testing.T) {
 		{"telegram api_url not http", func(c *Config) {
 			c.IM.Telegram.Token, c.IM.Open, c.IM.Telegram.APIURL = "1:x", true, "ftp://x"
 		}, "im.telegram.api_url", `must be an http(s) URL such as http://127.0.0.1:4096, got "ftp://x"`},
+		{"on_close unknown", func(c *Config) { c.IM.OnClose = "close" },
+			"im.on_close", `must be one of keep, kill, got "close"`},
+		{"feishu app without secret", func(c *Config) { c.IM.Feishu.AppID, c.IM.Open = "cli_a", true },
+			"im.feishu.app_secret", "is empty: the app's secret is needed with im.feishu.app_id"},
+		{"feishu app without allow-list", func(c *Config) { c.IM.Feishu.AppID, c.IM.Feishu.AppSecret = "cli_a", "s" },
+			"im.feishu.allowed_users", "is empty: list the open ids (ou_...) allowed in (or set im.open = true to let everyone in)"},
+		{"feishu app and open", func(c *Config) { c.IM.Feishu.AppID, c.IM.Feishu.AppSecret, c.IM.Open = "cli_a", "s", true }, "", ""},
+		{"feishu telegram's allow-list is not feishu's", func(c *Config) {
+			c.IM.Feishu.AppID, c.IM.Feishu.AppSecret, c.IM.AllowedUsers = "cli_a", "s", []string{"42"}
+		}, "im.feishu.allowed_users", "is empty: list the open ids (ou_...) allowed in (or set im.open = true to let everyone in)"},
+		{"feishu user not an open id", func(c *Config) { c.IM.Feishu.AllowedUsers = []string{"ou_a", "42"} },
+			"im.feishu.allowed_users[1]", `must be an open id (ou_...), got "42"`},
+		{"feishu mode unknown", func(c *Config) { feishuApp(c); c.IM.Feishu.Mode = "poll" },
+			"im.feishu.mode", `must be one of ws, webhook, got "poll"`},
+		{"feishu base_url not http", func(c *Config) { feishuApp(c); c.IM.Feishu.BaseURL = "open.feishu.cn" },
+			"im.feishu.base_url", `must be an http(s) URL such as http://127.0.0.1:4096, got "open.feishu.cn"`},
+		{"feishu webhook without token", func(c *Config) { feishuApp(c); c.IM.Feishu.Mode = "webhook" },
+			"im.feishu.verification_token", "is empty: webhook mode checks it on every event"},
+		{"feishu webhook", func(c *Config) { feishuWebhook(c) }, "", ""},
+		{"feishu webhook path", func(c *Config) { feishuWebhook(c); c.IM.Feishu.Path = "events" },
+			"im.feishu.path", `must start with /, got "events"`},
+		{"feishu webhook listen not host:port", func(c *Config) { feishuWebhook(c); c.IM.Feishu.Listen = "8080" },
+			"im.feishu.listen", `must be host:port (127.0.0.1:0 picks a free port), got "8080"`},
+		{"feishu webhook beyond loopback unsigned", func(c *Config) { feishuWebhook(c); c.IM.Feishu.Listen = "0.0.0.0:8080" },
+			"im.feishu.listen", `is not a loopback address ("0.0.0.0:8080"): set im.feishu.encrypt_key so that every event taken is signed, or listen on 127.0.0.1 behind a proxy`},
+		{"feishu webhook beyond loopback signed", func(c *Config) {
+			feishuWebhook(c)
+			c.IM.Feishu.Listen, c.IM.Feishu.EncryptKey = "0.0.0.0:8080", "k"
+		}, "", ""},
+		{"feishu webhook bad port", func(c *Config) { feishuWebhook(c); c.IM.Feishu.Listen = "127.0.0.1:99999" },
+			"im.feishu.listen", `port must be a number from 0 to 65535 (0 picks a free port), got "127.0.0.1:99999"`},
 		{"no roots", func(c *Config) { c.IM.Roots = nil },
 			"im.roots", `is empty: the directory browser needs at least one root, such as "~"`},
 		{"relative root", func(c *Config) { c.IM.Roots = []string{"~", "src"} },
@@ -410,4 +441,13 @@ func TestMisshapenTables(t *testing.T) {
 			}
 		})
 	}
+}
+
+func feishuApp(c *Config) {
+	c.IM.Feishu.AppID, c.IM.Feishu.AppSecret, c.IM.Feishu.AllowedUsers = "cli_a", "s", []string{"ou_a"}
+}
+
+func feishuWebhook(c *Config) {
+	feishuApp(c)
+	c.IM.Feishu.Mode, c.IM.Feishu.VerificationToken = "webhook", "v"
 }
