@@ -158,6 +158,14 @@ func (s *Server) AddUser(openID, name string) {
 	s.users[openID] = name
 }
 
+// Received makes a user's message known (one a test posts as an event),
+// so that the bot can reply to it.
+func (s *Server) Received(chatID, messageID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.messages[messageID] = &message{chatID: chatID, msgType: "text"}
+}
+
 // EndChat makes a chat gone: message calls for it answer 230002 from now.
 func (s *Server) EndChat(chatID string) {
 	s.mu.Lock()

@@ -3,8 +3,67 @@
 // and user names) on github.com/larksuite/oapi-sdk-go/v3 v3.4.0, and the
 // webhook receiver of events and card callbacks. It is a protocol adapter:
 // it may use the network and the SDK, and knows nothing of entities,
-// actors or storage (boundaries_test.go, the row of im/feishu). It is not
-// yet wired behind the front end's chat interface.
+// actors or storage (boundaries_test.go, the row of im/feishu). Adapter
+// puts it behind the front end's chat interface (chat.Adapter); the long
+// connection (mode "ws") is not implemented yet, so Open takes only mode
+// "webhook".
+//
+// # The adapter
+//
+// Thread keys are "fs:<chat_id>" for a chat (a group or a P2P chat) and
+// "fs:<chat_id>:<thread_id>" for a message that carries a thread id (a
+// topic of a topic group). Allows checks the open ids of
+// im.feishu.allowed_users. Run serves the Webhook on Options.Listen at
+// Options.Path (an http.Server of its own, with read, write and idle
+// timeouts, shut down when Run's context ends) and hands each event over
+// as a chat.Update, one at a time: a message (the bot's @-mention cut; a
+// message that is not text names its type in Media), a rename
+// (im.chat.updated_v1: Name with chat.NameEdited), a press
+// (card.action.trigger: Press.Data from the button's value, Press.ID the
+// event id, Press.Message the card) and a chat that ended (disbanded, the
+// bot removed: Ended). Feishu is answered 200 only after the handler
+// returned nil.
+//
+// Buttons go out as an interactive card, the labels as given; each
+// button's value is a JSON object {"data": press data, "thread": thread
+// key}, since a press names only the card's chat, not its topic.
+// EditButtons patches the card (its text is kept for cards sent since the
+// adapter started; a card of an earlier run is patched to its buttons
+// alone). AnswerPress does nothing: a card callback's answer is the
+// webhook's response, written once the press was handled (no toast);
+// Feishu has no later call to answer one. SendPhoto answers
+// chat.ErrUnsupported for now. A message to a topic goes out as a reply in
+// the thread to the topic's last message the adapter saw; before it saw
+// one (after a restart) it goes to the chat.
+//
+// # Deduplication and update ids
+//
+// Feishu delivers an event again after a 500, a timeout, or at will, and
+// may deliver events out of order. The front end's cursor row cannot hold
+// this: it is one value per platform, written at most once a second, and
+// Feishu's event ids are neither ordered nor dense. So the adapter keeps
+// each event id it takes in an EventStore the front end passes in (rows
+// of the table im.feishu.events, one per event id, pruned after EventKeep,
+// 7 days), in two writes:
+//
+//  1. before the handler: the id is recorded with the Update.ID it is
+//     handed over with. IDs come from the wall clock in microseconds (or
+//     the last + 1), so they increase along every thread, across restarts
+//     too, in the order events arrive;
+//  2. after the handler returned nil: the record is marked done, and an
+//     event delivered again is answered 200 and dropped without reaching
+//     the handler.
+//
+// An event delivered again before it was marked done (the handler failed,
+// or thatch crashed after the binding journaled it) is handed over with
+// its recorded Update.ID, so the binding, which drops an id at or below
+// the last one it handled in the thread, handles it once. The cost: an
+// event whose handler failed and that Feishu delivers again only after a
+// newer event of the same thread was handled is dropped by the binding
+// (Feishu's first retry comes 15 s later; a failed handler means the
+// store or the binding is failing). A refused request (401) records
+// nothing. The Update's Cursor is empty: the front end stores no cursor
+// for Feishu.
 //
 // # Sending
 //

@@ -1,0 +1,481 @@
+package feishu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/im/chat"
+)
+
+// Scheme is the prefix of Feishu's thread keys ("fs:<chat_id>",
+// "fs:<chat_id>:<thread_id>").
+const Scheme = "fs"
+
+// Limits are Feishu's as the adapter uses them: a text message's part
+// (bytes, Split), a button's press data (bytes, carried in the card
+// value), a group's name.
+var Limits = chat.Limits{MaxMessage: MaxTextBytes, MaxButtonData: 1024, MaxName: 60}
+
+// EventKeep is how long a handled event id is remembered: Feishu
+// redelivers an event for a few hours at most, the issue asks for 7 days.
+const EventKeep = 7 * 24 * time.Hour
+
+// ThreadKey is the key of a chat ("fs:<chat_id>"), or of a topic of a
+// topic group ("fs:<chat_id>:<thread_id>") when threadID is set.
+func ThreadKey(chatID, threadID string) string {
+	if threadID == "" {
+		return Scheme + ":" + chatID
+	}
+	return Scheme + ":" + chatID + ":" + threadID
+}
+
+// parseThread reads a ThreadKey back.
+func parseThread(key string) (chatID, threadID string, err error) {
+	rest, ok := strings.CutPrefix(key, Scheme+":")
+	if ok {
+		chatID, threadID, _ = strings.Cut(rest, ":")
+		if chatID != "" && !strings.Contains(threadID, ":") {
+			return chatID, threadID, nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: %q is not a Feishu thread", chat.ErrNoThread, key)
+}
+
+// EventRecord is what the EventStore keeps of one event id.
+type EventRecord struct {
+	// Update is the chat.Update.ID the event was handed over with: a
+	// redelivery before Done gets the same one, so that the binding drops
+	// it if it journaled it.
+	Update int64
+	// Done: the handler returned nil for it; a redelivery is answered 200
+	// and dropped.
+	Done bool
+}
+
+// EventStore keeps the event ids the adapter took, durably, so that an
+// event Feishu delivers again (after a restart too) is handled once. The
+// front end gives one backed by its row table; Put must be durable when it
+// returns.
+type EventStore interface {
+	Get(eventID string) (EventRecord, bool, error)
+	Put(eventID string, r EventRecord) error
+	// Prune forgets the ids last written before cutoff.
+	Prune(cutoff time.Time) error
+}
+
+// Adapter is Feishu behind the chat interface (chat.Adapter), receiving
+// through the webhook (mode "webhook"). See the package doc.
+type Adapter struct {
+	opts    Options
+	client  *Client
+	store   EventStore
+	logger  hclog.Logger
+	allowed map[string]bool
+	ln      net.Listener
+
+	turn chan struct{} // one update handed over at a time
+
+	mu     sync.Mutex
+	lastID int64             // the last Update.ID given out
+	anchor map[string]string // thread key -> a message of that topic
+	cards  map[string]string // card message id -> its text
+	health chat.Health
+}
+
+var _ chat.Adapter = (*Adapter)(nil)
+
+// Open builds the Adapter and binds the webhook's address (Addr), so that
+// Feishu's settings can name it before Run. Only mode "webhook" is
+// implemented; store keeps the event ids handled.
+func Open(opts Options, store EventStore, logger hclog.Logger) (*Adapter, error) {
+	opts = opts.WithDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Mode != ModeWebhook {
+		return nil, fmt.Errorf("feishu: mode %q is not implemented yet; set im.feishu.mode = \"webhook\"", opts.Mode)
+	}
+	if store == nil {
+		return nil, errors.New("feishu: the adapter needs an event store")
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	client, err := NewClient(opts, logger)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("feishu: webhook: listen on %s: %w", opts.Listen, err)
+	}
+	a := &Adapter{opts: opts, client: client, store: store, logger: logger, allowed: map[string]bool{}, ln: ln,
+		turn: make(chan struct{}, 1), anchor: map[string]string{}, cards: map[string]string{},
+		health: chat.Health{State: "starting", Since: time.Now()}}
+	for _, u := range opts.AllowedUsers {
+		a.allowed[u] = true
+	}
+	if err := store.Prune(time.Now().Add(-EventKeep)); err != nil {
+		logger.Warn("cannot forget old event ids", "error", err)
+	}
+	return a, nil
+}
+
+// Addr is the webhook's address (the port chosen when Listen's is 0).
+func (a *Adapter) Addr() net.Addr { return a.ln.Addr() }
+
+// URL is the webhook's URL on its own address.
+func (a *Adapter) URL() string { return "http://" + a.ln.Addr().String() + a.opts.Path }
+
+// Client is the Open API client behind the Adapter.
+func (a *Adapter) Client() *Client { return a.client }
+
+// Name returns "feishu".
+func (*Adapter) Name() string { return "feishu" }
+
+// Scheme returns Scheme.
+func (*Adapter) Scheme() string { return Scheme }
+
+// Limits returns Limits.
+func (*Adapter) Limits() chat.Limits { return Limits }
+
+// Allows reports whether user (an open id) is on the allow-list.
+func (a *Adapter) Allows(user string) bool { return a.allowed[user] }
+
+// Close closes the webhook's listener (Run closes it too when it ends).
+func (a *Adapter) Close() { _ = a.ln.Close() }
+
+// Health says whether the webhook serves.
+func (a *Adapter) Health() chat.Health {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.health
+}
+
+func (a *Adapter) setHealth(up bool, state, lastErr string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.health.Up != up || a.health.Since.IsZero() {
+		a.health.Since = time.Now()
+	}
+	a.health.Up, a.health.State, a.health.LastError = up, state, lastErr
+}
+
+// Run serves the webhook on Addr until ctx ends, handing each event over
+// as a chat.Update, one at a time, and answering Feishu 200 only after
+// handle returned nil (500 otherwise, so that Feishu delivers it again).
+// An event id handled before is answered 200 and dropped.
+func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
+	bctx, cancel := context.WithTimeout(ctx, a.opts.SendTimeout)
+	bot, err := a.client.BotOpenID(bctx)
+	cancel()
+	if err != nil {
+		// Mentions of the bot then stay in the text as @name; events are
+		// taken all the same.
+		a.logger.Warn("cannot read the bot's open id; its @-mentions are not cut", "error", err)
+	}
+	wh, err := NewWebhook(a.opts, bot, func(ctx context.Context, eventID string, ev Event) error {
+		return a.take(ctx, eventID, ev, handle)
+	}, a.logger.Named("webhook"), nil)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(a.opts.Path, wh)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(a.ln) }()
+	a.setHealth(true, "receiving Feishu events on "+a.URL(), "")
+	prune := time.NewTicker(time.Hour)
+	defer prune.Stop()
+	for {
+		select {
+		case err := <-done:
+			a.setHealth(false, "the webhook stopped", fmt.Sprint(err))
+			if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("feishu: webhook: %w", err)
+		case <-prune.C:
+			if err := a.store.Prune(time.Now().Add(-EventKeep)); err != nil {
+				a.logger.Warn("cannot forget old event ids", "error", err)
+			}
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = srv.Shutdown(sctx)
+			cancel()
+			<-done
+			a.setHealth(false, "stopped", "")
+			return nil
+		}
+	}
+}
+
+// take hands one event over: one at a time, deduplicated by event id
+// through the store (see the package doc, "Deduplication").
+func (a *Adapter) take(ctx context.Context, eventID string, ev Event, handle chat.Handler) error {
+	select {
+	case a.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-a.turn }()
+	rec, found, err := a.store.Get(eventID)
+	if err != nil {
+		return fmt.Errorf("feishu: read event %s: %w", eventID, err)
+	}
+	if found && rec.Done {
+		a.logger.Debug("event delivered again; dropped", "event_id", eventID)
+		return nil
+	}
+	if !found {
+		rec = EventRecord{Update: a.nextID()}
+		if err := a.store.Put(eventID, rec); err != nil {
+			return fmt.Errorf("feishu: record event %s: %w", eventID, err)
+		}
+	}
+	u := a.update(ev)
+	u.ID = rec.Update
+	if u.Press != nil {
+		u.Press.ID = eventID
+	}
+	if err := handle(ctx, u); err != nil {
+		return err
+	}
+	rec.Done = true
+	if err := a.store.Put(eventID, rec); err != nil {
+		// Handled: a redelivery has the same Update.ID, which the binding
+		// drops; so the 200 goes out all the same.
+		a.logger.Warn("cannot mark an event handled", "event_id", eventID, "error", err)
+	}
+	return nil
+}
+
+// nextID gives out Update.IDs: increasing for the adapter's life, and
+// across restarts as long as the clock does not go back (microseconds of
+// the wall clock, or the last + 1).
+func (a *Adapter) nextID() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := time.Now().UnixMicro()
+	if id <= a.lastID {
+		id = a.lastID + 1
+	}
+	a.lastID = id
+	return id
+}
+
+// update turns an event into a chat.Update (ID and Press.ID are set by
+// take).
+func (a *Adapter) update(ev Event) chat.Update {
+	switch e := ev.(type) {
+	case *MessageReceived:
+		u := chat.Update{Thread: ThreadKey(e.ChatID, e.ThreadID), Topic: e.ThreadID != "", User: e.SenderOpenID}
+		if e.MessageType == "text" {
+			u.Text = e.Text
+		} else {
+			u.Media = e.MessageType
+		}
+		if e.ThreadID != "" && e.MessageID != "" {
+			a.mu.Lock()
+			a.anchor[u.Thread] = e.MessageID
+			a.mu.Unlock()
+		}
+		return u
+	case *ChatRenamed:
+		return chat.Update{Thread: ThreadKey(e.ChatID, ""), User: e.OperatorOpenID, Name: e.Name, NameSrc: chat.NameEdited}
+	case *ChatEnded:
+		return chat.Update{Thread: ThreadKey(e.ChatID, ""), User: e.OperatorOpenID, Ended: &chat.Ended{Reason: string(e.Reason)}}
+	case *CardPressed:
+		thread := ThreadKey(e.ChatID, "")
+		if t := e.Value[valueThread]; t != "" {
+			if c, _, err := parseThread(t); err == nil && c == e.ChatID {
+				thread = t
+			}
+		}
+		_, topic, _ := parseThread(thread)
+		return chat.Update{Thread: thread, Topic: topic != "", User: e.UserOpenID,
+			Press: &chat.Press{Data: e.Value[valueData], Message: e.MessageID}}
+	}
+	return chat.Update{Other: fmt.Sprintf("%T", ev)}
+}
+
+// The keys of a card button's value: the press data, and the thread the
+// card was sent to (a card in a topic names only its chat in the press).
+const (
+	valueData   = "data"
+	valueThread = "thread"
+)
+
+// target is where a thread's messages go: the chat, or, for a topic, a
+// reply in the thread to the topic's last message seen (Feishu posts into
+// a topic only that way; one the adapter has not seen since it started
+// goes to the chat).
+func (a *Adapter) target(thread string) (Target, error) {
+	chatID, threadID, err := parseThread(thread)
+	if err != nil {
+		return Target{}, err
+	}
+	t := Target{ChatID: chatID}
+	if threadID != "" {
+		a.mu.Lock()
+		anchor := a.anchor[thread]
+		a.mu.Unlock()
+		if anchor != "" {
+			t.ReplyTo, t.InThread = anchor, true
+		} else {
+			a.logger.Warn("no message of the topic seen yet; sending to its chat", "thread", thread)
+		}
+	}
+	return t, nil
+}
+
+// Send sends m's text as text messages, split by Split, from m.FromPart
+// on; with buttons the last part goes as a card carrying them (a part too
+// long for a card goes as text, and a card of buttons follows).
+func (a *Adapter) Send(ctx context.Context, m chat.Message) ([]string, error) {
+	to, err := a.target(m.Thread)
+	if err != nil {
+		return nil, err
+	}
+	parts := Split(m.Text)
+	if len(parts) == 0 && len(m.Buttons) == 0 {
+		return nil, fmt.Errorf("%w: feishu: empty message", chat.ErrRefused)
+	}
+	var ids []string
+	last := ""
+	if len(m.Buttons) > 0 && len(parts) > 0 && len(parts[len(parts)-1]) <= maxCardText {
+		last, parts = parts[len(parts)-1], parts[:len(parts)-1]
+	}
+	for i := m.FromPart; i < len(parts); i++ {
+		sent, err := a.client.Send(ctx, to, parts[i])
+		if err != nil {
+			return ids, chatErr(err)
+		}
+		ids = append(ids, sent...)
+		if m.OnPart != nil && (i < len(parts)-1 || len(m.Buttons) > 0) {
+			m.OnPart(i + 1)
+		}
+	}
+	if len(m.Buttons) == 0 {
+		return ids, nil
+	}
+	card := Card{Text: last, Rows: a.rows(m.Thread, m.Buttons)}
+	id, err := a.client.SendCard(ctx, to, card)
+	if err != nil {
+		return ids, chatErr(err)
+	}
+	a.mu.Lock()
+	a.cards[id] = last
+	a.mu.Unlock()
+	return append(ids, id), nil
+}
+
+// rows makes card buttons: the labels as given, the value an object with
+// the press data and the thread.
+func (a *Adapter) rows(thread string, rows [][]chat.Button) [][]Button {
+	var out [][]Button
+	for _, row := range rows {
+		r := make([]Button, 0, len(row))
+		for _, b := range row {
+			r = append(r, Button{Label: b.Text, Value: map[string]string{valueData: b.Data, valueThread: thread}})
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// EditButtons patches a card the adapter sent (PatchCard) with new rows,
+// keeping its text. The text is known for cards sent since the adapter
+// started; a card of an earlier run is patched to the buttons alone.
+func (a *Adapter) EditButtons(ctx context.Context, thread, messageID string, rows [][]chat.Button) error {
+	chatID, _, err := parseThread(thread)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	text := a.cards[messageID]
+	a.mu.Unlock()
+	return chatErr(a.client.PatchCard(ctx, chatID, messageID, Card{Text: text, Rows: a.rows(thread, rows)}))
+}
+
+// Delete recalls a message the adapter sent; one already gone counts as
+// deleted.
+func (a *Adapter) Delete(ctx context.Context, thread, messageID string) error {
+	chatID, _, err := parseThread(thread)
+	if err != nil {
+		return err
+	}
+	err = a.client.Delete(ctx, chatID, messageID)
+	var api *APIError
+	if errors.As(err, &api) && api.Code == codeNotFound {
+		return nil
+	}
+	if err == nil {
+		a.mu.Lock()
+		delete(a.cards, messageID)
+		a.mu.Unlock()
+	}
+	return chatErr(err)
+}
+
+// AnswerPress does nothing: a card callback is answered by the webhook's
+// response, which goes out once the press was handled (an empty object:
+// no toast). Feishu has no later call that answers a press.
+func (a *Adapter) AnswerPress(context.Context, string, string, string) error { return nil }
+
+// SendPhoto is not supported yet (an image is uploaded first, then sent
+// by its image_key).
+func (a *Adapter) SendPhoto(context.Context, chat.Photo) (string, error) {
+	return "", fmt.Errorf("%w: feishu: photos", chat.ErrUnsupported)
+}
+
+// Feishu codes that say a request can never succeed as made.
+const (
+	codeBadRequest = 230001
+	codeTooLarge   = 230025
+	codeNotFound   = 230011
+	codeNotCard    = 230031
+)
+
+// chatError keeps an error's text and causes, and adds the chat sentinel
+// that says what the caller may do.
+type chatError struct{ err, kind error }
+
+func (e *chatError) Error() string   { return e.err.Error() }
+func (e *chatError) Unwrap() []error { return []error{e.err, e.kind} }
+
+// chatErr marks err with chat.ErrRefused (the chat gone, a request Feishu
+// refuses as made), chat.ErrTimeout (no answer in time, a rate limit
+// waited out past the caller's deadline) or leaves it as it is.
+func chatErr(err error) error {
+	var api *APIError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrChatGone):
+		return &chatError{err, chat.ErrRefused}
+	case errors.As(err, &api):
+		switch api.Code {
+		case codeBadRequest, codeTooLarge, codeNotFound, codeNotCard:
+			return &chatError{err, chat.ErrRefused}
+		}
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		if strings.Contains(err.Error(), "rate limit") {
+			return &chatError{err, chat.ErrRateLimited}
+		}
+		return &chatError{err, chat.ErrTimeout}
+	}
+	return err
+}

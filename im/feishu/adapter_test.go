@@ -1,0 +1,379 @@
+package feishu_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/e2e/fakefeishu"
+	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/feishu"
+)
+
+// memStore is an EventStore in memory; a test that "restarts" opens a
+// second adapter on the same one, as the front end does on its rows.
+type memStore struct {
+	mu   sync.Mutex
+	recs map[string]feishu.EventRecord
+	at   map[string]time.Time
+}
+
+func newMemStore() *memStore {
+	return &memStore{recs: map[string]feishu.EventRecord{}, at: map[string]time.Time{}}
+}
+
+func (m *memStore) Get(id string) (feishu.EventRecord, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.recs[id]
+	return r, ok, nil
+}
+
+func (m *memStore) Put(id string, r feishu.EventRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs[id], m.at[id] = r, time.Now()
+	return nil
+}
+
+func (m *memStore) Prune(cutoff time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, at := range m.at {
+		if at.Before(cutoff) {
+			delete(m.recs, id)
+			delete(m.at, id)
+		}
+	}
+	return nil
+}
+
+func (m *memStore) has(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.recs[id]
+	return ok
+}
+
+// running is an adapter whose Run goes on until the test ends (or stop).
+type running struct {
+	a      *feishu.Adapter
+	poster *fakefeishu.Poster
+	stop   func()
+
+	mu      sync.Mutex
+	updates []chat.Update
+	handle  func(chat.Update) error // nil: take it
+}
+
+func (r *running) setHandle(h func(chat.Update) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.handle = h
+}
+
+func (r *running) got() []chat.Update {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]chat.Update(nil), r.updates...)
+}
+
+func startAdapter(t *testing.T, s *fakefeishu.Server, store feishu.EventStore) *running {
+	t.Helper()
+	a, err := feishu.Open(feishu.Options{AppID: appID, AppSecret: appSecret, VerificationToken: vtoken, EncryptKey: ekey,
+		BaseURL: s.URL, Mode: feishu.ModeWebhook, Listen: "127.0.0.1:0", AllowedUsers: []string{"ou_alice"}},
+		store, hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Debug}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{a: a, poster: &fakefeishu.Poster{URL: a.URL(), Token: vtoken, EncryptKey: ekey, AppID: appID}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, func(_ context.Context, u chat.Update) error {
+			r.mu.Lock()
+			h := r.handle
+			r.mu.Unlock()
+			if h != nil {
+				if err := h(u); err != nil {
+					return err
+				}
+			}
+			r.mu.Lock()
+			r.updates = append(r.updates, u)
+			r.mu.Unlock()
+			return nil
+		})
+	}()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			a.Close()
+		})
+	}
+	t.Cleanup(r.stop)
+	deadline := time.Now().Add(10 * time.Second)
+	for !a.Health().Up {
+		if time.Now().After(deadline) {
+			t.Fatal("the adapter's webhook never came up")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return r
+}
+
+func newFake(t *testing.T) *fakefeishu.Server {
+	s := newServer(t)
+	s.AddChat(fakefeishu.Chat{ID: "oc_1", Name: "build box"})
+	return s
+}
+
+func message(p *fakefeishu.Poster, eventID, messageID, text string) []byte {
+	return p.Envelope(eventID, "im.message.receive_v1",
+		fakefeishu.TextMessage(messageID, "oc_1", "group", "", "ou_alice", "@_user_1 "+text,
+			fakefeishu.Mention{Key: "@_user_1", OpenID: "ou_bot", Name: "thatch"}))
+}
+
+func TestAMessageIsAnUpdateAnsweredOnlyOnceHandled(t *testing.T) {
+	s := newFake(t)
+	r := startAdapter(t, s, newMemStore())
+	release := make(chan struct{})
+	inHandler := make(chan chat.Update, 1)
+	r.setHandle(func(u chat.Update) error {
+		inHandler <- u
+		<-release
+		return nil
+	})
+	answered := make(chan fakefeishu.Answer, 1)
+	go func() {
+		a, err := r.poster.Post(context.Background(), message(r.poster, "ev-1", "om_in1", "ls -la"))
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- a
+	}()
+	u := <-inHandler
+	select {
+	case a := <-answered:
+		t.Fatalf("Feishu was answered (%d) before the handler returned", a.Status)
+	default:
+	}
+	close(release)
+	if a := <-answered; a.Status != http.StatusOK {
+		t.Fatalf("answer %d %s, want 200", a.Status, a.Body)
+	}
+	if u.Thread != "fs:oc_1" || u.User != "ou_alice" || u.Text != "ls -la" || u.Topic || u.ID <= 0 || u.Cursor != "" {
+		t.Fatalf("update %+v", u)
+	}
+	if !r.a.Allows("ou_alice") || r.a.Allows("ou_mallory") {
+		t.Fatal("the allow-list is not the configured open ids")
+	}
+}
+
+func TestARedeliveredEventIsDroppedAlsoAfterARestart(t *testing.T) {
+	s := newFake(t)
+	store := newMemStore()
+	r := startAdapter(t, s, store)
+	r.setHandle(func(chat.Update) error { return errors.New("not journaled") })
+	ev := message(r.poster, "ev-1", "om_in1", "first")
+	if a := post(t, r.poster, ev); a.Status != http.StatusInternalServerError {
+		t.Fatalf("a failed handler answered %d, want 500", a.Status)
+	}
+	r.setHandle(nil)
+	if a := post(t, r.poster, ev); a.Status != http.StatusOK {
+		t.Fatalf("answer %d", a.Status)
+	}
+	if a := post(t, r.poster, ev); a.Status != http.StatusOK {
+		t.Fatalf("a redelivery answered %d, want 200", a.Status)
+	}
+	if n := len(r.got()); n != 1 {
+		t.Fatalf("handled %d times, want once", n)
+	}
+	first := r.got()[0].ID
+
+	r.stop()
+	r2 := startAdapter(t, s, store)
+	if a := post(t, r2.poster, ev); a.Status != http.StatusOK {
+		t.Fatalf("a redelivery after a restart answered %d, want 200", a.Status)
+	}
+	if a := post(t, r2.poster, message(r2.poster, "ev-2", "om_in2", "second")); a.Status != http.StatusOK {
+		t.Fatalf("answer %d", a.Status)
+	}
+	got := r2.got()
+	if len(got) != 1 || got[0].Text != "second" {
+		t.Fatalf("after the restart handled %+v, want only the new event", got)
+	}
+	if got[0].ID <= first {
+		t.Fatalf("update ids do not increase across the restart: %d then %d", first, got[0].ID)
+	}
+}
+
+func TestAnEventHandedOverAgainKeepsItsUpdateID(t *testing.T) {
+	// A crash after the binding journaled an update but before the
+	// adapter marked it done: Feishu delivers it again, with the same
+	// Update.ID, which the binding drops.
+	s := newFake(t)
+	r := startAdapter(t, s, newMemStore())
+	var mu sync.Mutex
+	var ids []int64
+	r.setHandle(func(u chat.Update) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ids = append(ids, u.ID)
+		if len(ids) == 1 {
+			return errors.New("timed out")
+		}
+		return nil
+	})
+	ev := message(r.poster, "ev-9", "om_in9", "x")
+	post(t, r.poster, ev)
+	post(t, r.poster, message(r.poster, "ev-10", "om_in10", "y"))
+	post(t, r.poster, ev)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 3 || ids[0] != ids[2] || ids[1] <= ids[0] {
+		t.Fatalf("update ids %v: want the redelivery's equal to its first, the new event's higher", ids)
+	}
+}
+
+func TestRefusedEventsAreNeitherHandledNorRecorded(t *testing.T) {
+	s := newFake(t)
+	store := newMemStore()
+	r := startAdapter(t, s, store)
+	wrong := &fakefeishu.Poster{URL: r.a.URL(), Token: "not-the-token", EncryptKey: ekey}
+	if a := post(t, wrong, message(wrong, "ev-w", "om_w", "x")); a.Status != http.StatusUnauthorized {
+		t.Fatalf("a wrong token answered %d, want 401", a.Status)
+	}
+	body, _ := json.Marshal(map[string]string{"encrypt": fakefeishu.Encrypt(ekey, message(r.poster, "ev-s", "om_s", "x"))})
+	h := r.poster.SignHeaders(body)
+	h.Set("X-Lark-Signature", "00"+h.Get("X-Lark-Signature")[2:])
+	a, err := r.poster.PostRaw(ctxFor(t, 10*time.Second), body, h)
+	if err != nil || a.Status != http.StatusUnauthorized {
+		t.Fatalf("a bad signature answered %d (%v), want 401", a.Status, err)
+	}
+	if got := r.got(); len(got) != 0 {
+		t.Fatalf("refused events were handled: %+v", got)
+	}
+	if store.has("ev-w") || store.has("ev-s") {
+		t.Fatal("a refused event's id was recorded")
+	}
+}
+
+func TestACardPressComesBackAsAPressOfItsThread(t *testing.T) {
+	s := newFake(t)
+	r := startAdapter(t, s, newMemStore())
+	ctx := ctxFor(t, 10*time.Second)
+	ids, err := r.a.Send(ctx, chat.Message{Thread: "fs:oc_1", Text: "Pick an agent",
+		Buttons: [][]chat.Button{{{Text: "claude", Data: "a:claude"}, {Text: "codex", Data: "a:codex"}}}})
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("Send: %v %v", ids, err)
+	}
+	sent := s.Sent()
+	if len(sent) != 1 || sent[0].MsgType != "interactive" || sent[0].MessageID != ids[0] {
+		t.Fatalf("sent %+v, want one card", sent)
+	}
+	value := buttonValue(t, sent[0].Content, "codex")
+	if a := post(t, r.poster, r.poster.Envelope("ev-p", "card.action.trigger",
+		fakefeishu.CardAction("oc_1", ids[0], "ou_alice", value))); a.Status != http.StatusOK {
+		t.Fatalf("press answered %d", a.Status)
+	}
+	got := r.got()
+	if len(got) != 1 || got[0].Press == nil {
+		t.Fatalf("got %+v, want one press", got)
+	}
+	u := got[0]
+	if u.Thread != "fs:oc_1" || u.User != "ou_alice" || u.Press.Data != "a:codex" || u.Press.Message != ids[0] || u.Press.ID != "ev-p" {
+		t.Fatalf("press %+v %+v", u, *u.Press)
+	}
+	if err := r.a.AnswerPress(ctx, u.Thread, u.Press.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.EditButtons(ctx, u.Thread, ids[0], nil); err != nil {
+		t.Fatalf("EditButtons: %v", err)
+	}
+	patched := s.Sent()[1]
+	if patched.Op != "patch" || !jsonHas(patched.Content, "Pick an agent") || jsonHas(patched.Content, "codex") {
+		t.Fatalf("patch %+v: want the text kept and the buttons gone", patched)
+	}
+	if err := r.a.Delete(ctx, u.Thread, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.Delete(ctx, u.Thread, ids[0]); err != nil {
+		t.Fatalf("deleting a deleted message: %v", err)
+	}
+	s.EndChat("oc_1")
+	if _, err := r.a.Send(ctx, chat.Message{Thread: "fs:oc_1", Text: "hi"}); !errors.Is(err, chat.ErrRefused) {
+		t.Fatalf("a send to an ended chat: %v, want chat.ErrRefused", err)
+	}
+}
+
+func TestChatEventsAreRenamesAndEnds(t *testing.T) {
+	s := newFake(t)
+	r := startAdapter(t, s, newMemStore())
+	post(t, r.poster, r.poster.Envelope("ev-r", "im.chat.updated_v1", fakefeishu.ChatUpdated("oc_1", "ou_alice", "build box", "release box")))
+	post(t, r.poster, r.poster.Envelope("ev-d", "im.chat.disbanded_v1", fakefeishu.ChatEvent("oc_1", "ou_alice")))
+	post(t, r.poster, r.poster.Envelope("ev-t", "im.message.receive_v1",
+		fakefeishu.TextMessage("om_t", "oc_1", "group", "omt_9", "ou_alice", "in a topic")))
+	got := r.got()
+	if len(got) != 3 {
+		t.Fatalf("got %+v", got)
+	}
+	if u := got[0]; u.Thread != "fs:oc_1" || u.Name != "release box" || u.NameSrc != chat.NameEdited {
+		t.Fatalf("rename %+v", u)
+	}
+	if u := got[1]; u.Thread != "fs:oc_1" || u.Ended == nil || u.Ended.Reason != "disbanded" {
+		t.Fatalf("end %+v", u)
+	}
+	if u := got[2]; u.Thread != "fs:oc_1:omt_9" || !u.Topic || u.Text != "in a topic" || got[1].ID >= u.ID {
+		t.Fatalf("topic message %+v", u)
+	}
+	s.Received("oc_1", "om_t")
+	ids, err := r.a.Send(ctxFor(t, 10*time.Second), chat.Message{Thread: "fs:oc_1:omt_9", Text: "answer"})
+	if err != nil || len(ids) != 1 {
+		t.Fatal(ids, err)
+	}
+	if last := s.Sent()[0]; last.Op != "reply" || last.ReplyTo != "om_t" || !last.InThread {
+		t.Fatalf("a topic's message went out as %+v, want a reply in the thread", last)
+	}
+}
+
+// buttonValue finds the value of the button labelled label in a card.
+func buttonValue(t *testing.T, content, label string) map[string]any {
+	t.Helper()
+	var card struct {
+		Elements []struct {
+			Actions []struct {
+				Text  struct{ Content string }
+				Value map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(content), &card); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range card.Elements {
+		for _, a := range e.Actions {
+			if a.Text.Content == label {
+				return a.Value
+			}
+		}
+	}
+	t.Fatalf("no button %q in %s", label, content)
+	return nil
+}
+
+func jsonHas(content, s string) bool {
+	b, _ := json.Marshal(s)
+	return strings.Contains(content, string(b[1:len(b)-1]))
+}
