@@ -3,6 +3,8 @@ package front
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/feishu"
 	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/persistence"
 )
@@ -19,8 +22,10 @@ import (
 // chat.Adapter.
 
 // Enabled reports whether cfg asks for the IM front end: a chat platform
-// is configured (a Telegram bot token is set).
-func Enabled(cfg *config.Config) bool { return cfg.IM.Telegram.Token != "" }
+// is configured (a Telegram bot token or a Feishu app id is set).
+func Enabled(cfg *config.Config) bool {
+	return cfg.IM.Telegram.Token != "" || cfg.IM.Feishu.AppID != ""
+}
 
 // chatPort is one adapter and the row that keeps its cursor.
 type chatPort struct {
@@ -53,10 +58,70 @@ func (f *FrontEnd) openChats() error {
 		}
 		f.chats = append(f.chats, &chatPort{a: a, cursor: cursor})
 	}
+	if fs := im.Feishu; fs.AppID != "" {
+		if len(fs.AllowedUsers) == 0 && !im.Open {
+			return errors.New("im: im.feishu.allowed_users is empty; list the open ids allowed in, or set im.open = true")
+		}
+		a, err := feishu.Open(feishu.Options{
+			AppID:             fs.AppID,
+			AppSecret:         fs.AppSecret.Reveal(),
+			VerificationToken: fs.VerificationToken.Reveal(),
+			EncryptKey:        fs.EncryptKey.Reveal(),
+			BaseURL:           fs.BaseURL,
+			Mode:              fs.Mode,
+			Listen:            fs.Listen,
+			Path:              fs.Path,
+			AllowedUsers:      fs.AllowedUsers,
+		}, &eventRows{rows: f.rows}, f.log.Named("feishu"))
+		if err != nil {
+			return fmt.Errorf("im: %w", err)
+		}
+		f.log.Info("Feishu webhook listening", "url", a.URL())
+		// Feishu's updates carry no cursor: its redeliveries are
+		// deduplicated by event id in eventRows.
+		f.chats = append(f.chats, &chatPort{a: a, cursor: &cursorRow{rows: f.rows, log: f.log, table: "im.feishu"}})
+	}
 	if len(f.chats) == 0 {
-		return errors.New("im: no chat platform is configured (set im.telegram.token)")
+		return errors.New("im: no chat platform is configured (set im.telegram.token or im.feishu.app_id)")
 	}
 	return nil
+}
+
+// eventTable holds a row per Feishu event id taken (feishu.EventStore),
+// pruned by the adapter after feishu.EventKeep.
+const eventTable = "im.feishu.events"
+
+// eventRows is the Feishu adapter's feishu.EventStore on the row table:
+// the value is the Update.ID, followed by " done" once handled. Rows.Put
+// is a synced write, so a record is durable when Put returns.
+type eventRows struct {
+	rows *persistence.Rows
+}
+
+func (e *eventRows) Get(eventID string) (feishu.EventRecord, bool, error) {
+	row, ok, err := e.rows.Get(eventTable, eventID)
+	if err != nil || !ok {
+		return feishu.EventRecord{}, false, err
+	}
+	id, done := strings.CutSuffix(string(row.Value), " done")
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return feishu.EventRecord{}, false, fmt.Errorf("im: event row %s: %q is not an update id", eventID, row.Value)
+	}
+	return feishu.EventRecord{Update: n, Done: done}, true, nil
+}
+
+func (e *eventRows) Put(eventID string, r feishu.EventRecord) error {
+	v := strconv.FormatInt(r.Update, 10)
+	if r.Done {
+		v += " done"
+	}
+	return e.rows.Put(eventTable, eventID, []byte(v))
+}
+
+func (e *eventRows) Prune(cutoff time.Time) error {
+	_, err := e.rows.DeleteWrittenBefore(eventTable, cutoff)
+	return err
 }
 
 // closeChats drops the adapters' connections.
