@@ -87,6 +87,7 @@ type Adapter struct {
 	lastID int64             // the last Update.ID given out
 	anchor map[string]string // thread key -> a message of that topic
 	cards  map[string]string // card message id -> its text
+	names  map[string]string // chat id -> its display name
 	health chat.Health
 }
 
@@ -118,7 +119,7 @@ func Open(opts Options, store EventStore, logger hclog.Logger) (*Adapter, error)
 		return nil, fmt.Errorf("feishu: webhook: listen on %s: %w", opts.Listen, err)
 	}
 	a := &Adapter{opts: opts, client: client, store: store, logger: logger, allowed: map[string]bool{}, ln: ln,
-		turn: make(chan struct{}, 1), anchor: map[string]string{}, cards: map[string]string{},
+		turn: make(chan struct{}, 1), anchor: map[string]string{}, cards: map[string]string{}, names: map[string]string{},
 		health: chat.Health{State: "starting", Since: time.Now()}}
 	for _, u := range opts.AllowedUsers {
 		a.allowed[u] = true
@@ -245,6 +246,9 @@ func (a *Adapter) take(ctx context.Context, eventID string, ev Event, handle cha
 		}
 	}
 	u := a.update(ev)
+	if m, ok := ev.(*MessageReceived); ok {
+		a.nameFor(ctx, &u, m)
+	}
 	u.ID = rec.Update
 	if u.Press != nil {
 		u.Press.ID = eventID
@@ -293,6 +297,9 @@ func (a *Adapter) update(ev Event) chat.Update {
 		}
 		return u
 	case *ChatRenamed:
+		a.mu.Lock()
+		a.names[e.ChatID] = e.Name
+		a.mu.Unlock()
 		return chat.Update{Thread: ThreadKey(e.ChatID, ""), User: e.OperatorOpenID, Name: e.Name, NameSrc: chat.NameEdited}
 	case *ChatEnded:
 		return chat.Update{Thread: ThreadKey(e.ChatID, ""), User: e.OperatorOpenID, Ended: &chat.Ended{Reason: string(e.Reason)}}
@@ -308,6 +315,47 @@ func (a *Adapter) update(ev Event) chat.Update {
 			Press: &chat.Press{Data: e.Value[valueData], Message: e.MessageID}}
 	}
 	return chat.Update{Other: fmt.Sprintf("%T", ev)}
+}
+
+// nameFor gives a message's update its thread's display name as a seed
+// (chat.NameSeed: it fills a name the binding does not know yet): a
+// group's name (the chat API), a P2P chat's peer's (the contact API), a
+// topic's the chat's and the message's first line. Names are asked once
+// per chat while the adapter runs; one that cannot be read is left out
+// (logged), and the update goes on without it.
+func (a *Adapter) nameFor(ctx context.Context, u *chat.Update, m *MessageReceived) {
+	a.mu.Lock()
+	name, known := a.names[m.ChatID]
+	a.mu.Unlock()
+	if !known {
+		nctx, cancel := context.WithTimeout(ctx, a.opts.SendTimeout)
+		defer cancel()
+		var err error
+		if m.ChatType == "p2p" {
+			name, err = a.client.UserName(nctx, m.SenderOpenID)
+		} else {
+			var info ChatInfo
+			info, err = a.client.Chat(nctx, m.ChatID)
+			name = info.Name
+		}
+		if err != nil {
+			a.logger.Warn("cannot read a chat's name", "chat", m.ChatID, "error", err)
+			return
+		}
+		a.mu.Lock()
+		a.names[m.ChatID] = name
+		a.mu.Unlock()
+	}
+	if m.ThreadID != "" {
+		first, _, _ := strings.Cut(strings.TrimSpace(m.Text), "\n")
+		if first == "" {
+			first = m.ThreadID
+		}
+		name += ": " + first
+	}
+	if name != "" {
+		u.Name, u.NameSrc = name, chat.NameSeed
+	}
 }
 
 // The keys of a card button's value: the press data, and the thread the

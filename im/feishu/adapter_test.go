@@ -173,7 +173,8 @@ func TestAMessageIsAnUpdateAnsweredOnlyOnceHandled(t *testing.T) {
 	if a := <-answered; a.Status != http.StatusOK {
 		t.Fatalf("answer %d %s, want 200", a.Status, a.Body)
 	}
-	if u.Thread != "fs:oc_1" || u.User != "ou_alice" || u.Text != "ls -la" || u.Topic || u.ID <= 0 || u.Cursor != "" {
+	if u.Thread != "fs:oc_1" || u.User != "ou_alice" || u.Text != "ls -la" || u.Topic || u.ID <= 0 || u.Cursor != "" ||
+		u.Name != "build box" || u.NameSrc != chat.NameSeed {
 		t.Fatalf("update %+v", u)
 	}
 	if !r.a.Allows("ou_alice") || r.a.Allows("ou_mallory") {
@@ -325,9 +326,15 @@ func TestChatEventsAreRenamesAndEnds(t *testing.T) {
 	post(t, r.poster, r.poster.Envelope("ev-d", "im.chat.disbanded_v1", fakefeishu.ChatEvent("oc_1", "ou_alice")))
 	post(t, r.poster, r.poster.Envelope("ev-t", "im.message.receive_v1",
 		fakefeishu.TextMessage("om_t", "oc_1", "group", "omt_9", "ou_alice", "in a topic")))
+	s.AddUser("ou_alice", "Alice")
+	post(t, r.poster, r.poster.Envelope("ev-p2p", "im.message.receive_v1",
+		fakefeishu.TextMessage("om_p", "oc_p2p", "p2p", "", "ou_alice", "hi")))
 	got := r.got()
-	if len(got) != 3 {
+	if len(got) != 4 {
 		t.Fatalf("got %+v", got)
+	}
+	if u := got[3]; u.Thread != "fs:oc_p2p" || u.Name != "Alice" || u.NameSrc != chat.NameSeed {
+		t.Fatalf("a P2P chat's message %+v: want it named after the peer", u)
 	}
 	if u := got[0]; u.Thread != "fs:oc_1" || u.Name != "release box" || u.NameSrc != chat.NameEdited {
 		t.Fatalf("rename %+v", u)
@@ -335,7 +342,8 @@ func TestChatEventsAreRenamesAndEnds(t *testing.T) {
 	if u := got[1]; u.Thread != "fs:oc_1" || u.Ended == nil || u.Ended.Reason != "disbanded" {
 		t.Fatalf("end %+v", u)
 	}
-	if u := got[2]; u.Thread != "fs:oc_1:omt_9" || !u.Topic || u.Text != "in a topic" || got[1].ID >= u.ID {
+	if u := got[2]; u.Thread != "fs:oc_1:omt_9" || !u.Topic || u.Text != "in a topic" || got[1].ID >= u.ID ||
+		u.Name != "release box: in a topic" {
 		t.Fatalf("topic message %+v", u)
 	}
 	s.Received("oc_1", "om_t")

@@ -22,7 +22,11 @@
 // (card.action.trigger: Press.Data from the button's value, Press.ID the
 // event id, Press.Message the card) and a chat that ended (disbanded, the
 // bot removed: Ended). Feishu is answered 200 only after the handler
-// returned nil.
+// returned nil. A message's update carries its thread's display name as a
+// seed (chat.NameSeed): the group's name (chat API; a rename updates it),
+// a P2P chat's peer's (contact API), a topic's the chat's and the
+// message's first line; each chat's name is asked once while the adapter
+// runs.
 //
 // Buttons go out as an interactive card, the labels as given; each
 // button's value is a JSON object {"data": press data, "thread": thread
