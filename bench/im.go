@@ -23,6 +23,7 @@ import (
 	"github.com/thatch-run/thatch/e2e/faketelegram"
 	"github.com/thatch-run/thatch/im/agents"
 	imfront "github.com/thatch-run/thatch/im/front"
+	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
@@ -278,7 +279,7 @@ type imBinding struct {
 	transcript string // "" for none
 }
 
-func (b imBinding) key() string { return imbinding.Key(imChat, b.thread) }
+func (b imBinding) key() string { return telegram.ThreadKey(imChat, b.thread) }
 
 // name is the binding's Name(): its topic's, or "topic-<thread>".
 func (b imBinding) name() string {
@@ -295,7 +296,7 @@ func (b imBinding) tag() string { return "thatch:" + b.key() + ":1" }
 // binding itself.
 func (b imBinding) events(dir string) []any {
 	return []any{
-		&messages.IMUpdateSeen{UserID: imUser, ChatID: imChat, ThreadID: b.thread, Topic: true, TopicName: b.topic, Actor: true},
+		&messages.IMUpdateSeen{User: strconv.FormatInt(imUser, 10), TopicName: b.topic, Actor: true},
 		&messages.IMBound{DisplayName: b.name(), SessionID: fmt.Sprintf("bench-%d", b.thread), WindowID: b.window,
 			Tag: b.tag(), Cwd: dir, Agent: "claude", Transcript: b.transcript},
 	}

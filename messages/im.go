@@ -1,23 +1,38 @@
 package messages
 
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
 // This file holds the IM front end's vocabulary: what a chat thread's
 // binding entity (actors/imbinding) is told, the effects it asks the front
 // end to carry out, the results that come back, and the events it
-// journals. A binding binds one chat thread (a Telegram forum topic, or a
-// private chat) to one agent session running in a tmux window.
+// journals. A binding binds one chat thread (a Telegram forum topic or
+// private chat, a Feishu chat or topic) to one agent session running in a
+// tmux window.
+//
+// Nothing here is Telegram's: a thread is named by its binding's entity id
+// (the chat adapter's thread key, im/chat), and users and chat messages by
+// the platform's ids as text (decimal on Telegram, open ids and message
+// ids on Feishu). Events of an older thatch carried them as numbers, with
+// the chat and thread ids: those bodies (version 1) are upgraded on
+// decode, the numbers becoming their decimal text (see IDsToText).
 
 // Chat-side inputs. The front end has already checked the user against the
 // allow-list and the text against the size limit.
 
 // IMUpdate is one chat update for a thread: a message (Text), a name the
 // update teaches (TopicName with NameSource), or both. UpdateID orders
-// updates; a binding handles each id once.
+// updates: the adapter's id (chat.Update.ID), the same when the platform
+// delivers the update again and increasing along the thread; a binding
+// handles each id once.
 type IMUpdate struct {
-	UpdateID   int64  `json:"updateID"`
-	UserID     int64  `json:"userID"`
-	ChatID     int64  `json:"chatID"`
-	ThreadID   int64  `json:"threadID"`
-	Topic      bool   `json:"topic,omitempty"`
+	UpdateID int64 `json:"updateID"`
+	// User is the sender, in the platform's ids.
+	User       string `json:"user,omitempty"`
 	Text       string `json:"text,omitempty"`
 	TopicName  string `json:"topicName,omitempty"`
 	NameSource string `json:"nameSource,omitempty"`
@@ -41,13 +56,12 @@ const (
 	NameSeed    = "seed"
 )
 
-// IMPress is a press of an inline button the binding sent.
+// IMPress is a press of an inline button the binding sent. The nonce in
+// Data names the prompt (and so the messages that carried it); User is who
+// pressed, in the platform's ids. UpdateID is as IMUpdate's.
 type IMPress struct {
 	UpdateID   int64  `json:"updateID"`
-	UserID     int64  `json:"userID"`
-	ChatID     int64  `json:"chatID"`
-	ThreadID   int64  `json:"threadID"`
-	MessageID  int    `json:"messageID"`
+	User       string `json:"user,omitempty"`
 	CallbackID string `json:"callbackID"`
 	Data       string `json:"data"`
 }
@@ -107,12 +121,10 @@ type IMButton struct {
 	Data string `json:"data"`
 }
 
-// IMSendChat sends one outbox entry to the thread. Result: *IMChatSent.
+// IMSendChat sends one outbox entry to the thread (the binding's: its
+// entity id is the thread's key). Result: *IMChatSent.
 type IMSendChat struct {
 	Seq      uint64       `json:"seq"`
-	ChatID   int64        `json:"chatID"`
-	ThreadID int64        `json:"threadID"`
-	Topic    bool         `json:"topic,omitempty"`
 	Text     string       `json:"text"`
 	Markdown bool         `json:"markdown,omitempty"`
 	Buttons  [][]IMButton `json:"buttons,omitempty"`
@@ -129,11 +141,10 @@ type IMAnswerPress struct {
 	Text       string `json:"text,omitempty"`
 }
 
-// IMClearButtons removes the buttons of a prompt that was answered. No
-// result.
+// IMClearButtons removes the buttons of a prompt that was answered, from
+// the message MessageID of the binding's thread. No result.
 type IMClearButtons struct {
-	ChatID    int64 `json:"chatID"`
-	MessageID int   `json:"messageID"`
+	MessageID string `json:"messageID"`
 }
 
 // IMListDirectory lists the subdirectories of Path for the setup browser.
@@ -264,12 +275,12 @@ type IMSessionChanged struct {
 }
 
 // IMChatSent reports an outbox entry sent; MessageID is its (last part's)
-// message id.
+// message id, as the adapter returned it ("" when it returned none).
 type IMChatSent struct {
 	Seq       uint64 `json:"seq"`
-	MessageID int    `json:"messageID"`
+	MessageID string `json:"messageID,omitempty"`
 	Err       string `json:"err,omitempty"`
-	// Permanent: Telegram refused the message for good (the topic is
+	// Permanent: the chat refused the message for good (the thread is
 	// gone, the bot was removed, nothing to show); trying again is futile.
 	Permanent bool `json:"permanent,omitempty"`
 }
@@ -335,13 +346,13 @@ type IMWindowRenamed struct {
 // Events of a binding. Each is applied by actors/imbinding.
 
 // IMUpdateSeen records an update handled: its id (so it is never handled
-// twice), the name it taught, and the message it queued, if any.
+// twice), the name it taught, and the message it queued, if any. Version
+// 1 carried the user as a number (userID), and the chat and thread ids
+// and the topic flag, which nothing reads any more.
 type IMUpdateSeen struct {
-	UpdateID  int64  `json:"updateID"`
-	UserID    int64  `json:"userID"`
-	ChatID    int64  `json:"chatID"`
-	ThreadID  int64  `json:"threadID"`
-	Topic     bool   `json:"topic,omitempty"`
+	UpdateID int64 `json:"updateID"`
+	// User is the sender or presser, in the platform's ids.
+	User      string `json:"user,omitempty"`
 	TopicName string `json:"topicName,omitempty"`
 	// Text is the message queued for the agent ("" for none).
 	Text string `json:"text,omitempty"`
@@ -349,7 +360,7 @@ type IMUpdateSeen struct {
 	At int64 `json:"at"`
 	// Check starts a window check for the queued messages.
 	Check bool `json:"check,omitempty"`
-	// Actor makes UserID the user the flows answer to (the sender of a
+	// Actor makes User the user the flows answer to (the sender of a
 	// message, the presser of an accepted button).
 	Actor bool `json:"actor,omitempty"`
 }
@@ -369,11 +380,12 @@ type IMOutEntry struct {
 	Prompt   uint64       `json:"prompt,omitempty"`
 }
 
-// IMOutboxSent drops a sent entry (or one Telegram refused for good:
-// Refused); MessageID is recorded for its prompt.
+// IMOutboxSent drops a sent entry (or one the chat refused for good:
+// Refused); MessageID ("" none) is recorded for its prompt. Version 1
+// carried MessageID as a number.
 type IMOutboxSent struct {
 	Seq       uint64 `json:"seq"`
-	MessageID int    `json:"messageID"`
+	MessageID string `json:"messageID,omitempty"`
 	Refused   string `json:"refused,omitempty"`
 }
 
@@ -383,12 +395,13 @@ type IMOutboxReleased struct {
 	Seq uint64 `json:"seq"`
 }
 
-// IMPromptOpened records a prompt waiting for the user: its Kind, its
-// nonce, and the choices its buttons stand for (paths, session ids).
+// IMPromptOpened records a prompt waiting for User (in the platform's
+// ids): its Kind, its nonce, and the choices its buttons stand for (paths,
+// session ids). Version 1 carried the user as a number (userID).
 type IMPromptOpened struct {
 	Kind    string   `json:"kind"`
 	Nonce   uint64   `json:"nonce"`
-	UserID  int64    `json:"userID"`
+	User    string   `json:"user,omitempty"`
 	Choices []string `json:"choices,omitempty"`
 	// Detected is the agent found in the window (agent mismatch).
 	Detected string `json:"detected,omitempty"`
@@ -501,12 +514,15 @@ type IMResumed struct {
 }
 
 func init() {
-	Register[IMUpdateSeen]("im.update_seen", 1)
+	Register[IMUpdateSeen]("im.update_seen", 2)
+	RegisterUpgrade("im.update_seen", 1, UpgradeIDs(map[string]string{"userID": "user"}, "chatID", "threadID", "topic"))
 	Register[IMOutboxAdded]("im.outbox_added", 1)
-	Register[IMOutboxSent]("im.outbox_sent", 1)
+	Register[IMOutboxSent]("im.outbox_sent", 2)
+	RegisterUpgrade("im.outbox_sent", 1, UpgradeIDs(map[string]string{"messageID": "messageID"}))
 	Register[IMOutboxReleased]("im.outbox_released", 1)
 	Register[IMOutboxPartSent]("im.outbox_part_sent", 1)
-	Register[IMPromptOpened]("im.prompt_opened", 1)
+	Register[IMPromptOpened]("im.prompt_opened", 2)
+	RegisterUpgrade("im.prompt_opened", 1, UpgradeIDs(map[string]string{"userID": "user"}))
 	Register[IMPromptClosed]("im.prompt_closed", 1)
 	Register[IMSetupStep]("im.setup_step", 1)
 	Register[IMBound]("im.bound", 1)
@@ -518,4 +534,87 @@ func init() {
 	Register[IMResumed]("im.resumed", 1)
 	Register[IMTypingHeld]("im.typing_held", 1)
 	Register[IMSessionLostSaid]("im.session_lost_said", 1)
+}
+
+// UpgradeIDs is the Upgrade of a body that carried ids as numbers: see
+// IDsToText.
+func UpgradeIDs(ids map[string]string, drop ...string) Upgrade {
+	return func(old json.RawMessage) (json.RawMessage, error) {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(old, &obj); err != nil {
+			return nil, err
+		}
+		if err := IDsToText(obj, ids, drop...); err != nil {
+			return nil, err
+		}
+		return json.Marshal(obj)
+	}
+}
+
+// IDsToText turns the numeric ids of an older body's object into their
+// decimal text, in place: each field named in ids (old name to new name)
+// that holds an integer becomes a string under the new name (and is left
+// out when it is 0, as an id that was not set), and an array of integers
+// an array of strings; the fields in drop are removed. A field that holds
+// text already is left as it is.
+func IDsToText(obj map[string]json.RawMessage, ids map[string]string, drop ...string) error {
+	for _, name := range drop {
+		delete(obj, name)
+	}
+	for from, to := range ids {
+		raw, ok := obj[from]
+		if !ok {
+			continue
+		}
+		delete(obj, from)
+		raw = bytes.TrimSpace(raw)
+		switch {
+		case bytes.Equal(raw, []byte("null")):
+			continue
+		case len(raw) > 0 && raw[0] == '"':
+			obj[to] = raw
+			continue
+		case len(raw) > 0 && raw[0] == '[':
+			var nums []json.RawMessage
+			if err := json.Unmarshal(raw, &nums); err != nil {
+				return fmt.Errorf("messages: field %q: %w", from, err)
+			}
+			texts := make([]string, 0, len(nums))
+			for _, n := range nums {
+				t, err := idText(n)
+				if err != nil {
+					return fmt.Errorf("messages: field %q: %w", from, err)
+				}
+				texts = append(texts, t)
+			}
+			b, err := json.Marshal(texts)
+			if err != nil {
+				return err
+			}
+			obj[to] = b
+			continue
+		}
+		t, err := idText(raw)
+		if err != nil {
+			return fmt.Errorf("messages: field %q: %w", from, err)
+		}
+		if t == "0" {
+			continue
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		obj[to] = b
+	}
+	return nil
+}
+
+// idText is the decimal text of a JSON integer.
+func idText(raw json.RawMessage) (string, error) {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("an id that is not an integer: %s", raw)
+	}
+	return strconv.FormatInt(n, 10), nil
 }

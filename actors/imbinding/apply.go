@@ -21,12 +21,8 @@ func applyChat(n, s *State, ev any) bool {
 	switch e := ev.(type) {
 	case *messages.IMUpdateSeen:
 		n.LastUpdate, n.LastAt = e.UpdateID, e.At
-		if n.Chat.ChatID == 0 {
-			n.Chat.ChatID, n.Chat.ThreadID = e.ChatID, e.ThreadID
-		}
-		n.Topic = s.Topic || e.Topic
 		if e.Actor {
-			n.Actor = e.UserID
+			n.Actor = e.User
 		}
 		if e.TopicName != "" {
 			n.TopicName = e.TopicName
@@ -62,7 +58,7 @@ func applyChat(n, s *State, ev any) bool {
 		if e.Refused != "" {
 			n.Refused = e.Refused
 		}
-		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce && e.MessageID != 0 {
+		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce && e.MessageID != "" {
 			c := *pr
 			c.MessageIDs = append(slices.Clip(pr.MessageIDs), e.MessageID)
 			n.Prompt = &c
@@ -70,7 +66,7 @@ func applyChat(n, s *State, ev any) bool {
 		n.Outbox = slices.Delete(slices.Clone(s.Outbox), i, i+1)
 	case *messages.IMPromptOpened:
 		n.Nonce = e.Nonce
-		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, UserID: e.UserID, Choices: e.Choices, Detected: e.Detected, Window: e.Window,
+		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, User: e.User, Choices: e.Choices, Detected: e.Detected, Window: e.Window,
 			Text: e.Text, Rows: e.Rows}
 		switch e.Kind {
 		case PromptRename, PromptMismatch, PromptDead:

@@ -22,11 +22,16 @@ type harness struct {
 	nextUpd int64
 	// prompts are the button rows sent, by the nonce their data carries.
 	prompts map[string][][]messages.IMButton
+	// journal is every event journaled, encoded.
+	journal [][]byte
 }
+
+// testKey is the thread of the harness: a Telegram forum topic.
+const testKey = "tg:-100:5"
 
 func newHarness(t *testing.T) *harness {
 	k := New(Config{Agents: []string{"claude", "codex"}, Resumable: map[string]bool{"claude": true}, RenameTimeout: time.Minute})
-	return &harness{t: t, k: k, s: k.Initial(Key(-100, 5)), now: time.Unix(1_700_000_000, 0), nextUpd: 1, prompts: map[string][][]messages.IMButton{}}
+	return &harness{t: t, k: k, s: k.Initial(testKey), now: time.Unix(1_700_000_000, 0), nextUpd: 1, prompts: map[string][][]messages.IMButton{}}
 }
 
 func (h *harness) send(msg any) []any {
@@ -46,6 +51,7 @@ func (h *harness) send(msg any) []any {
 		if err != nil {
 			h.t.Fatalf("event %T does not encode: %v", ev, err)
 		}
+		h.journal = append(h.journal, raw)
 		back, err := messages.Decode(raw)
 		if err != nil {
 			h.t.Fatalf("event %T does not decode: %v", ev, err)
@@ -58,7 +64,7 @@ func (h *harness) send(msg any) []any {
 // message is a chat message from user 42 in the thread.
 func (h *harness) message(text string) []any {
 	h.nextUpd++
-	return h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, Topic: true, Text: text})
+	return h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "42", Text: text})
 }
 
 // press presses the button labelled label on the open prompt.
@@ -66,17 +72,7 @@ func (h *harness) press(label string) []any {
 	h.t.Helper()
 	data := h.buttonData(label)
 	h.nextUpd++
-	return h.send(&messages.IMPress{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5,
-		MessageID: h.promptMessage(), CallbackID: "cb", Data: data})
-}
-
-// promptMessage is the newest chat message that carried the open
-// prompt (0 when none was sent yet).
-func (h *harness) promptMessage() int {
-	if h.s.Prompt == nil || len(h.s.Prompt.MessageIDs) == 0 {
-		return 0
-	}
-	return h.s.Prompt.MessageIDs[len(h.s.Prompt.MessageIDs)-1]
+	return h.send(&messages.IMPress{UpdateID: h.nextUpd, User: "42", CallbackID: "cb", Data: data})
 }
 
 func (h *harness) buttonData(label string) string {
@@ -100,7 +96,7 @@ func (h *harness) deliverChat(effects []any) []any {
 	var rest []any
 	for _, e := range effects {
 		if sc, ok := e.(*messages.IMSendChat); ok {
-			rest = append(rest, h.send(&messages.IMChatSent{Seq: sc.Seq, MessageID: 100 + int(sc.Seq)})...)
+			rest = append(rest, h.send(&messages.IMChatSent{Seq: sc.Seq, MessageID: strconv.FormatUint(100+sc.Seq, 10)})...)
 			continue
 		}
 		rest = append(rest, e)
@@ -182,7 +178,7 @@ func TestSetupFlowBindsAndDeliversTheFirstMessage(t *testing.T) {
 	h := newHarness(t)
 	eff := h.message("fix the build")
 	sc := only[messages.IMSendChat](t, eff)
-	if len(sc.Buttons) == 0 || sc.Buttons[0][0].Text != "claude" || !sc.Topic || sc.ThreadID != 5 {
+	if len(sc.Buttons) == 0 || sc.Buttons[0][0].Text != "claude" {
 		t.Fatalf("agent prompt: %+v", sc)
 	}
 	if h.s.Phase != PhaseSetup || len(h.s.Queue) != 1 {
@@ -244,8 +240,8 @@ func TestSetupFlowBindsAndDeliversTheFirstMessage(t *testing.T) {
 	if st := only[messages.IMSendToWindow](t, eff); st.Text != "fix the build" || st.WindowID != "@3" {
 		t.Fatalf("the message that started the setup: %+v", st)
 	}
-	want := ChatBinding{ThreadID: 5, ChatID: -100, DisplayName: "topic-5"}
-	if h.s.Chat != want || h.s.Window != (WindowBinding{WindowID: "@3"}) || h.s.Actor != 42 ||
+	want := ChatBinding{DisplayName: "topic-5"}
+	if h.s.Chat != want || h.s.Window != (WindowBinding{WindowID: "@3"}) || h.s.Actor != "42" ||
 		h.s.Info != (SessionInfo{SessionID: "old-1", Cwd: "/home/u/proj", WindowName: "topic-5", AgentType: "claude", Since: h.s.Info.Since}) || h.s.Info.Since == 0 {
 		t.Fatalf("records: %+v %+v %+v", h.s.Chat, h.s.Window, h.s.Info)
 	}
@@ -272,7 +268,7 @@ func TestRoutes(t *testing.T) {
 			h.bind()
 			if tc.topic != "" {
 				h.nextUpd++
-				h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, TopicName: tc.topic, NameSource: messages.NameEdited})
+				h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "42", TopicName: tc.topic, NameSource: messages.NameEdited})
 			}
 			if cw := only[messages.IMCheckWindow](t, h.message("next")); cw.WindowID != "@1" {
 				t.Fatalf("check %+v", cw)
@@ -309,7 +305,7 @@ func TestRenameTimeoutAcceptsTheRenameAndDeliversInOrder(t *testing.T) {
 	h := newHarness(t)
 	h.bind()
 	h.nextUpd++
-	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, TopicName: "api", NameSource: messages.NameEdited})
+	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "42", TopicName: "api", NameSource: messages.NameEdited})
 	h.message("one")
 	eff := h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"}))
 	if tm := only[actors.StartTimer](t, eff); tm.After != time.Minute {
@@ -422,7 +418,7 @@ func TestForeignAndStalePressesOnlyAnswer(t *testing.T) {
 		name string
 		edit func(p *messages.IMPress)
 	}{
-		{"another user", func(p *messages.IMPress) { p.UserID = 7 }},
+		{"another user", func(p *messages.IMPress) { p.User = "7" }},
 		{"a stale nonce", func(p *messages.IMPress) { p.Data = "0:" + strings.SplitN(p.Data, ":", 2)[1] }},
 		{"garbage", func(p *messages.IMPress) { p.Data = "x" }},
 	}
@@ -430,7 +426,7 @@ func TestForeignAndStalePressesOnlyAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.deliverChat(h.message("hi"))
-			p := &messages.IMPress{UpdateID: 99, UserID: 42, ChatID: -100, ThreadID: 5, MessageID: h.promptMessage(), CallbackID: "cb", Data: h.buttonData("claude")}
+			p := &messages.IMPress{UpdateID: 99, User: "42", CallbackID: "cb", Data: h.buttonData("claude")}
 			tc.edit(p)
 			eff := h.send(p)
 			if len(eff) != 1 {
@@ -446,26 +442,21 @@ func TestForeignAndStalePressesOnlyAnswer(t *testing.T) {
 
 // A crash after a prompt was sent but before its sending was journaled
 // sends it again: the chat then shows two copies, and the user may press
-// either: both answer.
+// either: both carry the prompt's nonce, and both answer. The answered
+// prompt's buttons are cleared from the copy whose id came back.
 func TestEitherCopyOfAPromptSentAgainAfterACrashAnswers(t *testing.T) {
-	for _, pressed := range []string{"the first copy", "the copy sent again"} {
-		t.Run(pressed, func(t *testing.T) {
-			h := newHarness(t)
-			// Sent as message 100, then the crash: that answer never came.
-			only[messages.IMSendChat](t, h.message("hi"))
-			again := only[messages.IMSendChat](t, h.send(&actors.Recovered{Restarted: true}))
-			h.send(&messages.IMChatSent{Seq: again.Seq, MessageID: 101})
-			msg := 101
-			if pressed == "the first copy" {
-				msg = 100
-			}
-			h.nextUpd++
-			eff := h.send(&messages.IMPress{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5,
-				MessageID: msg, CallbackID: "cb", Data: h.buttonData("claude")})
-			if h.s.Setup.Step != StepDir {
-				t.Fatalf("step %s after pressing %s, want the directory browser; effects %s", h.s.Setup.Step, pressed, describe(eff))
-			}
-		})
+	h := newHarness(t)
+	// Sent as message 100, then the crash: that answer never came.
+	only[messages.IMSendChat](t, h.message("hi"))
+	again := only[messages.IMSendChat](t, h.send(&actors.Recovered{Restarted: true}))
+	h.send(&messages.IMChatSent{Seq: again.Seq, MessageID: "om_101"})
+	h.nextUpd++
+	eff := h.send(&messages.IMPress{UpdateID: h.nextUpd, User: "42", CallbackID: "cb", Data: h.buttonData("claude")})
+	if h.s.Setup.Step != StepDir {
+		t.Fatalf("step %s after the press, want the directory browser; effects %s", h.s.Setup.Step, describe(eff))
+	}
+	if cb := only[messages.IMClearButtons](t, eff); cb.MessageID != "om_101" {
+		t.Fatalf("cleared %+v, want the buttons of om_101", cb)
 	}
 }
 
@@ -475,7 +466,7 @@ func TestEitherCopyOfAPromptSentAgainAfterACrashAnswers(t *testing.T) {
 func TestStartCommandIsNeverTypedToTheAgent(t *testing.T) {
 	h := newHarness(t)
 	h.nextUpd++
-	eff := h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, Topic: true, Start: true})
+	eff := h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "42", Start: true})
 	if h.s.Phase != PhaseSetup || h.s.Prompt == nil || h.s.Prompt.Kind != PromptAgent {
 		t.Fatalf("after /start: phase %s prompt %+v; effects %s", h.s.Phase, h.s.Prompt, describe(eff))
 	}
@@ -486,7 +477,7 @@ func TestStartCommandIsNeverTypedToTheAgent(t *testing.T) {
 	b := newHarness(t)
 	b.bind()
 	b.nextUpd++
-	eff = b.send(&messages.IMUpdate{UpdateID: b.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, Topic: true, Start: true})
+	eff = b.send(&messages.IMUpdate{UpdateID: b.nextUpd, User: "42", Start: true})
 	sc := only[messages.IMSendChat](t, eff)
 	if !strings.Contains(sc.Text, "bound to claude") || len(b.s.Queue) != 0 {
 		t.Fatalf("a bound thread's /start: said %q, queue %v", sc.Text, b.s.Queue)
@@ -500,7 +491,7 @@ func TestMediaIsNamedAsNotPassedOnAndItsCaptionQueued(t *testing.T) {
 	h := newHarness(t)
 	h.bind()
 	h.nextUpd++
-	u := &messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, Topic: true,
+	u := &messages.IMUpdate{UpdateID: h.nextUpd, User: "42",
 		Media: "photo", Text: "(sent with a photo that could not be passed on) the failing screen"}
 	eff := h.send(u)
 	var said []string
@@ -522,7 +513,7 @@ func TestMediaIsNamedAsNotPassedOnAndItsCaptionQueued(t *testing.T) {
 
 func TestAnUpdateIsHandledOnce(t *testing.T) {
 	h := newHarness(t)
-	u := &messages.IMUpdate{UpdateID: 10, UserID: 42, ChatID: -100, ThreadID: 5, Text: "hi"}
+	u := &messages.IMUpdate{UpdateID: 10, User: "42", Text: "hi"}
 	h.send(u)
 	if eff := h.send(u); len(eff) != 0 || len(h.s.Queue) != 1 {
 		t.Fatalf("a redelivered update: effects %s queue %v", describe(eff), h.s.Queue)
@@ -533,17 +524,17 @@ func TestAnUpdateIsHandledOnce(t *testing.T) {
 // random: an id below the last one is then new, not a repeat.
 func TestAnUpdateIDBelowTheLastIsNewAfterTelegramsReset(t *testing.T) {
 	h := newHarness(t)
-	h.send(&messages.IMUpdate{UpdateID: 900, UserID: 42, ChatID: -100, ThreadID: 5, Text: "before"})
-	h.send(&messages.IMUpdate{UpdateID: 12, UserID: 42, ChatID: -100, ThreadID: 5, Text: "a repeat?"})
+	h.send(&messages.IMUpdate{UpdateID: 900, User: "42", Text: "before"})
+	h.send(&messages.IMUpdate{UpdateID: 12, User: "42", Text: "a repeat?"})
 	if len(h.s.Queue) != 1 {
 		t.Fatalf("a lower id a moment later is a repeat: queue %v", h.s.Queue)
 	}
 	h.now = h.now.Add(UpdateIDReset + time.Hour)
-	h.send(&messages.IMUpdate{UpdateID: 12, UserID: 42, ChatID: -100, ThreadID: 5, Text: "after the reset"})
+	h.send(&messages.IMUpdate{UpdateID: 12, User: "42", Text: "after the reset"})
 	if len(h.s.Queue) != 2 || h.s.Queue[1].Text != "after the reset" || h.s.LastUpdate != 12 {
 		t.Fatalf("after the reset: queue %v last %d", h.s.Queue, h.s.LastUpdate)
 	}
-	h.send(&messages.IMUpdate{UpdateID: 12, UserID: 42, ChatID: -100, ThreadID: 5, Text: "after the reset"})
+	h.send(&messages.IMUpdate{UpdateID: 12, User: "42", Text: "after the reset"})
 	if len(h.s.Queue) != 2 {
 		t.Fatalf("the new numbering's repeats are still repeats: queue %v", h.s.Queue)
 	}
@@ -569,7 +560,7 @@ func TestTopicNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			for i, u := range tc.steps {
-				u.UpdateID, u.ChatID, u.ThreadID = int64(i+1), -100, 5
+				u.UpdateID = int64(i + 1)
 				h.send(&u)
 			}
 			if got := h.s.Name(); got != tc.want {
@@ -610,7 +601,7 @@ func TestTranscriptRepliesGoOutOnceAndInOrder(t *testing.T) {
 		for _, e := range eff {
 			if sc, ok := e.(*messages.IMSendChat); ok {
 				texts = append(texts, sc.Text)
-				next = append(next, h.send(&messages.IMChatSent{Seq: sc.Seq, MessageID: 1})...)
+				next = append(next, h.send(&messages.IMChatSent{Seq: sc.Seq, MessageID: "1"})...)
 			}
 		}
 		eff = next
@@ -666,7 +657,7 @@ func TestALongReplyCutShortGoesOnFromThePartAfterTheLastSent(t *testing.T) {
 	if after.Seq != first.Seq || after.FromPart != 2 {
 		t.Fatalf("after a restart: %+v; want the same entry from part 2", after)
 	}
-	next := only[messages.IMSendChat](t, h.send(&messages.IMChatSent{Seq: after.Seq, MessageID: 7}))
+	next := only[messages.IMSendChat](t, h.send(&messages.IMChatSent{Seq: after.Seq, MessageID: "7"}))
 	if next.Text != "next" || next.FromPart != 0 || len(h.s.Outbox) != 1 {
 		t.Fatalf("after the long one: %+v, outbox %v", next, h.s.Outbox)
 	}
@@ -734,9 +725,9 @@ func TestApplyLeavesItsInputAlone(t *testing.T) {
 func TestTheFlowAnswersToWhoeverSpokeNotWhoCreatedTheTopic(t *testing.T) {
 	h := newHarness(t)
 	// The topic's creator (user 1) only names the topic.
-	h.send(&messages.IMUpdate{UpdateID: 1, UserID: 1, ChatID: -100, ThreadID: 5, TopicName: "api", NameSource: messages.NameCreated})
+	h.send(&messages.IMUpdate{UpdateID: 1, User: "1", TopicName: "api", NameSource: messages.NameCreated})
 	h.bind()
-	if h.s.Actor != 42 || h.s.Chat.DisplayName != "api" {
+	if h.s.Actor != "42" || h.s.Chat.DisplayName != "api" {
 		t.Fatalf("binding %+v", h.s.Chat)
 	}
 }
@@ -812,7 +803,7 @@ func TestARenamedWindowIsComparedByTheNameTmuxKeeps(t *testing.T) {
 	h := newHarness(t)
 	h.bind()
 	h.nextUpd++
-	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, TopicName: `fix C:\temp`, NameSource: messages.NameEdited})
+	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "42", TopicName: `fix C:\temp`, NameSource: messages.NameEdited})
 	h.message("x")
 	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude"}))
 	h.press("Rename")
@@ -850,7 +841,7 @@ func TestACheckTypesTheMessageWhenAllIsWell(t *testing.T) {
 	}
 	// The chat side renamed: the handler cannot see that, so nothing rides.
 	h.nextUpd++
-	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 42, ChatID: -100, ThreadID: 5, TopicName: "renamed", NameSource: messages.NameEdited})
+	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "42", TopicName: "renamed", NameSource: messages.NameEdited})
 	h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: "topic-5", Agent: "claude", Typed: next.Type.UpdateID})
 	if len(h.s.Queue) != 0 {
 		t.Fatalf("queue %v", h.s.Queue)
@@ -867,10 +858,10 @@ func TestAPromptMovesToAnotherUserWhoSpeaks(t *testing.T) {
 	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1"}))
 	first := h.s.Prompt
 	h.nextUpd++
-	eff := h.send(&messages.IMUpdate{UpdateID: h.nextUpd, UserID: 7, ChatID: -100, ThreadID: 5, Text: "me too"})
+	eff := h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "7", Text: "me too"})
 	only[messages.IMSendChat](t, eff)
 	h.deliverChat(eff)
-	if h.s.Prompt == nil || h.s.Prompt.UserID != 7 || h.s.Prompt.Kind != PromptDead || h.s.Prompt.Nonce == first.Nonce {
+	if h.s.Prompt == nil || h.s.Prompt.User != "7" || h.s.Prompt.Kind != PromptDead || h.s.Prompt.Nonce == first.Nonce {
 		t.Fatalf("prompt %+v, want the dead prompt asked again of user 7", h.s.Prompt)
 	}
 	if len(h.s.Queue) != 2 {
@@ -878,8 +869,7 @@ func TestAPromptMovesToAnotherUserWhoSpeaks(t *testing.T) {
 	}
 	data := h.buttonData("Recover")
 	h.nextUpd++
-	cw := only[messages.IMCreateWindow](t, h.send(&messages.IMPress{UpdateID: h.nextUpd, UserID: 7, ChatID: -100, ThreadID: 5,
-		MessageID: h.promptMessage(), CallbackID: "c", Data: data}))
+	cw := only[messages.IMCreateWindow](t, h.send(&messages.IMPress{UpdateID: h.nextUpd, User: "7", CallbackID: "c", Data: data}))
 	if cw.Dir != "/home/u/proj" {
 		t.Fatalf("recover %+v", cw)
 	}

@@ -78,15 +78,20 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	return p.decision(nil)
 }
 
-// UpdateIDReset is how long the bot may go without any update before
-// Telegram may number the next one at random instead of in sequence ("at
-// least a week"; a day of margin). im/telegram's IDReset is the same.
+// UpdateIDReset is how long a thread may go without any update before its
+// adapter may number the next one lower than the last: Telegram may then
+// number at random instead of in sequence ("at least a week"; a day of
+// margin; im/telegram's IDReset is the same). The im/chat package doc
+// says what this asks of every adapter.
 const UpdateIDReset = 6 * 24 * time.Hour
 
-// seen reports an update handled already: Telegram redelivers what was
-// not confirmed before a crash, with the same ids, within a day. An id at
-// or below the last one is such a repeat only while the last one is
-// recent; after UpdateIDReset it is Telegram's new numbering, and taken.
+// seen reports an update handled already. A platform redelivers what was
+// not confirmed before a crash, and the adapter gives it the same id
+// (chat.Update.ID), within a day; ids increase along a thread. An id at or
+// below the last one is such a repeat only while the last one is recent;
+// after UpdateIDReset it is a new numbering (Telegram's), and taken. The
+// ids are the adapter's: Telegram's update ids, which increase across
+// all chats, or ids another adapter makes increasing per thread.
 func (p *plan) seen(id int64) bool {
 	return id <= p.s.LastUpdate && p.now.UnixMilli()-p.s.LastAt < UpdateIDReset.Milliseconds()
 }
@@ -113,38 +118,38 @@ func (p *plan) update(m *messages.IMUpdate) {
 		text = "" // a bot command, not a prompt for the agent
 	}
 	if len(s.Queue) >= MaxQueued && text != "" {
-		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
-			Topic: m.Topic, TopicName: name, At: p.now.UnixMilli()})
+		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, At: p.now.UnixMilli()})
 		p.say(messages.IMOutEntry{Text: fmt.Sprintf("%d messages are already waiting for the agent; this one was not queued. Send it again later.", MaxQueued)})
 		return
 	}
 	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending()
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
-		Topic: m.Topic, TopicName: name, Text: text, At: p.now.UnixMilli(), Check: check, Actor: text != "" || m.Start})
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, Text: text, At: p.now.UnixMilli(),
+		Check: check, Actor: text != "" || m.Start})
 	if m.Media != "" {
 		// Agents take typed text only.
 		p.say(messages.IMOutEntry{Text: "thatch passes text only: the " + m.Media + " was not given to the agent."})
 	}
 	switch {
 	case m.Start && s.Phase == PhaseUnbound:
-		p.startSetup(m.UserID)
+		p.startSetup(m.User)
 	case m.Start && s.Phase == PhaseBound:
 		p.say(messages.IMOutEntry{Text: fmt.Sprintf("This thread is bound to %s in tmux window %s (%s). What you send here is typed to it.",
 			s.Info.AgentType, s.windowName(), s.Info.Cwd)})
 	case m.Start:
-		p.reask(m.UserID)
+		p.reask(m.User)
 	case text == "":
 	case check:
 		p.effect(p.check())
 	case p.s.Phase == PhaseUnbound:
-		p.startSetup(m.UserID)
+		p.startSetup(m.User)
 	default:
-		p.reask(m.UserID)
+		p.reask(m.User)
 	}
 }
 
 // press handles a button press: it is answered always, and acted on only
-// when it belongs to the open prompt, its message and its user.
+// when it belongs to the open prompt (its nonce: every message that
+// carried the prompt) and the prompt's user.
 func (p *plan) press(m *messages.IMPress) {
 	s := p.s
 	if p.seen(m.UpdateID) {
@@ -156,9 +161,8 @@ func (p *plan) press(m *messages.IMPress) {
 	pr := s.Prompt
 	// The nonce names the prompt: every copy of it in the chat (a send
 	// repeated after a crash makes two) answers alike.
-	ok := err == nil && pr != nil && nonce == pr.Nonce && m.UserID == pr.UserID
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID,
-		At: p.now.UnixMilli(), Actor: ok})
+	ok := err == nil && pr != nil && nonce == pr.Nonce && m.User == pr.User
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli(), Actor: ok})
 	if !ok {
 		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
 		return
@@ -187,7 +191,7 @@ func (p *plan) press(m *messages.IMPress) {
 			p.launch(id)
 		}
 	case PromptRename, PromptMismatch, PromptDead:
-		p.answer(pr, verb, m.UserID)
+		p.answer(pr, verb, m.User)
 	}
 }
 

@@ -44,8 +44,7 @@ func (p *plan) sendHead() {
 }
 
 func (s *State) send(o Out) *messages.IMSendChat {
-	return &messages.IMSendChat{Seq: o.Seq, ChatID: s.Chat.ChatID, ThreadID: s.Chat.ThreadID, Topic: s.Topic,
-		Text: o.Text, Markdown: o.Markdown, Buttons: o.Buttons, FromPart: o.Parts}
+	return &messages.IMSendChat{Seq: o.Seq, Text: o.Text, Markdown: o.Markdown, Buttons: o.Buttons, FromPart: o.Parts}
 }
 
 func (p *plan) chatSent(m *messages.IMChatSent) {

@@ -9,12 +9,12 @@ import (
 )
 
 // ask opens a prompt with buttons; each button's data is "<nonce>:<action>".
-func (p *plan) ask(kind, text string, user int64, choices []string, detected string, rows [][]messages.IMButton) {
+func (p *plan) ask(kind, text, user string, choices []string, detected string, rows [][]messages.IMButton) {
 	p.askIn(kind, text, user, choices, detected, "", rows)
 }
 
 // askIn is ask for a prompt that remembers a live window to reuse.
-func (p *plan) askIn(kind, text string, user int64, choices []string, detected, window string, rows [][]messages.IMButton) {
+func (p *plan) askIn(kind, text, user string, choices []string, detected, window string, rows [][]messages.IMButton) {
 	plain := cloneRows(rows)
 	nonce := p.s.Nonce + 1
 	for _, row := range rows {
@@ -23,7 +23,7 @@ func (p *plan) askIn(kind, text string, user int64, choices []string, detected, 
 		}
 	}
 	p.closePrompt()
-	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, UserID: user, Choices: choices, Detected: detected, Window: window,
+	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, User: user, Choices: choices, Detected: detected, Window: window,
 		Text: text, Rows: plain})
 	p.say(messages.IMOutEntry{Text: text, Buttons: rows, Prompt: nonce})
 }
@@ -39,9 +39,9 @@ func cloneRows(rows [][]messages.IMButton) [][]messages.IMButton {
 // reask asks the open prompt again, of user: a prompt answers to one user
 // (its buttons do nothing for others), so when another allowed user
 // speaks in the thread, the question moves to them.
-func (p *plan) reask(user int64) {
+func (p *plan) reask(user string) {
 	pr := p.s.Prompt
-	if pr == nil || pr.UserID == user || pr.Text == "" {
+	if pr == nil || pr.User == user || pr.Text == "" {
 		return
 	}
 	p.askIn(pr.Kind, pr.Text, user, slices.Clone(pr.Choices), pr.Detected, pr.Window, cloneRows(pr.Rows))
@@ -58,7 +58,7 @@ func (p *plan) closePrompt() {
 	}
 	p.event(&messages.IMPromptClosed{Nonce: pr.Nonce})
 	for _, id := range pr.MessageIDs {
-		p.effect(&messages.IMClearButtons{ChatID: p.s.Chat.ChatID, MessageID: id})
+		p.effect(&messages.IMClearButtons{MessageID: id})
 	}
 	if pr.Kind == PromptRename {
 		p.effect(&actors.CancelTimer{Name: timerRename})
@@ -66,7 +66,7 @@ func (p *plan) closePrompt() {
 }
 
 // answer acts on the choice of a route prompt.
-func (p *plan) answer(pr *Prompt, verb string, user int64) {
+func (p *plan) answer(pr *Prompt, verb, user string) {
 	switch {
 	case verb == "new":
 		p.closePrompt()

@@ -11,7 +11,7 @@ import (
 )
 
 // startSetup starts the setup flow with the agent choice.
-func (p *plan) startSetup(user int64) {
+func (p *plan) startSetup(user string) {
 	if p.s.Transcript != "" {
 		p.effect(&messages.IMStopFollowing{Path: p.s.Transcript})
 	}

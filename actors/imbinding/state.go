@@ -1,8 +1,8 @@
 package imbinding
 
 import (
+	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -10,8 +10,11 @@ import (
 	"github.com/thatch-run/thatch/messages"
 )
 
-// KindName is the kind of the binding entities; an entity's id is its
-// thread's key (see Key).
+// KindName is the kind of the binding entities. An entity's id is its
+// thread's key, as the thread's chat adapter made it (im/chat: the scheme,
+// a colon, the platform's ids: "tg:<chat>:<thread>", "fs:<chat_id>",
+// "fs:<chat_id>:<thread_id>"); the binding reads nothing from it but a
+// name to fall back on (State.Name).
 const KindName = "im.binding"
 
 // Phases of a binding.
@@ -70,12 +73,6 @@ const (
 	typingRetry = 10 * time.Second
 )
 
-// Key is the entity id of a chat thread: the chat and the thread id (a
-// forum topic's message_thread_id; the chat id itself in a private chat).
-func Key(chatID, threadID int64) string {
-	return "tg:" + strconv.FormatInt(chatID, 10) + ":" + strconv.FormatInt(threadID, 10)
-}
-
 // Config is what the front end's configuration tells the kind.
 type Config struct {
 	// Agents are the agents offered by the setup flow, in order.
@@ -88,10 +85,9 @@ type Config struct {
 	RenameTimeout time.Duration
 }
 
-// ChatBinding is the chat side of a binding.
+// ChatBinding is the chat side of a binding: the thread itself is the
+// entity's id.
 type ChatBinding struct {
-	ThreadID    int64  `json:"threadID"`
-	ChatID      int64  `json:"chatID"`
 	DisplayName string `json:"displayName"`
 }
 
@@ -134,10 +130,11 @@ type Prompt struct {
 	Window string                `json:"window,omitempty"`
 	Kind   string                `json:"kind"`
 	Nonce  uint64                `json:"nonce"`
-	UserID int64                 `json:"userID"`
+	// User is the user the prompt answers to, in the platform's ids.
+	User string `json:"user,omitempty"`
 	// MessageIDs are the chat messages that carried the prompt: more
 	// than one when a crash cut a send short and it was sent again.
-	MessageIDs []int    `json:"messageIDs,omitempty"`
+	MessageIDs []string `json:"messageIDs,omitempty"`
 	Choices    []string `json:"choices,omitempty"`
 	Detected   string   `json:"detected,omitempty"`
 }
@@ -165,15 +162,18 @@ type State struct {
 	Chat   ChatBinding   `json:"chat"`
 	Window WindowBinding `json:"window"`
 	Info   SessionInfo   `json:"info"`
-	Topic  bool          `json:"topic,omitempty"`
-	// TopicName is the thread's name as the chat side knows it.
+	// TopicName is the thread's name as the chat side knows it (a topic's
+	// or a chat's, as the updates teach it).
 	TopicName string `json:"topicName,omitempty"`
 	// Transcript is the file followed for replies, read up to Offset.
 	Transcript string `json:"transcript,omitempty"`
 	Offset     int64  `json:"offset,omitempty"`
-	LastUpdate int64  `json:"lastUpdate,omitempty"`
-	// Actor is the user the open flow or prompt answers to.
-	Actor int64 `json:"actor,omitempty"`
+	// LastUpdate is the id of the last update handled, at LastAt (Unix
+	// milliseconds): an id at or below it is a repeat (see seen).
+	LastUpdate int64 `json:"lastUpdate,omitempty"`
+	// Actor is the user the open flow or prompt answers to, in the
+	// platform's ids.
+	Actor string `json:"actor,omitempty"`
 	// Tag is the bound window's tag (see messages.IMCheckWindow).
 	Tag      string   `json:"tag,omitempty"`
 	LastAt   int64    `json:"lastAt,omitempty"`
@@ -197,18 +197,73 @@ type State struct {
 	LostSaid bool `json:"lostSaid,omitempty"`
 }
 
-func init() { messages.Register[State]("im.binding.state", 1) }
+// The state's version 2 keeps users and message ids as text. Version 1
+// kept them as numbers (Telegram's), with the chat and thread ids (now
+// read from the key) and the topic flag (read by nothing): a snapshot of
+// it decodes with the numbers as their decimal text.
+func init() {
+	messages.Register[State]("im.binding.state", 2)
+	messages.RegisterUpgrade("im.binding.state", 1, upgradeStateV1)
+}
+
+// upgradeStateV1 turns a version 1 snapshot into version 2.
+func upgradeStateV1(old json.RawMessage) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(old, &obj); err != nil {
+		return nil, err
+	}
+	if err := messages.IDsToText(obj, map[string]string{"actor": "actor"}, "topic"); err != nil {
+		return nil, err
+	}
+	inner := func(field string, ids map[string]string, drop ...string) error {
+		raw, ok := obj[field]
+		if !ok || string(raw) == "null" {
+			return nil
+		}
+		var o map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return err
+		}
+		if err := messages.IDsToText(o, ids, drop...); err != nil {
+			return err
+		}
+		b, err := json.Marshal(o)
+		obj[field] = b
+		return err
+	}
+	if err := inner("chat", nil, "chatID", "threadID"); err != nil {
+		return nil, err
+	}
+	if err := inner("prompt", map[string]string{"userID": "user", "messageIDs": "messageIDs"}); err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
+}
 
 // Bound reports whether the thread has a binding to a window.
 func (s *State) Bound() bool { return s.Window.WindowID != "" && s.Phase != PhaseSetup }
 
-// Name is the thread's name as the chat side knows it, or
-// "topic-<thread_id>" when no name is known.
+// Name is the thread's name as the chat side's updates taught it, or,
+// when none did, one made from the key: "topic-<thread>" for a key with a
+// chat and a thread ("tg:<chat>:<thread>", "fs:<chat_id>:<thread_id>"),
+// "chat-<chat>" for a key of a whole chat ("fs:<chat_id>").
 func (s *State) Name() string {
 	if s.TopicName != "" {
 		return s.TopicName
 	}
-	return "topic-" + strconv.FormatInt(s.Chat.ThreadID, 10)
+	return FallbackName(s.Key)
+}
+
+// FallbackName is the name of a thread no update named (see State.Name).
+func FallbackName(key string) string {
+	_, rest, ok := strings.Cut(key, ":")
+	if !ok {
+		return "topic-" + key
+	}
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+		return "topic-" + rest[i+1:]
+	}
+	return "chat-" + rest
 }
 
 // Kind is the binding kind.
@@ -229,13 +284,7 @@ func (*Kind) Name() string { return KindName }
 
 // Initial is a thread with no binding.
 func (*Kind) Initial(id string) *State {
-	s := &State{Key: id, Phase: PhaseUnbound}
-	if rest, ok := strings.CutPrefix(id, "tg:"); ok {
-		chat, thread, _ := strings.Cut(rest, ":")
-		s.Chat.ChatID, _ = strconv.ParseInt(chat, 10, 64)
-		s.Chat.ThreadID, _ = strconv.ParseInt(thread, 10, 64)
-	}
-	return s
+	return &State{Key: id, Phase: PhaseUnbound}
 }
 
 // Active reports unfinished work: a flow or prompt, queued messages,

@@ -117,8 +117,14 @@ func (s NameSource) String() string {
 // Fields the update does not carry are zero.
 type Update struct {
 	// ID is the update's id: the same when the platform delivers the
-	// update again, increasing along a thread. The binding handles each
-	// id once.
+	// update again, and greater for each later update of the thread (it
+	// need not be contiguous, nor ordered across threads). The binding
+	// handles each id once: it drops an id at or below the last one its
+	// thread handled, unless that one is six days old or more (after
+	// which Telegram may number anew). Telegram's update ids are such
+	// ids; an adapter whose platform has none (Feishu's event ids are
+	// text) makes its own, per thread, and drops a redelivery it cannot
+	// give the same id.
 	ID int64
 	// Cursor is what the front end stores once this update (and every one
 	// before it) is handled, and gives back as Resume.Cursor ("": nothing
@@ -131,7 +137,9 @@ type Update struct {
 	// a topic of a Feishu topic group) rather than the whole chat.
 	Topic bool
 	// User is the sender, or the user who pressed a button, in the
-	// platform's own ids (decimal on Telegram, open ids on Feishu).
+	// platform's own ids (decimal on Telegram, open ids on Feishu). The
+	// binding keeps it as it is, so it must be valid UTF-8 of at most 256
+	// bytes (the front end drops an update whose is not).
 	User string
 	// Text is the message text; "" for service messages and presses.
 	Text string

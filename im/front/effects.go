@@ -178,9 +178,9 @@ func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messag
 		f.log.Warn("cannot send a chat message; it stays in the outbox", "platform", a.Name(), "thread", from.ID, "error", err)
 		return &messages.IMChatSent{Seq: e.Seq, Err: err.Error()}
 	}
-	last := 0
+	last := ""
 	if len(ids) > 0 {
-		last = bindingMessage(ids[len(ids)-1])
+		last = ids[len(ids)-1]
 	}
 	return &messages.IMChatSent{Seq: e.Seq, MessageID: last}
 }
@@ -204,13 +204,13 @@ func (f *FrontEnd) answerPress(ctx context.Context, from actors.Identity, e *mes
 
 func (f *FrontEnd) clearButtons(ctx context.Context, from actors.Identity, e *messages.IMClearButtons) any {
 	a, err := f.adapterOf(from.ID)
-	if err != nil || e.MessageID == 0 {
+	if err != nil || e.MessageID == "" {
 		f.log.Debug("cannot remove a prompt's buttons", "thread", from.ID, "error", err)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	if err := a.EditButtons(ctx, from.ID, chatMessage(e.MessageID), nil); err != nil {
+	if err := a.EditButtons(ctx, from.ID, e.MessageID, nil); err != nil {
 		f.log.Debug("cannot remove a prompt's buttons", "error", err)
 	}
 	return nil

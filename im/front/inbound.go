@@ -3,8 +3,6 @@ package front
 import (
 	"context"
 	"errors"
-	"hash/fnv"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -21,6 +19,9 @@ const (
 	maxText = 16 << 10
 	// maxName is the longest thread name kept (Telegram allows 128).
 	maxName = 256
+	// maxID is the longest user id taken (Telegram's are at most 20
+	// digits, Feishu's open ids some 40 characters).
+	maxID = 256
 )
 
 // handler takes the updates of one adapter (see handle).
@@ -55,10 +56,10 @@ func (f *FrontEnd) handle(ctx context.Context, p *chatPort, u chat.Update) error
 // entity named by the thread's key (the adapter's: the front end makes
 // no key of its own).
 //
-// The binding's messages keep Telegram's shape: numeric users and message
-// ids (bindingUser, bindingMessage), and chat and thread ids, which are
-// left zero here: the binding reads them from its key, and every chat
-// effect is addressed by the key.
+// Users go to the binding as the adapter gives them (text: decimal on
+// Telegram, open ids on Feishu), and so does the update's id, which the
+// binding takes each of once (the adapter makes it increase along the
+// thread). Every chat effect is addressed by the key.
 func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) error {
 	if u.Thread == "" {
 		return nil // no thread to bind (a channel post, an inline query)
@@ -66,6 +67,14 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 	key := u.Thread
 	if chat.SchemeOf(key) != a.Scheme() {
 		f.log.Warn("an update names a thread of another platform; dropped", "platform", a.Name(), "thread", key)
+		return nil
+	}
+	if len(u.User) > maxID || !utf8.ValidString(u.User) {
+		// A binding journals the user: it must be short, valid text.
+		f.log.Warn("an update names a user that is not a valid id; dropped", "platform", a.Name(), "thread", key)
+		if u.Press != nil {
+			f.answer(ctx, a, key, u.Press.ID)
+		}
 		return nil
 	}
 	allowed := f.cfg.IM.Open || a.Allows(u.User)
@@ -92,14 +101,14 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 			return nil
 		}
 		return f.tree.DeliverContext(ctx, bindingID(key), &messages.IMPress{
-			UpdateID: u.ID, UserID: bindingUser(u.User), MessageID: bindingMessage(c.Message), CallbackID: c.ID, Data: c.Data,
+			UpdateID: u.ID, User: u.User, CallbackID: c.ID, Data: c.Data,
 		}, deliverTimeout)
 	}
 	if u.Media != "" {
 		u.Text = mediaCaption(u.Media, u.Caption) // the binding says the rest was not passed on
 	}
-	up := &messages.IMUpdate{UpdateID: u.ID, UserID: bindingUser(u.User),
-		Topic: u.Topic, Text: cleanText(u.Text, maxText), TopicName: cleanText(u.Name, maxName),
+	up := &messages.IMUpdate{UpdateID: u.ID, User: u.User,
+		Text: cleanText(u.Text, maxText), TopicName: cleanText(u.Name, maxName),
 		NameSource: nameSource(u.NameSrc), Media: cleanText(u.Media, maxName)}
 	if isStart(up.Text) {
 		up.Start, up.Text = true, ""
@@ -170,36 +179,6 @@ func nameSource(s chat.NameSource) string {
 	}
 	return ""
 }
-
-// bindingUser is a user as the binding keeps it: a number, as Telegram's
-// user ids are. A platform whose user ids are text (Feishu's open ids)
-// gets a stable 63-bit hash of the id (FNV-1a), which is all the binding
-// needs (whose prompt a press answers), until the binding keeps text ids.
-func bindingUser(user string) int64 {
-	if user == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(user, 10, 64); err == nil {
-		return n
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(user))
-	return int64(h.Sum64() >> 1)
-}
-
-// bindingMessage is a message id as the binding keeps it: a number, as
-// Telegram's are (0 for one that is not: the binding then clears no
-// buttons of it).
-func bindingMessage(id string) int {
-	n, err := strconv.Atoi(id)
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
-}
-
-// chatMessage is a message id of the binding's as adapters take it.
-func chatMessage(id int) string { return strconv.Itoa(id) }
 
 // cleanText makes text safe to journal and to type: valid UTF-8, no
 // control characters but tab and newline (tmux.Printable: a ^D or ^C

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
@@ -17,9 +19,11 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -531,21 +535,89 @@ func TestFollowerTellsASwitchBackToASessionToldOfBefore(t *testing.T) {
 	testwait.Until(t, "the binding told of "+s2+" again", func() bool { return changes() == 2 })
 }
 
-// The binding keeps users as numbers: Telegram's ids pass as they are, and
-// a platform's text ids (Feishu's open ids) become stable numbers, one per
-// user, so a press answers only the prompt of the user it was asked of.
-func TestBindingUsersAreNumbersOnePerUser(t *testing.T) {
-	if got := bindingUser("12345"); got != 12345 {
-		t.Errorf("bindingUser(12345) = %d", got)
+// textIDsTree records what the front end delivers to bindings.
+type textIDsTree struct {
+	frontend.Tree
+	mu  sync.Mutex
+	got []any
+}
+
+func (t *textIDsTree) DeliverContext(_ context.Context, _ actors.Identity, msg any, _ time.Duration) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.got = append(t.got, msg)
+	return nil
+}
+
+// textIDsChat is an adapter whose users and message ids are text, as
+// Feishu's are.
+type textIDsChat struct {
+	chat.Adapter
+	mu      sync.Mutex
+	cleared []string
+}
+
+func (*textIDsChat) Name() string            { return "feishu" }
+func (*textIDsChat) Scheme() string          { return "fs" }
+func (*textIDsChat) Allows(user string) bool { return user == "ou_alice" }
+func (*textIDsChat) Limits() chat.Limits {
+	return chat.Limits{MaxMessage: 100, MaxButtonData: 64, MaxName: 100}
+}
+func (*textIDsChat) AnswerPress(context.Context, string, string, string) error { return nil }
+func (*textIDsChat) Send(context.Context, chat.Message) ([]string, error) {
+	return []string{"om_1", "om_2"}, nil
+}
+func (c *textIDsChat) EditButtons(_ context.Context, thread, id string, rows [][]chat.Button) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cleared = append(c.cleared, thread+" "+id)
+	return nil
+}
+
+// An adapter's text ids reach the binding as they are: a Feishu open id
+// is the user of the message and of the press (so a press answers only
+// the prompt asked of its presser), and a sent message's id is the one
+// the binding clears the buttons of. A user id that is no valid text is
+// dropped at the edge.
+func TestTextIDsReachTheBindingUnchanged(t *testing.T) {
+	tree := &textIDsTree{}
+	a := &textIDsChat{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &FrontEnd{cfg: config.Defaults(), tree: tree, runCtx: ctx, runCancel: cancel, log: hclog.NewNullLogger(),
+		chats: []*chatPort{{a: a}}}
+	const thread = "fs:oc_1"
+	for _, u := range []chat.Update{
+		{ID: 7, Thread: thread, User: "ou_alice", Text: "hi"},
+		{ID: 8, Thread: thread, User: "ou_alice", Press: &chat.Press{ID: "p1", Data: "1:a:0", Message: "om_2"}},
+		{ID: 9, Thread: thread, User: "ou_bob", Text: "not allowed"},
+		{ID: 10, Thread: thread, User: "ou_\xff", Text: "not text"},
+	} {
+		if err := f.route(ctx, a, u); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if bindingUser("") != 0 {
-		t.Error("no user is not 0")
+	want := []any{
+		&messages.IMUpdate{UpdateID: 7, User: "ou_alice", Text: "hi"},
+		&messages.IMPress{UpdateID: 8, User: "ou_alice", CallbackID: "p1", Data: "1:a:0"},
 	}
-	a, b := bindingUser("ou_alice"), bindingUser("ou_bob")
-	if a == b || a <= 0 || b <= 0 || bindingUser("ou_alice") != a {
-		t.Errorf("open ids became %d and %d; want two stable positive numbers", a, b)
+	if !reflect.DeepEqual(tree.got, want) {
+		t.Fatalf("delivered %s; want %s", spew(tree.got), spew(want))
 	}
-	if bindingMessage("42") != 42 || bindingMessage("om_1") != 0 || chatMessage(42) != "42" {
-		t.Error("message ids do not go back and forth")
+	sent := f.sendNow(bindingID(thread), &messages.IMSendChat{Seq: 1, Text: "which agent?"})
+	if sent.Err != "" || sent.MessageID != "om_2" {
+		t.Fatalf("the send came back as %+v; want the last part's id om_2", sent)
 	}
+	f.clearButtons(ctx, bindingID(thread), &messages.IMClearButtons{MessageID: sent.MessageID})
+	if len(a.cleared) != 1 || a.cleared[0] != thread+" om_2" {
+		t.Fatalf("cleared %v; want the buttons of om_2 in %s", a.cleared, thread)
+	}
+}
+
+func spew(vs []any) string {
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "%T%+v ", v, v)
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/internal/testwait"
 )
 
@@ -52,7 +53,7 @@ func TestScenarioAKilledWindowGetsTheRecoverPrompt(t *testing.T) {
 	// Its tag tells the new window from the old: killing the server's
 	// only window ended the server, and a new server numbers its windows
 	// from @0 again.
-	if win.Name != "gone" || win.Tag != fmt.Sprintf("thatch:%s:2", imbinding.Key(chat, thread)) || old.Tag == win.Tag {
+	if win.Name != "gone" || win.Tag != fmt.Sprintf("thatch:%s:2", telegram.ThreadKey(chat, thread)) || old.Tag == win.Tag {
 		t.Fatalf("window %+v after Recover, want a new one named after the topic, of the binding's second generation", win)
 	}
 	if v := w.binding(thread); v.State != imbinding.PhaseBound || v.Window != win.ID || v.Session != session || v.Queued != 0 {

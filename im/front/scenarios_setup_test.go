@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/internal/testwait"
 )
 
@@ -46,7 +47,7 @@ func TestScenarioANewTopicIsSetUpAndItsFirstMessageAnswered(t *testing.T) {
 		t.Fatalf("the topic shows %q, want %q", got, want)
 	}
 	win := w.onlyWindow()
-	wantTag := fmt.Sprintf("thatch:%s:1", imbinding.Key(chat, thread))
+	wantTag := fmt.Sprintf("thatch:%s:1", telegram.ThreadKey(chat, thread))
 	if win.Name != "fix the build" || win.Dir != dir || win.Tag != wantTag || win.Dead {
 		t.Fatalf("window %+v, want one named after the topic, in %s, tagged %s, running", win, dir, wantTag)
 	}

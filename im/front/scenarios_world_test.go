@@ -27,6 +27,7 @@ import (
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/e2e/faketelegram"
 	"github.com/thatch-run/thatch/im/front"
+	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
@@ -451,7 +452,7 @@ func (w *world) bindings() []imbinding.View {
 func (w *world) binding(thread int64) imbinding.View {
 	w.t.Helper()
 	views := w.bindings()
-	if len(views) != 1 || views[0].Thread != imbinding.Key(chat, thread) {
+	if len(views) != 1 || views[0].Thread != telegram.ThreadKey(chat, thread) {
 		w.t.Fatalf("bindings %+v, want the one of thread %d", views, thread)
 	}
 	return views[0]

@@ -13,8 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 )
@@ -81,15 +81,15 @@ func TestAChatSendThatHangsIsReportedAsFailed(t *testing.T) {
 
 	sentA := make(chan *messages.IMChatSent, 1)
 	go func() {
-		sentA <- f.sendNow(bindingID(imbinding.Key(chat, threadA)), &messages.IMSendChat{Seq: 3, ChatID: chat, ThreadID: threadA, Topic: true, Text: "from A"})
+		sentA <- f.sendNow(bindingID(telegram.ThreadKey(chat, threadA)), &messages.IMSendChat{Seq: 3, Text: "from A"})
 	}()
 	<-hung
-	b := f.sendNow(bindingID(imbinding.Key(chat, threadB)), &messages.IMSendChat{Seq: 4, ChatID: chat, ThreadID: threadB, Topic: true, Text: "from B"})
-	if b.Err != "" || b.MessageID != 7 || b.Seq != 4 {
+	b := f.sendNow(bindingID(telegram.ThreadKey(chat, threadB)), &messages.IMSendChat{Seq: 4, Text: "from B"})
+	if b.Err != "" || b.MessageID != "7" || b.Seq != 4 {
 		t.Fatalf("thread B's send while thread A's hangs: %+v; want it sent", b)
 	}
 	a := <-sentA
-	if a.Seq != 3 || a.Err == "" || a.Permanent || a.MessageID != 0 || !strings.Contains(a.Err, "no answer") {
+	if a.Seq != 3 || a.Err == "" || a.Permanent || a.MessageID != "" || !strings.Contains(a.Err, "no answer") {
 		t.Fatalf("thread A's send without an answer came back as %+v; want a failed send to try again, saying why", a)
 	}
 	if !strings.Contains(logs.String(), "cannot send a chat message; it stays in the outbox") {
