@@ -1,0 +1,218 @@
+package front_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/e2e/fakefeishu"
+	"github.com/thatch-run/thatch/internal/testwait"
+)
+
+// The Feishu scenarios run the same world (the runtime, tmux, the fake
+// agent; the Telegram adapter runs too, so both adapters share one
+// daemon) with a Feishu app in webhook mode against e2e/fakefeishu. The
+// user's side is played through the fake: events posted to the webhook,
+// signed and encrypted, as Feishu posts them; what the user would see is
+// read back from the messages the bot made there.
+
+const (
+	fsApp   = "cli_scenario"
+	fsChat  = "oc_scenario"
+	fsUser  = "ou_alice"
+	fsToken = "scenario-verification-token"
+	fsKey   = "scenario-encrypt-key"
+)
+
+// feishuWorld is a world with a Feishu app.
+type feishuWorld struct {
+	*world
+	fs     *fakefeishu.Server
+	events int
+}
+
+func newFeishuWorld(t *testing.T) *feishuWorld {
+	fs := fakefeishu.New(fsApp, "scenario-secret")
+	t.Cleanup(fs.Close) // after the world's cleanups: the runtime stops first
+	fs.AddChat(fakefeishu.Chat{ID: fsChat, Name: "feishu box"})
+	w := newWorld(t, func(c *config.Config) {
+		c.IM.Feishu = config.Feishu{AppID: fsApp, AppSecret: "scenario-secret", VerificationToken: fsToken,
+			EncryptKey: fsKey, BaseURL: fs.URL, Mode: "webhook", Listen: "127.0.0.1:0", Path: "/feishu/events",
+			AllowedUsers: []string{fsUser}}
+	})
+	return &feishuWorld{world: w, fs: fs}
+}
+
+var webhookURL = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+/feishu/events)`)
+
+// poster posts to the webhook of the runtime running now (its address is
+// the one its log names last).
+func (w *feishuWorld) poster() *fakefeishu.Poster {
+	w.t.Helper()
+	m := webhookURL.FindAllStringSubmatch(w.logs.String(), -1)
+	if len(m) == 0 {
+		w.t.Fatal("the log names no Feishu webhook")
+	}
+	return &fakefeishu.Poster{URL: m[len(m)-1][1], Token: fsToken, EncryptKey: fsKey, AppID: fsApp}
+}
+
+func (w *feishuWorld) post(eventType string, event any) {
+	w.t.Helper()
+	w.events++
+	p := w.poster()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := p.Post(ctx, p.Envelope(fmt.Sprintf("ev-%d", w.events), eventType, event))
+	if err != nil || a.Status != http.StatusOK {
+		w.t.Fatalf("the webhook answered %d %s (%v)", a.Status, a.Body, err)
+	}
+}
+
+// send posts a text message of the user to the chat, @-mentioning the bot.
+func (w *feishuWorld) send(text string) {
+	w.t.Helper()
+	w.events++
+	id := fmt.Sprintf("om_user_%d", w.events)
+	w.fs.Received(fsChat, id)
+	w.post("im.message.receive_v1", fakefeishu.TextMessage(id, fsChat, "group", "", fsUser, "@_user_1 "+text,
+		fakefeishu.Mention{Key: "@_user_1", OpenID: w.fs.BotOpenID, Name: "thatch"}))
+}
+
+// fsCard is a card the bot sent: its text and buttons.
+type fsCard struct {
+	id      string
+	text    string
+	buttons []fsButton
+}
+
+type fsButton struct {
+	label string
+	value map[string]any
+}
+
+func readCard(s fakefeishu.Sent) (fsCard, bool) {
+	if s.MsgType != "interactive" {
+		return fsCard{}, false
+	}
+	var c struct {
+		Elements []struct {
+			Text    struct{ Content string }
+			Actions []struct {
+				Text  struct{ Content string }
+				Value map[string]any
+			}
+		}
+	}
+	if json.Unmarshal([]byte(s.Content), &c) != nil {
+		return fsCard{}, false
+	}
+	card := fsCard{id: s.MessageID}
+	for _, e := range c.Elements {
+		card.text += e.Text.Content
+		for _, a := range e.Actions {
+			card.buttons = append(card.buttons, fsButton{a.Text.Content, a.Value})
+		}
+	}
+	return card, true
+}
+
+// said is what the chat shows from the bot, in order: the text of each
+// message and card made (not patched, not deleted later).
+func (w *feishuWorld) said() []string {
+	var out []string
+	for _, s := range w.fs.Sent() {
+		if s.ChatID != fsChat || (s.Op != "create" && s.Op != "reply") {
+			continue
+		}
+		if c, ok := readCard(s); ok {
+			out = append(out, c.text)
+		} else {
+			out = append(out, s.Text())
+		}
+	}
+	return out
+}
+
+func (w *feishuWorld) waitSaid(text string) {
+	w.t.Helper()
+	testwait.UntilReason(w.t, fmt.Sprintf("the bot to say %q on Feishu", text), func() (bool, string) {
+		said := w.said()
+		return slices.Contains(said, text), fmt.Sprintf("%q", said)
+	})
+}
+
+// prompt waits for the newest card with buttons whose text contains want.
+func (w *feishuWorld) prompt(want string) fsCard {
+	w.t.Helper()
+	var found fsCard
+	testwait.UntilReason(w.t, fmt.Sprintf("a card %q", want), func() (bool, string) {
+		sent := w.fs.Sent()
+		for i := len(sent) - 1; i >= 0; i-- {
+			if c, ok := readCard(sent[i]); ok && sent[i].Op != "patch" && len(c.buttons) > 0 && strings.Contains(c.text, want) {
+				found = c
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%q", w.said())
+	})
+	return found
+}
+
+// press presses the card's button whose label contains label.
+func (w *feishuWorld) press(c fsCard, label string) {
+	w.t.Helper()
+	for _, b := range c.buttons {
+		if strings.Contains(b.label, label) {
+			w.post("card.action.trigger", fakefeishu.CardAction(fsChat, c.id, fsUser, b.value))
+			return
+		}
+	}
+	w.t.Fatalf("card %q has no button %q", c.text, label)
+}
+
+func (c fsCard) labels() []string {
+	var out []string
+	for _, b := range c.buttons {
+		out = append(out, b.label)
+	}
+	return out
+}
+
+// A Feishu group's first message starts the setup through card buttons,
+// with Telegram's labels: the agent, the directory, a window named after
+// the group, "Session ready!", and the first message typed into the
+// agent, whose reply comes back to the group.
+func TestScenarioAFeishuChatIsSetUpThroughCardButtons(t *testing.T) {
+	w := newFeishuWorld(t)
+	w.send("hello there")
+
+	agents := w.prompt("Which agent should run for feishu box?")
+	if got := agents.labels(); !slices.Equal(got, []string{"claude", "codex", "copilot", "mimo"}) {
+		t.Fatalf("agents offered: %q", got)
+	}
+	w.press(agents, "claude")
+	top := w.prompt("Working directory: " + w.projects)
+	if got := top.labels(); !slices.Equal(got, []string{"📁 api", "📁 docs", "📁 web", "Use this directory"}) {
+		t.Fatalf("the browser at the root offers %q", got)
+	}
+	w.press(top, "api")
+	dir := filepath.Join(w.projects, "api")
+	w.press(w.prompt("Working directory: "+dir), "Use this directory")
+
+	w.waitSaid("Session ready!")
+	w.waitTyped("hello there")
+	w.waitSaid("echo: hello there")
+	w.quiesce()
+	win := w.onlyWindow()
+	if win.Name != "feishu box" || win.Dir != dir || win.Dead {
+		t.Fatalf("window %+v, want one named after the group, in %s, running", win, dir)
+	}
+}
