@@ -13,6 +13,16 @@
 // its effects (messages.IMCheckWindow, IMSendToWindow, IMSendChat, ...)
 // and sends their results back as messages.
 //
+// # Threads, users, updates
+//
+// An entity's id is its thread's key, as the chat adapter made it (im/chat:
+// "tg:<chat>:<thread>", "fs:<chat_id>", ...): the binding reads from it only
+// a name to fall back on while no update has named the thread
+// (State.Name). Users and chat message ids are the platform's, as text
+// (older journals' numbers decode as their decimal text). Each update is
+// taken once, by its id: ids increase along a thread, and one at or below
+// the last taken is a platform's redelivery (see UpdateIDReset).
+//
 // # Phases
 //
 //	unbound --message--> setup --Session ready!--> bound
