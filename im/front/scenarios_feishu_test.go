@@ -64,25 +64,35 @@ func (w *feishuWorld) poster() *fakefeishu.Poster {
 	return &fakefeishu.Poster{URL: m[len(m)-1][1], Token: fsToken, EncryptKey: fsKey, AppID: fsApp}
 }
 
-func (w *feishuWorld) post(eventType string, event any) {
+// post posts a new event and returns it (plain), to be posted again.
+func (w *feishuWorld) post(eventType string, event any) []byte {
 	w.t.Helper()
 	w.events++
-	p := w.poster()
+	body := w.poster().Envelope(fmt.Sprintf("ev-%d", w.events), eventType, event)
+	w.postAgain(body)
+	return body
+}
+
+// postAgain posts an event as Feishu delivers it (again): it must be
+// answered 200.
+func (w *feishuWorld) postAgain(body []byte) {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := p.Post(ctx, p.Envelope(fmt.Sprintf("ev-%d", w.events), eventType, event))
+	a, err := w.poster().Post(ctx, body)
 	if err != nil || a.Status != http.StatusOK {
 		w.t.Fatalf("the webhook answered %d %s (%v)", a.Status, a.Body, err)
 	}
 }
 
-// send posts a text message of the user to the chat, @-mentioning the bot.
-func (w *feishuWorld) send(text string) {
+// send posts a text message of the user to the chat, @-mentioning the
+// bot, and returns the event.
+func (w *feishuWorld) send(text string) []byte {
 	w.t.Helper()
 	w.events++
 	id := fmt.Sprintf("om_user_%d", w.events)
 	w.fs.Received(fsChat, id)
-	w.post("im.message.receive_v1", fakefeishu.TextMessage(id, fsChat, "group", "", fsUser, "@_user_1 "+text,
+	return w.post("im.message.receive_v1", fakefeishu.TextMessage(id, fsChat, "group", "", fsUser, "@_user_1 "+text,
 		fakefeishu.Mention{Key: "@_user_1", OpenID: w.fs.BotOpenID, Name: "thatch"}))
 }
 
@@ -178,6 +188,16 @@ func (w *feishuWorld) press(c fsCard, label string) {
 	w.t.Fatalf("card %q has no button %q", c.text, label)
 }
 
+// setup sets the group up with claude in projects/api, first starting it.
+func (w *feishuWorld) setup(first string) {
+	w.t.Helper()
+	w.send(first)
+	w.press(w.prompt("Which agent should run for feishu box?"), "claude")
+	w.press(w.prompt("Working directory: "+w.projects), "api")
+	w.press(w.prompt("Working directory: "+filepath.Join(w.projects, "api")), "Use this directory")
+	w.waitSaid("Session ready!")
+}
+
 func (c fsCard) labels() []string {
 	var out []string
 	for _, b := range c.buttons {
@@ -214,5 +234,51 @@ func TestScenarioAFeishuChatIsSetUpThroughCardButtons(t *testing.T) {
 	win := w.onlyWindow()
 	if win.Name != "feishu box" || win.Dir != dir || win.Dead {
 		t.Fatalf("window %+v, want one named after the group, in %s, running", win, dir)
+	}
+}
+
+// Feishu delivers a message again (after its 200 was lost, and after
+// thatch restarted): it is answered 200 each time and typed once.
+func TestScenarioAFeishuEventDeliveredAgainIsTypedOnce(t *testing.T) {
+	w := newFeishuWorld(t)
+	w.setup("first")
+	w.waitSaid("echo: first")
+	second := w.send("second")
+	w.postAgain(second)
+	w.waitSaid("echo: second")
+	// Quiesced as the Telegram restart scenario is: a stop while the
+	// typing effect's result is on its way types the message again after
+	// the restart, on either platform (a binding matter, not Feishu's).
+	w.quiesce()
+	w.stop()
+	w.restart()
+	w.postAgain(second)
+	w.send("third")
+	w.waitSaid("echo: third")
+	w.quiesce()
+	if got := w.typed(); !slices.Equal(got, []string{"first", "second", "third"}) {
+		t.Fatalf("the agent took %q, want each message once", got)
+	}
+}
+
+// The group is renamed (im.chat.updated_v1): the next message waits behind
+// the Rename question, and once im.rename_timeout passes the window takes
+// the new name and the message is typed.
+func TestScenarioAFeishuGroupRenamedAsksAboutTheRename(t *testing.T) {
+	w := newFeishuWorld(t)
+	w.setup("hi")
+	w.waitSaid("echo: hi")
+	w.post("im.chat.updated_v1", fakefeishu.ChatUpdated(fsChat, fsUser, "feishu box", "feishu box v2"))
+	w.send("after the rename")
+	w.prompt(`This thread is now called "feishu box v2"; its session is "feishu box".`)
+	w.quiesce()
+	if got := w.typed(); !slices.Equal(got, []string{"hi"}) {
+		t.Fatalf("the agent took %q while the question was open", got)
+	}
+	w.clock.Advance(w.cfg.IM.RenameTimeout)
+	w.waitSaid("echo: after the rename")
+	w.quiesce()
+	if win := w.onlyWindow(); win.Name != "feishu box v2" {
+		t.Fatalf("window %+v, want it renamed after the group", win)
 	}
 }
