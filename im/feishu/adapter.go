@@ -84,10 +84,10 @@ type Adapter struct {
 	turn chan struct{} // one update handed over at a time
 
 	mu     sync.Mutex
-	lastID int64             // the last Update.ID given out
-	anchor map[string]string // thread key -> a message of that topic
-	cards  map[string]string // card message id -> its text
-	names  map[string]string // chat id -> its display name
+	lastID int64               // the last Update.ID given out
+	anchor map[string]string   // thread key -> a message of that topic
+	cards  map[string]string   // card message id -> its text
+	chats  map[string]ChatInfo // chat id -> its name and mode
 	health chat.Health
 }
 
@@ -119,7 +119,7 @@ func Open(opts Options, store EventStore, logger hclog.Logger) (*Adapter, error)
 		return nil, fmt.Errorf("feishu: webhook: listen on %s: %w", opts.Listen, err)
 	}
 	a := &Adapter{opts: opts, client: client, store: store, logger: logger, allowed: map[string]bool{}, ln: ln,
-		turn: make(chan struct{}, 1), anchor: map[string]string{}, cards: map[string]string{}, names: map[string]string{},
+		turn: make(chan struct{}, 1), anchor: map[string]string{}, cards: map[string]string{}, chats: map[string]ChatInfo{},
 		health: chat.Health{State: "starting", Since: time.Now()}}
 	for _, u := range opts.AllowedUsers {
 		a.allowed[u] = true
@@ -247,7 +247,9 @@ func (a *Adapter) take(ctx context.Context, eventID string, ev Event, handle cha
 	}
 	u := a.update(ev)
 	if m, ok := ev.(*MessageReceived); ok {
-		a.nameFor(ctx, &u, m)
+		if err := a.describe(ctx, &u, m); err != nil {
+			return err
+		}
 	}
 	u.ID = rec.Update
 	if u.Press != nil {
@@ -290,15 +292,13 @@ func (a *Adapter) update(ev Event) chat.Update {
 		} else {
 			u.Media = e.MessageType
 		}
-		if e.ThreadID != "" && e.MessageID != "" {
-			a.mu.Lock()
-			a.anchor[u.Thread] = e.MessageID
-			a.mu.Unlock()
-		}
 		return u
 	case *ChatRenamed:
 		a.mu.Lock()
-		a.names[e.ChatID] = e.Name
+		if info, known := a.chats[e.ChatID]; known {
+			info.Name = e.Name
+			a.chats[e.ChatID] = info
+		}
 		a.mu.Unlock()
 		return chat.Update{Thread: ThreadKey(e.ChatID, ""), User: e.OperatorOpenID, Name: e.Name, NameSrc: chat.NameEdited}
 	case *ChatEnded:
@@ -317,45 +317,60 @@ func (a *Adapter) update(ev Event) chat.Update {
 	return chat.Update{Other: fmt.Sprintf("%T", ev)}
 }
 
-// nameFor gives a message's update its thread's display name as a seed
-// (chat.NameSeed: it fills a name the binding does not know yet): a
-// group's name (the chat API), a P2P chat's peer's (the contact API), a
-// topic's the chat's and the message's first line. Names are asked once
-// per chat while the adapter runs; one that cannot be read is left out
-// (logged), and the update goes on without it.
-func (a *Adapter) nameFor(ctx context.Context, u *chat.Update, m *MessageReceived) {
+// describe finishes a message's update with what the chat is: a
+// thread id makes a thread of its own only in a topic group (in another
+// group it is a reply thread of the chat, and the chat is the thread),
+// and the thread's display name goes along as a seed (chat.NameSeed: it
+// fills a name the binding does not know yet): a group's name (the chat
+// API), a P2P chat's peer's (the contact API), a topic's the chat's and
+// the message's first line. A chat is asked once while the adapter runs.
+// A group the chat API cannot describe is an error (the event is offered
+// again), since its thread key depends on its mode; a name that cannot be
+// read is left out.
+func (a *Adapter) describe(ctx context.Context, u *chat.Update, m *MessageReceived) error {
 	a.mu.Lock()
-	name, known := a.names[m.ChatID]
+	info, known := a.chats[m.ChatID]
 	a.mu.Unlock()
 	if !known {
 		nctx, cancel := context.WithTimeout(ctx, a.opts.SendTimeout)
 		defer cancel()
-		var err error
 		if m.ChatType == "p2p" {
-			name, err = a.client.UserName(nctx, m.SenderOpenID)
+			name, err := a.client.UserName(nctx, m.SenderOpenID)
+			if err != nil {
+				a.logger.Warn("cannot read a P2P chat's peer's name", "chat", m.ChatID, "error", err)
+				u.Thread, u.Topic = ThreadKey(m.ChatID, ""), false
+				return nil
+			}
+			info = ChatInfo{Name: name, Mode: "p2p"}
 		} else {
-			var info ChatInfo
-			info, err = a.client.Chat(nctx, m.ChatID)
-			name = info.Name
-		}
-		if err != nil {
-			a.logger.Warn("cannot read a chat's name", "chat", m.ChatID, "error", err)
-			return
+			var err error
+			if info, err = a.client.Chat(nctx, m.ChatID); err != nil {
+				return fmt.Errorf("feishu: describe chat %s: %w", m.ChatID, err)
+			}
 		}
 		a.mu.Lock()
-		a.names[m.ChatID] = name
+		a.chats[m.ChatID] = info
 		a.mu.Unlock()
 	}
-	if m.ThreadID != "" {
+	name := info.Name
+	if m.ThreadID == "" || info.Mode != "topic" {
+		u.Thread, u.Topic = ThreadKey(m.ChatID, ""), false
+	} else {
 		first, _, _ := strings.Cut(strings.TrimSpace(m.Text), "\n")
 		if first == "" {
 			first = m.ThreadID
 		}
 		name += ": " + first
+		if m.MessageID != "" {
+			a.mu.Lock()
+			a.anchor[u.Thread] = m.MessageID
+			a.mu.Unlock()
+		}
 	}
 	if name != "" {
 		u.Name, u.NameSrc = name, chat.NameSeed
 	}
+	return nil
 }
 
 // The keys of a card button's value: the press data, and the thread the

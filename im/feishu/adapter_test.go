@@ -324,14 +324,20 @@ func TestChatEventsAreRenamesAndEnds(t *testing.T) {
 	r := startAdapter(t, s, newMemStore())
 	post(t, r.poster, r.poster.Envelope("ev-r", "im.chat.updated_v1", fakefeishu.ChatUpdated("oc_1", "ou_alice", "build box", "release box")))
 	post(t, r.poster, r.poster.Envelope("ev-d", "im.chat.disbanded_v1", fakefeishu.ChatEvent("oc_1", "ou_alice")))
+	s.AddChat(fakefeishu.Chat{ID: "oc_topics", Name: "topics", Mode: "topic"})
 	post(t, r.poster, r.poster.Envelope("ev-t", "im.message.receive_v1",
-		fakefeishu.TextMessage("om_t", "oc_1", "group", "omt_9", "ou_alice", "in a topic")))
+		fakefeishu.TextMessage("om_t", "oc_topics", "group", "omt_9", "ou_alice", "in a topic\nmore")))
 	s.AddUser("ou_alice", "Alice")
 	post(t, r.poster, r.poster.Envelope("ev-p2p", "im.message.receive_v1",
 		fakefeishu.TextMessage("om_p", "oc_p2p", "p2p", "", "ou_alice", "hi")))
+	post(t, r.poster, r.poster.Envelope("ev-reply", "im.message.receive_v1",
+		fakefeishu.TextMessage("om_r", "oc_1", "group", "omt_reply", "ou_alice", "a reply in a thread")))
 	got := r.got()
-	if len(got) != 4 {
+	if len(got) != 5 {
 		t.Fatalf("got %+v", got)
+	}
+	if u := got[4]; u.Thread != "fs:oc_1" || u.Topic {
+		t.Fatalf("a reply thread of a group that is not a topic group %+v: want the chat's thread", u)
 	}
 	if u := got[3]; u.Thread != "fs:oc_p2p" || u.Name != "Alice" || u.NameSrc != chat.NameSeed {
 		t.Fatalf("a P2P chat's message %+v: want it named after the peer", u)
@@ -342,12 +348,12 @@ func TestChatEventsAreRenamesAndEnds(t *testing.T) {
 	if u := got[1]; u.Thread != "fs:oc_1" || u.Ended == nil || u.Ended.Reason != "disbanded" {
 		t.Fatalf("end %+v", u)
 	}
-	if u := got[2]; u.Thread != "fs:oc_1:omt_9" || !u.Topic || u.Text != "in a topic" || got[1].ID >= u.ID ||
-		u.Name != "release box: in a topic" {
+	if u := got[2]; u.Thread != "fs:oc_topics:omt_9" || !u.Topic || u.Text != "in a topic\nmore" || got[1].ID >= u.ID ||
+		u.Name != "topics: in a topic" {
 		t.Fatalf("topic message %+v", u)
 	}
-	s.Received("oc_1", "om_t")
-	ids, err := r.a.Send(ctxFor(t, 10*time.Second), chat.Message{Thread: "fs:oc_1:omt_9", Text: "answer"})
+	s.Received("oc_topics", "om_t")
+	ids, err := r.a.Send(ctxFor(t, 10*time.Second), chat.Message{Thread: "fs:oc_topics:omt_9", Text: "answer"})
 	if err != nil || len(ids) != 1 {
 		t.Fatal(ids, err)
 	}
@@ -384,4 +390,27 @@ func buttonValue(t *testing.T, content, label string) map[string]any {
 func jsonHas(content, s string) bool {
 	b, _ := json.Marshal(s)
 	return strings.Contains(content, string(b[1:len(b)-1]))
+}
+
+// A group's thread key depends on its mode (a topic group's topics are
+// threads of their own), so a group the chat API cannot describe is not
+// handed over: Feishu is answered 500 and delivers the event again.
+func TestAGroupTheChatAPICannotDescribeIsOfferedAgain(t *testing.T) {
+	s := newFake(t)
+	r := startAdapter(t, s, newMemStore())
+	ev := r.poster.Envelope("ev-u", "im.message.receive_v1",
+		fakefeishu.TextMessage("om_u", "oc_unknown", "group", "", "ou_alice", "hello"))
+	if a := post(t, r.poster, ev); a.Status != http.StatusInternalServerError {
+		t.Fatalf("answered %d, want 500", a.Status)
+	}
+	if got := r.got(); len(got) != 0 {
+		t.Fatalf("handed over %+v", got)
+	}
+	s.AddChat(fakefeishu.Chat{ID: "oc_unknown", Name: "late"})
+	if a := post(t, r.poster, ev); a.Status != http.StatusOK {
+		t.Fatalf("answered %d, want 200", a.Status)
+	}
+	if got := r.got(); len(got) != 1 || got[0].Thread != "fs:oc_unknown" || got[0].Name != "late" {
+		t.Fatalf("handed over %+v", got)
+	}
 }

@@ -11,8 +11,11 @@
 // # The adapter
 //
 // Thread keys are "fs:<chat_id>" for a chat (a group or a P2P chat) and
-// "fs:<chat_id>:<thread_id>" for a message that carries a thread id (a
-// topic of a topic group). Allows checks the open ids of
+// "fs:<chat_id>:<thread_id>" for a topic of a topic group (chat mode
+// "topic", read from the chat API once per chat; a reply thread in
+// another group belongs to its chat's thread). A group the chat API
+// cannot describe is not handed over: Feishu is answered 500 and delivers
+// the event again, since its key depends on its mode. Allows checks the open ids of
 // im.feishu.allowed_users. Run serves the Webhook on Options.Listen at
 // Options.Path (an http.Server of its own, with read, write and idle
 // timeouts, shut down when Run's context ends) and hands each event over
