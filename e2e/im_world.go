@@ -73,8 +73,14 @@ func newIMWorld(real string, extra []string) *IMWorld {
 	// their own: thatch takes nothing from anyone else.
 	iw.TG.ServiceFrom(imUser)
 	DeferCleanup(func() {
+		// The agents in the panes end with the server, and a real one
+		// writes its files in HOME as it exits: they are waited for
+		// (killed after a while), so that the world's folder is removed
+		// only once nothing writes in it.
+		agents := iw.paneProcesses()
 		_, _ = iw.Tmux("kill-server")
 		_ = os.Remove(filepath.Join(os.TempDir(), fmt.Sprintf("tmux-%d", os.Getuid()), iw.Socket))
+		waitGone(agents, 10*time.Second)
 	})
 	bin := filepath.Join(w.Root, "bin")
 	Expect(os.MkdirAll(bin, 0o755)).To(Succeed())
@@ -462,6 +468,101 @@ func (iw *IMWorld) AgentPID(win, name string) int {
 		return pid != 0
 	}).Should(BeTrue(), "no %s in window %s", name, win)
 	return pid
+}
+
+// paneProcesses lists the processes running in the world's panes, each
+// pane's program and everything under it.
+func (iw *IMWorld) paneProcesses() []int {
+	out, err := iw.Tmux("list-panes", "-a", "-F", "#{pane_pid}")
+	if err != nil {
+		return nil
+	}
+	var all []int
+	for _, f := range strings.Fields(out) {
+		if root, err := strconv.Atoi(f); err == nil {
+			all = append(all, descendants(root)...)
+		}
+	}
+	return all
+}
+
+// descendants is root and every process under it, breadth first.
+func descendants(root int) []int {
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		out = append(out, pid)
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		for _, t := range tasks {
+			b, _ := os.ReadFile(t)
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					queue = append(queue, n)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// procStat is a process's state letter and start time (in clock ticks
+// since boot, which tells it from a later process given the same pid); ok
+// is false when it does not run.
+func procStat(pid int) (state byte, start string, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	// The fields after the command's closing parenthesis: state is the
+	// first (field 3), starttime the twentieth (field 22).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, "", false
+	}
+	return f[0][0], f[19], true
+}
+
+// waitGone waits until none of pids runs (a zombie has ended), SIGKILLs
+// those that still do after limit (they are the world's own agents: a pid
+// that a new process took meanwhile is left alone), and gives up limit
+// later still.
+func waitGone(pids []int, limit time.Duration) {
+	starts := map[int]string{}
+	for _, pid := range pids {
+		if _, start, ok := procStat(pid); ok {
+			starts[pid] = start
+		}
+	}
+	alive := func() []int {
+		var left []int
+		for pid, was := range starts {
+			if state, start, ok := procStat(pid); ok && start == was && state != 'Z' {
+				left = append(left, pid)
+			}
+		}
+		return left
+	}
+	killed := false
+	deadline := time.Now().Add(limit)
+	for left := alive(); len(left) > 0; left = alive() {
+		if time.Now().After(deadline) {
+			if killed {
+				GinkgoWriter.Printf("agent processes %v outlived their tmux server\n", left)
+				return
+			}
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			killed, deadline = true, time.Now().Add(limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // findProc finds, breadth first from root, a process whose kernel name is
