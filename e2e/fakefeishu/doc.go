@@ -19,7 +19,10 @@
 // needs, a request body over Feishu's limits (150 KB for text and post,
 // 30 KB for a card), a card button whose value is not a JSON object, a
 // patch of a message that is not a card, unknown message ids. Sent returns
-// every successful message call in order.
+// every successful message call in order. A user's message that a test
+// posts as an event is known to the fake only once Received names it, so
+// that the bot can reply to it (a topic's messages go out as such
+// replies).
 //
 // # Failures on demand
 //
