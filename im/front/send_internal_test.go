@@ -45,6 +45,10 @@ func (l *lockedBuffer) String() string {
 func TestAChatSendThatHangsIsReportedAsFailed(t *testing.T) {
 	const chat, threadA, threadB = -1001, 11, 12
 	hung := make(chan struct{}, 8)
+	// release lets the hung handler go at the end: the client gave up on
+	// it, but its connection may stay open, and the server's Close waits
+	// for every handler.
+	release := make(chan struct{})
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/sendMessage") {
 			http.NotFound(w, r)
@@ -52,13 +56,17 @@ func TestAChatSendThatHangsIsReportedAsFailed(t *testing.T) {
 		}
 		if r.FormValue("message_thread_id") == fmt.Sprint(threadA) {
 			hung <- struct{}{}
-			<-r.Context().Done() // never answered
+			select { // never answered
+			case <-r.Context().Done():
+			case <-release:
+			}
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"ok":true,"result":{"message_id":7,"date":0,"chat":{"id":%d,"type":"supergroup"}}}`, chat)
 	}))
 	defer api.Close()
+	defer close(release)
 	st, err := persistence.Open(t.TempDir(), persistence.Options{})
 	if err != nil {
 		t.Fatal(err)
