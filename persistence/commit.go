@@ -54,7 +54,7 @@ type committer struct {
 	// appends per commit.
 	groups, appends atomic.Int64
 	// flying is the group being written, if any; the failure watcher
-	// answers it when the store fails while Pebble holds it (see abandon).
+	// answers it when the store fails while Pebble holds it (see watch).
 	flying *group
 	kick   chan struct{}
 	quit   chan struct{}
