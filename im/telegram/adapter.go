@@ -114,20 +114,12 @@ func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 // conversation (an inline query) has no Thread.
 func Update(in Inbound) chat.Update {
 	u := chat.Update{ID: in.UpdateID, Cursor: strconv.FormatInt(in.UpdateID+1, 10), Topic: in.Topic,
-		Text: in.Text, Media: in.Media, Caption: in.Caption, Name: in.TopicName, Other: in.Other}
+		Text: in.Text, Media: in.Media, Caption: in.Caption, Name: in.TopicName, NameSrc: in.NameSrc, Other: in.Other}
 	if in.ChatID != 0 && in.ThreadID != 0 {
 		u.Thread = ThreadKey(in.ChatID, in.ThreadID)
 	}
 	if in.UserID != 0 {
 		u.User = strconv.FormatInt(in.UserID, 10)
-	}
-	switch in.NameSrc {
-	case NameCreated:
-		u.NameSrc = chat.NameCreated
-	case NameEdited:
-		u.NameSrc = chat.NameEdited
-	case NameSeed:
-		u.NameSrc = chat.NameSeed
 	}
 	if c := in.Callback; c != nil {
 		u.Press = &chat.Press{ID: c.ID, Data: c.Data, Message: strconv.Itoa(c.MessageID)}

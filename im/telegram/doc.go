@@ -43,9 +43,9 @@
 // are. Updates of every other kind (edited messages, channel posts, member
 // changes, ...) are passed too, with Text "" and Other naming the kind: the
 // caller drops them but still persists their UpdateID. Topic names come
-// from forum_topic_created (NameCreated), forum_topic_edited (NameEdited)
+// from forum_topic_created (chat.NameCreated), forum_topic_edited (chat.NameEdited)
 // and, on every message in a topic, reply_to_message.forum_topic_created
-// (NameSeed, the topic's original name); ranking them is the caller's job.
+// (chat.NameSeed, the topic's original name); ranking them is the caller's job.
 //
 // # Sending
 //

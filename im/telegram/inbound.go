@@ -1,39 +1,10 @@
 package telegram
 
-import "github.com/go-telegram/bot/models"
+import (
+	"github.com/go-telegram/bot/models"
 
-// NameSource says where an Inbound's TopicName comes from, so that the
-// caller can rank names: an edit is newer than the name a topic was created
-// with, and the seed on every topic message is only the original name.
-type NameSource int
-
-const (
-	// NameNone: the update teaches no topic name.
-	NameNone NameSource = iota
-	// NameCreated: a forum_topic_created service message (the topic is new).
-	NameCreated
-	// NameEdited: a forum_topic_edited service message that renames the
-	// topic; the newest edit is the topic's name.
-	NameEdited
-	// NameSeed: the reply_to_message.forum_topic_created that every message
-	// in a topic carries: the topic's ORIGINAL name, possibly renamed since.
-	NameSeed
+	"github.com/thatch-run/thatch/im/chat"
 )
-
-// String names the source for logs.
-func (s NameSource) String() string {
-	switch s {
-	case NameNone:
-		return "none"
-	case NameCreated:
-		return "created"
-	case NameEdited:
-		return "edited"
-	case NameSeed:
-		return "seed"
-	}
-	return "unknown"
-}
 
 // Inbound is one update, reduced to what a binding needs. Fields that the
 // update does not carry are zero.
@@ -61,8 +32,10 @@ type Inbound struct {
 	Media, Caption string
 	// TopicName is a topic name the update teaches, with NameSrc saying how.
 	TopicName string
-	// NameSrc says where TopicName comes from (NameNone when it is "").
-	NameSrc NameSource
+	// NameSrc says where TopicName comes from (chat.NameNone when it is
+	// ""): forum_topic_created, forum_topic_edited, or the seed every
+	// topic message carries (the topic's original name).
+	NameSrc chat.NameSource
 	// Callback is set when a user pressed an inline button.
 	Callback *Callback
 	// Other names the kind of an update that is neither a message nor a
@@ -167,11 +140,11 @@ func fromMessage(in *Inbound, m *models.Message) {
 func teachName(in *Inbound, m *models.Message) {
 	switch {
 	case m.ForumTopicCreated != nil:
-		in.TopicName, in.NameSrc = m.ForumTopicCreated.Name, NameCreated
+		in.TopicName, in.NameSrc = m.ForumTopicCreated.Name, chat.NameCreated
 	case m.ForumTopicEdited != nil && m.ForumTopicEdited.Name != "":
-		in.TopicName, in.NameSrc = m.ForumTopicEdited.Name, NameEdited
+		in.TopicName, in.NameSrc = m.ForumTopicEdited.Name, chat.NameEdited
 	case in.Topic && m.ReplyToMessage != nil && m.ReplyToMessage.ForumTopicCreated != nil:
-		in.TopicName, in.NameSrc = m.ReplyToMessage.ForumTopicCreated.Name, NameSeed
+		in.TopicName, in.NameSrc = m.ReplyToMessage.ForumTopicCreated.Name, chat.NameSeed
 	}
 }
 

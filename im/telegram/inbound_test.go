@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/go-telegram/bot/models"
+
+	"github.com/thatch-run/thatch/im/chat"
 )
 
 // TestInboundReducesUpdatesTheFakeCannotMake covers the shapes the fake
@@ -33,7 +35,7 @@ func TestInboundReducesUpdatesTheFakeCannotMake(t *testing.T) {
 			ID: 10, Chat: forumChat, From: &models.User{ID: 7}, MessageThreadID: 3, IsTopicMessage: true,
 			ForumTopicEdited: &models.ForumTopicEdited{IconCustomEmojiID: "1"},
 			ReplyToMessage:   &models.Message{ID: 3, ForumTopicCreated: &models.ForumTopicCreated{Name: "orig"}},
-		}}, Inbound{UpdateID: 6, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, TopicName: "orig", NameSrc: NameSeed}},
+		}}, Inbound{UpdateID: 6, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, TopicName: "orig", NameSrc: chat.NameSeed}},
 		{"a photo is named, with its caption", models.Update{ID: 8, Message: &models.Message{
 			ID: 11, Chat: forumChat, From: &models.User{ID: 7}, MessageThreadID: 3, IsTopicMessage: true,
 			Photo: []models.PhotoSize{{FileID: "f"}}, Caption: "the failing screen",

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/thatch-run/thatch/im/chat"
+
 	"github.com/thatch-run/thatch/internal/testwait"
 )
 
@@ -37,9 +39,9 @@ func TestRunDeliversEachKindOfUpdateInOrderWithItsFields(t *testing.T) {
 	}
 	cbID := got[5].Callback.ID
 	want := []Inbound{
-		{UpdateID: 1, UserID: 1, ChatID: forum, ThreadID: thread, Topic: true, TopicName: "claude: fix build", NameSrc: NameCreated},
-		{UpdateID: u2, UserID: 7, ChatID: forum, ThreadID: thread, Topic: true, Text: "hello agent", TopicName: "claude: fix build", NameSrc: NameSeed},
-		{UpdateID: 3, UserID: 1, ChatID: forum, ThreadID: thread, Topic: true, TopicName: "claude: fix the build", NameSrc: NameEdited},
+		{UpdateID: 1, UserID: 1, ChatID: forum, ThreadID: thread, Topic: true, TopicName: "claude: fix build", NameSrc: chat.NameCreated},
+		{UpdateID: u2, UserID: 7, ChatID: forum, ThreadID: thread, Topic: true, Text: "hello agent", TopicName: "claude: fix build", NameSrc: chat.NameSeed},
+		{UpdateID: 3, UserID: 1, ChatID: forum, ThreadID: thread, Topic: true, TopicName: "claude: fix the build", NameSrc: chat.NameEdited},
 		{UpdateID: u4, UserID: private, ChatID: private, ThreadID: private, Text: "private hi"},
 		{UpdateID: u5, UserID: 8, ChatID: group, ThreadID: group, Text: "group without topics"},
 		{UpdateID: u6, UserID: 7, ChatID: forum, ThreadID: thread, Topic: true, Callback: &Callback{ID: cbID, Data: "approve:1", MessageID: ids[0]}},
