@@ -2,6 +2,7 @@ package feishu
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -88,117 +89,149 @@ type openID struct {
 // nil, nil for a type the adapter does not take (and for a chat update
 // that is not a rename).
 func decodeEvent(eventType string, raw json.RawMessage, botOpenID string) (Event, error) {
+	var (
+		ev  Event
+		err error
+	)
 	switch eventType {
 	case typeMessage:
-		var e struct {
-			Sender struct {
-				SenderID openID `json:"sender_id"`
-			} `json:"sender"`
-			Message struct {
-				MessageID   string `json:"message_id"`
-				ChatID      string `json:"chat_id"`
-				ThreadID    string `json:"thread_id"`
-				ChatType    string `json:"chat_type"`
-				MessageType string `json:"message_type"`
-				Content     string `json:"content"`
-				Mentions    []struct {
-					Key  string `json:"key"`
-					Name string `json:"name"`
-					ID   openID `json:"id"`
-				} `json:"mentions"`
-			} `json:"message"`
-		}
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", eventType, err)
-		}
-		m := e.Message
-		if m.ChatID == "" || e.Sender.SenderID.OpenID == "" {
-			return nil, fmt.Errorf("decode %s: no chat or no sender", eventType)
-		}
-		ev := &MessageReceived{ChatID: m.ChatID, ThreadID: m.ThreadID, MessageID: m.MessageID, ChatType: m.ChatType,
-			SenderOpenID: e.Sender.SenderID.OpenID, MessageType: m.MessageType}
-		if m.MessageType == "text" {
-			var c struct {
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal([]byte(m.Content), &c); err != nil {
-				return nil, fmt.Errorf("decode %s content: %w", eventType, err)
-			}
-			// Replace longer keys first: @_user_1 is a prefix of @_user_10.
-			sort.Slice(m.Mentions, func(i, j int) bool { return len(m.Mentions[i].Key) > len(m.Mentions[j].Key) })
-			text := c.Text
-			for _, men := range m.Mentions {
-				if men.Key == "" {
-					continue
-				}
-				with := "@" + men.Name
-				if botOpenID != "" && men.ID.OpenID == botOpenID {
-					with = ""
-				}
-				text = strings.ReplaceAll(text, men.Key, with)
-			}
-			ev.Text = strings.TrimSpace(text)
-		}
-		return ev, nil
+		ev, err = decodeMessage(raw, botOpenID)
 	case typeChatUpdate:
-		var e struct {
-			ChatID     string `json:"chat_id"`
-			OperatorID openID `json:"operator_id"`
-			Before     struct {
-				Name *string `json:"name"`
-			} `json:"before_change"`
-			After struct {
-				Name *string `json:"name"`
-			} `json:"after_change"`
-		}
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", eventType, err)
-		}
-		if e.After.Name == nil || (e.Before.Name != nil && *e.Before.Name == *e.After.Name) {
-			return nil, nil
-		}
-		return &ChatRenamed{ChatID: e.ChatID, Name: *e.After.Name, OperatorOpenID: e.OperatorID.OpenID}, nil
+		ev, err = decodeChatUpdate(raw)
 	case typeDisbanded, typeBotRemoved:
-		var e struct {
-			ChatID     string `json:"chat_id"`
-			OperatorID openID `json:"operator_id"`
-		}
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", eventType, err)
-		}
-		if e.ChatID == "" {
-			return nil, fmt.Errorf("decode %s: no chat", eventType)
-		}
-		reason := ChatDisbanded
-		if eventType == typeBotRemoved {
-			reason = BotRemoved
-		}
-		return &ChatEnded{ChatID: e.ChatID, Reason: reason, OperatorOpenID: e.OperatorID.OpenID}, nil
+		ev, err = decodeChatEnded(raw, eventType == typeBotRemoved)
 	case typeCardAction:
-		var e struct {
-			Operator openID `json:"operator"`
-			Action   struct {
-				Value map[string]json.RawMessage `json:"value"`
-			} `json:"action"`
-			Context struct {
-				MessageID string `json:"open_message_id"`
-				ChatID    string `json:"open_chat_id"`
-			} `json:"context"`
-		}
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", eventType, err)
-		}
-		ev := &CardPressed{ChatID: e.Context.ChatID, MessageID: e.Context.MessageID, UserOpenID: e.Operator.OpenID,
-			Value: map[string]string{}}
-		for k, v := range e.Action.Value {
-			var s string
-			if json.Unmarshal(v, &s) == nil {
-				ev.Value[k] = s
-			} else {
-				ev.Value[k] = string(v)
-			}
-		}
+		ev, err = decodeCardAction(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", eventType, err)
+	}
+	return ev, nil
+}
+
+// decodeMessage reads an im.message.receive_v1: a text message's text has
+// the bot's @-mention cut and other mentions shown as @name.
+func decodeMessage(raw json.RawMessage, botOpenID string) (Event, error) {
+	var e struct {
+		Sender struct {
+			SenderID openID `json:"sender_id"`
+		} `json:"sender"`
+		Message struct {
+			MessageID   string `json:"message_id"`
+			ChatID      string `json:"chat_id"`
+			ThreadID    string `json:"thread_id"`
+			ChatType    string `json:"chat_type"`
+			MessageType string `json:"message_type"`
+			Content     string `json:"content"`
+			Mentions    []struct {
+				Key  string `json:"key"`
+				Name string `json:"name"`
+				ID   openID `json:"id"`
+			} `json:"mentions"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, err
+	}
+	m := e.Message
+	if m.ChatID == "" || e.Sender.SenderID.OpenID == "" {
+		return nil, errors.New("no chat or no sender")
+	}
+	ev := &MessageReceived{ChatID: m.ChatID, ThreadID: m.ThreadID, MessageID: m.MessageID, ChatType: m.ChatType,
+		SenderOpenID: e.Sender.SenderID.OpenID, MessageType: m.MessageType}
+	if m.MessageType != "text" {
 		return ev, nil
 	}
-	return nil, nil
+	var c struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(m.Content), &c); err != nil {
+		return nil, fmt.Errorf("content: %w", err)
+	}
+	// Replace longer keys first: @_user_1 is a prefix of @_user_10.
+	sort.Slice(m.Mentions, func(i, j int) bool { return len(m.Mentions[i].Key) > len(m.Mentions[j].Key) })
+	text := c.Text
+	for _, men := range m.Mentions {
+		if men.Key == "" {
+			continue
+		}
+		with := "@" + men.Name
+		if botOpenID != "" && men.ID.OpenID == botOpenID {
+			with = ""
+		}
+		text = strings.ReplaceAll(text, men.Key, with)
+	}
+	ev.Text = strings.TrimSpace(text)
+	return ev, nil
+}
+
+// decodeChatUpdate reads an im.chat.updated_v1; only a new name is an
+// event (nil otherwise).
+func decodeChatUpdate(raw json.RawMessage) (Event, error) {
+	var e struct {
+		ChatID     string `json:"chat_id"`
+		OperatorID openID `json:"operator_id"`
+		Before     struct {
+			Name *string `json:"name"`
+		} `json:"before_change"`
+		After struct {
+			Name *string `json:"name"`
+		} `json:"after_change"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, err
+	}
+	if e.After.Name == nil || (e.Before.Name != nil && *e.Before.Name == *e.After.Name) {
+		return nil, nil
+	}
+	return &ChatRenamed{ChatID: e.ChatID, Name: *e.After.Name, OperatorOpenID: e.OperatorID.OpenID}, nil
+}
+
+// decodeChatEnded reads an im.chat.disbanded_v1 or, with botRemoved, an
+// im.chat.member.bot.deleted_v1.
+func decodeChatEnded(raw json.RawMessage, botRemoved bool) (Event, error) {
+	var e struct {
+		ChatID     string `json:"chat_id"`
+		OperatorID openID `json:"operator_id"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, err
+	}
+	if e.ChatID == "" {
+		return nil, errors.New("no chat")
+	}
+	reason := ChatDisbanded
+	if botRemoved {
+		reason = BotRemoved
+	}
+	return &ChatEnded{ChatID: e.ChatID, Reason: reason, OperatorOpenID: e.OperatorID.OpenID}, nil
+}
+
+// decodeCardAction reads a card.action.trigger; its value's strings are
+// taken as they are, other values as their JSON.
+func decodeCardAction(raw json.RawMessage) (Event, error) {
+	var e struct {
+		Operator openID `json:"operator"`
+		Action   struct {
+			Value map[string]json.RawMessage `json:"value"`
+		} `json:"action"`
+		Context struct {
+			MessageID string `json:"open_message_id"`
+			ChatID    string `json:"open_chat_id"`
+		} `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, err
+	}
+	ev := &CardPressed{ChatID: e.Context.ChatID, MessageID: e.Context.MessageID, UserOpenID: e.Operator.OpenID,
+		Value: map[string]string{}}
+	for k, v := range e.Action.Value {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			ev.Value[k] = s
+		} else {
+			ev.Value[k] = string(v)
+		}
+	}
+	return ev, nil
 }

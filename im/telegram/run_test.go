@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/im/chat"
-
 	"github.com/thatch-run/thatch/internal/testwait"
 )
 
