@@ -2,9 +2,7 @@ package imbinding
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"hash/crc32"
 	"strconv"
 	"testing"
 
@@ -58,7 +56,7 @@ func TestReplayOfAnOlderJournalTakesNumericIDsAsText(t *testing.T) {
 
 	// The older snapshot: today's state as version 1 wrote it.
 	var body map[string]any
-	if err := json.Unmarshal(stateBody(t, want), &body); err != nil {
+	if err := json.Unmarshal(jsonOf(t, want), &body); err != nil {
 		t.Fatal(err)
 	}
 	body["actor"] = json.Number(body["actor"].(string))
@@ -77,7 +75,7 @@ func TestReplayOfAnOlderJournalTakesNumericIDsAsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := messages.DecodeAs[State](envelope("im.binding.state", 1, oldBody))
+	snap, err := messages.DecodeAs[State](messages.Envelope("im.binding.state", 1, oldBody))
 	if err != nil {
 		t.Fatalf("the older snapshot does not decode: %v", err)
 	}
@@ -156,7 +154,7 @@ func olderEvent(t *testing.T, b []byte) ([]byte, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return envelope(name, 1, raw), true
+	return messages.Envelope(name, 1, raw), true
 }
 
 func encodeState(t *testing.T, s *State) []byte {
@@ -168,28 +166,12 @@ func encodeState(t *testing.T, s *State) []byte {
 	return b
 }
 
-// stateBody is the JSON body of an envelope Encode wrote: after its
-// format byte, checksum, name and version.
-func stateBody(t *testing.T, b []byte) []byte {
+// jsonOf is the JSON body of an envelope Encode wrote.
+func jsonOf(t *testing.T, b []byte) []byte {
 	t.Helper()
-	rest := b[5:]
-	n, w := binary.Uvarint(rest)
-	rest = rest[w+int(n):]
-	_, w = binary.Uvarint(rest)
-	if !json.Valid(rest[w:]) {
-		t.Fatalf("no JSON body in %q", b)
+	_, _, body, err := messages.Body(b)
+	if err != nil || !json.Valid(body) {
+		t.Fatalf("no JSON body in %q: %v", b, err)
 	}
-	return rest[w:]
-}
-
-// envelope writes body as Encode writes a value of type name: the format
-// byte, a CRC-32C of the rest, the name, the version, the body.
-func envelope(name string, version uint64, body []byte) []byte {
-	out := []byte{0x02, 0, 0, 0, 0}
-	out = binary.AppendUvarint(out, uint64(len(name)))
-	out = append(out, name...)
-	out = binary.AppendUvarint(out, version)
-	out = append(out, body...)
-	binary.BigEndian.PutUint32(out[1:5], crc32.Checksum(out[5:], crc32.MakeTable(crc32.Castagnoli)))
-	return out
+	return body
 }
