@@ -131,8 +131,11 @@ func (l fatalLogger) Fatalf(format string, args ...any) {
 			break
 		}
 	}
-	l.s.fail(err)
+	// The wrapped logger hears it first: once the store is failed, an
+	// append waiting on this commit is answered (see committer.watch), and
+	// its caller may look at the log before this line was written.
 	l.Logger.Fatalf(format, args...)
+	l.s.fail(err)
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
 
