@@ -518,16 +518,17 @@ type chatError struct{ err, kind error }
 func (e *chatError) Error() string   { return e.err.Error() }
 func (e *chatError) Unwrap() []error { return []error{e.err, e.kind} }
 
-// chatErr marks err with chat.ErrRefused (the chat gone, a request Feishu
-// refuses as made), chat.ErrTimeout (no answer in time, a rate limit
-// waited out past the caller's deadline) or leaves it as it is.
+// chatErr marks err with chat.ErrRefused (a request Feishu refuses as
+// made; the chat gone, with chat.ErrGone too), chat.ErrTimeout (no answer
+// in time, a rate limit waited out past the caller's deadline) or leaves
+// it as it is.
 func chatErr(err error) error {
 	var api *APIError
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrChatGone):
-		return &chatError{err, chat.ErrRefused}
+		return &chatError{err, errors.Join(chat.ErrRefused, chat.ErrGone)}
 	case errors.As(err, &api):
 		switch api.Code {
 		case codeBadRequest, codeTooLarge, codeNotFound, codeNotCard:
