@@ -81,6 +81,15 @@ type IMTranscriptRead struct {
 	Reset bool `json:"reset,omitempty"`
 }
 
+// IMChatEnded says the thread's chat is over for the bot: the platform
+// said so (a Feishu chat disbanded, the bot removed from it). Reason says
+// why, for status and the log. UpdateID and User are as IMUpdate's.
+type IMChatEnded struct {
+	UpdateID int64  `json:"updateID"`
+	User     string `json:"user,omitempty"`
+	Reason   string `json:"reason"`
+}
+
 // Effects of a binding, carried out by the IM front end. Each names what
 // must be done; its result comes back as the message named in its comment.
 
@@ -223,6 +232,15 @@ type IMFollowTranscript struct {
 	SessionID string `json:"sessionID,omitempty"`
 }
 
+// IMCloseWindow kills the window of a binding whose chat ended, when
+// im.on_close says "kill". Tag is the window's tag, checked before the
+// kill so that a window tmux numbered anew is never killed. No result: a
+// window already gone is closed.
+type IMCloseWindow struct {
+	WindowID string `json:"windowID"`
+	Tag      string `json:"tag,omitempty"`
+}
+
 // IMStopFollowing stops following Path. No result.
 type IMStopFollowing struct {
 	Path string `json:"path"`
@@ -283,6 +301,9 @@ type IMChatSent struct {
 	// Permanent: the chat refused the message for good (the thread is
 	// gone, the bot was removed, nothing to show); trying again is futile.
 	Permanent bool `json:"permanent,omitempty"`
+	// Gone: the chat is over for the bot (chat.ErrGone); the binding
+	// ends.
+	Gone bool `json:"gone,omitempty"`
 }
 
 // IMDirectoryListed is a listing for the browser: Path is the directory
@@ -506,6 +527,16 @@ type IMTypingHeld struct {
 	UpdateID int64 `json:"updateID"`
 }
 
+// IMEnded records the binding ended because its chat is over for the
+// bot: nothing waits any longer (its queue and outbox are dropped, since
+// nobody can be answered), and its window is kept, or killed when
+// WindowClosed (im.on_close = "kill"). At is Unix milliseconds.
+type IMEnded struct {
+	Reason       string `json:"reason"`
+	At           int64  `json:"at"`
+	WindowClosed bool   `json:"windowClosed,omitempty"`
+}
+
 // IMResumed records a restart: checks and deliveries in flight are
 // started again.
 type IMResumed struct {
@@ -534,6 +565,7 @@ func init() {
 	Register[IMResumed]("im.resumed", 1)
 	Register[IMTypingHeld]("im.typing_held", 1)
 	Register[IMSessionLostSaid]("im.session_lost_said", 1)
+	Register[IMEnded]("im.ended", 1)
 }
 
 // UpgradeIDs is the Upgrade of a body that carried ids as numbers: see

@@ -100,6 +100,7 @@ func applyBinding(n, s *State, ev any) bool {
 		n.Checking = false
 		if e.Phase == PhaseSetup && e.Step == StepAgent {
 			n.Transcript, n.Offset = "", 0
+			n.Ended = nil
 		}
 	case *messages.IMBound:
 		if s.Phase != PhasePrompting {
@@ -148,6 +149,8 @@ func applyBinding(n, s *State, ev any) bool {
 		n.Held = e.UpdateID
 	case *messages.IMSessionLostSaid:
 		n.LostSaid = true
+	case *messages.IMEnded:
+		applyEnded(n, e)
 	case *messages.IMResumed:
 		n.Queue = slices.Clone(s.Queue)
 		for i := range n.Queue {

@@ -34,6 +34,12 @@ func (p *plan) decision(reply any) actors.Decision {
 // Decide handles one message.
 func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	p := &plan{k: k, s: s, now: now}
+	if s.Phase == PhaseEnded && !endedAccepts(msg) {
+		if _, ok := msg.(*actors.Recovered); ok {
+			p.recoveredEnded()
+		}
+		return p.decision(nil)
+	}
 	switch m := msg.(type) {
 	case *messages.IMUpdate:
 		p.update(m)
@@ -45,6 +51,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.sentToWindow(m)
 	case *messages.IMChatSent:
 		p.chatSent(m)
+	case *messages.IMChatEnded:
+		p.chatEnded(m)
 	case *messages.IMChatPartSent:
 		p.chatPartSent(m)
 	case *messages.IMDirectoryListed:
@@ -130,6 +138,10 @@ func (p *plan) update(m *messages.IMUpdate) {
 		p.say(messages.IMOutEntry{Text: "thatch passes text only: the " + m.Media + " was not given to the agent."})
 	}
 	switch {
+	case (m.Start || text != "") && s.Phase == PhaseEnded:
+		// The chat is back (the bot was added to it again): a new setup.
+		p.say(messages.IMOutEntry{Text: "The earlier binding of this chat ended (" + s.Ended.Reason + "). Setting up a new one."})
+		p.startSetup(m.User)
 	case m.Start && s.Phase == PhaseUnbound:
 		p.startSetup(m.User)
 	case m.Start && s.Phase == PhaseBound:

@@ -52,6 +52,9 @@ func (p *plan) chatSent(m *messages.IMChatSent) {
 		return // not the entry in flight: an answer from before a restart
 	}
 	switch {
+	case m.Gone:
+		p.end("the chat is gone: " + m.Err)
+		return
 	case m.Err != "" && !m.Permanent:
 		p.effect(&actors.StartTimer{Name: timerOutbox, After: outboxRetry})
 		return

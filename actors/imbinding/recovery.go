@@ -47,3 +47,12 @@ func (p *plan) recovered() {
 		p.effect(st.find())
 	}
 }
+
+// recoveredEnded kills, again, the window of an ended binding that was to
+// be killed: a crash may have cut the kill short (the tag check makes it
+// a no-op when the window is gone).
+func (p *plan) recoveredEnded() {
+	if s := p.s; s.Ended != nil && s.Ended.WindowClosed && s.Window.WindowID != "" {
+		p.effect(s.closeWindow())
+	}
+}

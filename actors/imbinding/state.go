@@ -24,6 +24,8 @@ const (
 	PhaseBound      = "bound"
 	PhasePrompting  = "prompting"
 	PhaseRecovering = "recovering"
+	// PhaseEnded: the thread's chat is over for the bot (State.Ended).
+	PhaseEnded = "ended"
 )
 
 // Steps of the setup and recovery flows.
@@ -83,6 +85,9 @@ type Config struct {
 	// RenameTimeout is how long a rename prompt waits before the rename
 	// is accepted.
 	RenameTimeout time.Duration
+	// OnClose is what happens to the window of a binding whose chat
+	// ended: OnCloseKeep (the default) or OnCloseKill.
+	OnClose string
 }
 
 // ChatBinding is the chat side of a binding: the thread itself is the
@@ -195,6 +200,8 @@ type State struct {
 	Refused string `json:"refused,omitempty"`
 	// LostSaid: the user was told the agent's session is not found yet.
 	LostSaid bool `json:"lostSaid,omitempty"`
+	// Ended is set while the binding is ended (PhaseEnded).
+	Ended *Ending `json:"ended,omitempty"`
 }
 
 // The state's version 2 keeps users and message ids as text. Version 1

@@ -19,6 +19,8 @@ type View struct {
 	// Refused is why the chat last refused one of the binding's messages
 	// for good (it was dropped).
 	Refused string `json:"refused,omitempty"`
+	// Ended says why the binding ended, and whether its window was kept.
+	Ended string `json:"ended,omitempty"`
 }
 
 // View shows the binding.
@@ -32,6 +34,12 @@ func (*Kind) View(s *State) any {
 		v.Step = s.Setup.Step
 		if v.Agent == "" {
 			v.Agent = s.Setup.Agent
+		}
+	}
+	if e := s.Ended; e != nil {
+		v.Ended = e.Reason + "; window kept"
+		if e.WindowClosed {
+			v.Ended = e.Reason + "; window killed"
 		}
 	}
 	if s.LastAt > 0 {

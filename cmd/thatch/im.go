@@ -12,7 +12,10 @@ import (
 	"github.com/thatch-run/thatch/config"
 	ocfront "github.com/thatch-run/thatch/hosts/opencode/front"
 	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/feishu"
 	imfront "github.com/thatch-run/thatch/im/front"
+	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
@@ -29,7 +32,7 @@ func frontEnds(cfg *config.Config) []frontend.FrontEnd {
 // writeBindings prints the IM bindings of a status report.
 func writeBindings(w io.Writer, bindings []any) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  THREAD\tNAME\tAGENT\tWINDOW\tSTATE\tLAST MESSAGE")
+	fmt.Fprintln(tw, "  PLATFORM\tTHREAD\tNAME\tAGENT\tWINDOW\tSTATE\tLAST MESSAGE")
 	for _, raw := range bindings {
 		var v struct {
 			imbinding.View
@@ -41,9 +44,9 @@ func writeBindings(w io.Writer, bindings []any) {
 		}
 		switch {
 		case err != nil:
-			fmt.Fprintf(tw, "  ?\t\t\t\tunreadable: %v\t\n", err)
+			fmt.Fprintf(tw, "  ?\t?\t\t\t\tunreadable: %v\t\n", err)
 		case v.Error != "":
-			fmt.Fprintf(tw, "  %s\t\t\t\terror: %s\t\n", v.Thread, v.Error)
+			fmt.Fprintf(tw, "  %s\t%s\t\t\t\terror: %s\t\n", platformOf(v.Thread), v.Thread, v.Error)
 		default:
 			state := v.State
 			if v.Step != "" {
@@ -55,13 +58,27 @@ func writeBindings(w io.Writer, bindings []any) {
 			if v.Unsent > 0 {
 				state += fmt.Sprintf(", %d unsent", v.Unsent)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", v.Thread, v.DisplayName, v.Agent, v.Window, state, v.LastMessage)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", platformOf(v.Thread), v.Thread, v.DisplayName, v.Agent, v.Window, state, v.LastMessage)
+			if v.Ended != "" {
+				fmt.Fprintf(tw, "  \t\t\t\t\tended: %s\t\n", v.Ended)
+			}
 			if v.Refused != "" {
-				fmt.Fprintf(tw, "  \t\t\t\tTelegram refused a message for good (dropped): %s\t\n", v.Refused)
+				fmt.Fprintf(tw, "  \t\t\t\t\tthe chat refused a message for good (dropped): %s\t\n", v.Refused)
 			}
 		}
 	}
 	tw.Flush()
+}
+
+// platformOf names the chat platform of a thread key by its scheme.
+func platformOf(thread string) string {
+	switch chat.SchemeOf(thread) {
+	case telegram.Scheme:
+		return "telegram"
+	case feishu.Scheme:
+		return "feishu"
+	}
+	return "?"
 }
 
 // runHook runs an agent hook: `thatch hook claude` records the session a

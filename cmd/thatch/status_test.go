@@ -97,18 +97,22 @@ func TestWriteBindingsShowsEachThread(t *testing.T) {
 			LastMessage: "2026-12-01T10:00:00Z"},
 		imbinding.View{Thread: "tg:-100:7", DisplayName: "web", Agent: "codex", State: "setup", Step: "dir", Queued: 2},
 		map[string]string{"thread": "tg:-100:9", "error": "supervisor: request: no answer in time"},
+		imbinding.View{Thread: "fs:oc_1", DisplayName: "build box", Agent: "claude", Window: "@4", State: "ended",
+			Ended: "disbanded; window kept"},
 	}
 	var buf bytes.Buffer
 	writeBindings(&buf, views)
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("want a header and 3 rows, got:\n%s", buf.String())
+	if len(lines) != 6 {
+		t.Fatalf("want a header, 4 rows and an ended line, got:\n%s", buf.String())
 	}
 	for i, want := range [][]string{
-		{"THREAD", "NAME", "AGENT", "WINDOW", "STATE", "LAST MESSAGE"},
-		{"tg:-100:5", "api", "claude", "@3", "bound", "2026-12-01T10:00:00Z"},
-		{"tg:-100:7", "web", "codex", "setup (dir), 2 queued"},
-		{"tg:-100:9", "error: supervisor: request: no answer in time"},
+		{"PLATFORM", "THREAD", "NAME", "AGENT", "WINDOW", "STATE", "LAST MESSAGE"},
+		{"telegram", "tg:-100:5", "api", "claude", "@3", "bound", "2026-12-01T10:00:00Z"},
+		{"telegram", "tg:-100:7", "web", "codex", "setup (dir), 2 queued"},
+		{"telegram", "tg:-100:9", "error: supervisor: request: no answer in time"},
+		{"feishu", "fs:oc_1", "build box", "claude", "@4", "ended"},
+		{"ended: disbanded; window kept"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(lines[i], w) {

@@ -25,7 +25,7 @@ const (
 // ErrChatGone is returned (wrapped) when Feishu answers 230002: the chat
 // was disbanded or the bot is no longer in it. It is permanent: the
 // caller ends the binding instead of trying again.
-var ErrChatGone = errors.New("feishu: chat gone or bot not in it")
+var ErrChatGone = errors.New("feishu: chat gone or bot not in it (230002)")
 
 // APIError is an answer of the Open API with a code the adapter does not
 // act on. Its Code says what Feishu refused.

@@ -50,6 +50,7 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.renameWindow),
 		supervisor.Handle(f.followTranscript),
 		supervisor.Handle(f.stopFollowing),
+		supervisor.Handle(f.closeWindow),
 	}
 }
 
@@ -171,6 +172,10 @@ func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messag
 	}
 	ids, err := a.Send(ctx, m)
 	if err != nil {
+		if errors.Is(err, chat.ErrGone) {
+			f.log.Warn("the chat is gone or the bot is not in it; the binding ends", "platform", a.Name(), "thread", from.ID, "error", err)
+			return &messages.IMChatSent{Seq: e.Seq, Err: err.Error(), Permanent: true, Gone: true}
+		}
 		if errors.Is(err, chat.ErrRefused) {
 			f.log.Error("the chat refused a message for good; it is dropped", "platform", a.Name(), "thread", from.ID, "error", err)
 			return &messages.IMChatSent{Seq: e.Seq, Err: err.Error(), Permanent: true}
@@ -558,4 +563,30 @@ func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m any) er
 		return nil
 	}
 	return err
+}
+
+// closeWindow kills the window of a binding whose chat ended (im.on_close
+// = "kill"), when it still is the window the binding made (its tag): tmux
+// numbers windows anew after its server restarts, and a window it now
+// calls by the same id is not the binding's to kill.
+func (f *FrontEnd) closeWindow(ctx context.Context, from actors.Identity, e *messages.IMCloseWindow) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	w, err := f.tmux.Window(ctx, e.WindowID)
+	switch {
+	case errors.Is(err, tmux.ErrNoWindow):
+		return nil // gone already
+	case err != nil:
+		f.log.Warn("cannot close the window of an ended binding", "thread", from.ID, "window", e.WindowID, "error", err)
+		return nil
+	case e.Tag == "" || w.Tag != e.Tag:
+		f.log.Info("the window of an ended binding is not the one it made; kept", "thread", from.ID, "window", e.WindowID)
+		return nil
+	}
+	if err := f.tmux.Kill(ctx, e.WindowID); err != nil && !errors.Is(err, tmux.ErrNoWindow) {
+		f.log.Warn("cannot close the window of an ended binding", "thread", from.ID, "window", e.WindowID, "error", err)
+		return nil
+	}
+	f.log.Info("closed the window of an ended binding (im.on_close = \"kill\")", "thread", from.ID, "window", e.WindowID)
+	return nil
 }

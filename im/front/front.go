@@ -222,7 +222,8 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	if err := f.openChats(); err != nil {
 		return frontend.Parts{}, err
 	}
-	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout})
+	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout,
+		OnClose: im.OnClose})
 	return frontend.Parts{
 		Kinds:   []supervisor.Spec{supervisor.Entity[imbinding.State](kind)},
 		Effects: f.handlers(),

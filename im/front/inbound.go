@@ -3,12 +3,17 @@ package front
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
 )
 
@@ -77,6 +82,11 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 		}
 		return nil
 	}
+	if u.Ended != nil {
+		// Whoever ended the chat (its owner need not be on the
+		// allow-list), it is over; only bindings that exist are told.
+		return f.chatEnded(ctx, a, u)
+	}
 	allowed := f.cfg.IM.Open || a.Allows(u.User)
 	f.log.Trace("update", "id", u.ID, "thread", key, "user", u.User, "press", u.Press != nil)
 	if !allowed {
@@ -87,12 +97,6 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 		if u.Press != nil {
 			f.answer(ctx, a, key, u.Press.ID)
 		}
-		return nil
-	}
-	if u.Ended != nil {
-		// Issue 20: the binding is to be told (and ended); until then the
-		// update is only logged.
-		f.log.Info("a thread's chat ended; its binding is not told yet", "thread", key, "reason", u.Ended.Reason)
 		return nil
 	}
 	if c := u.Press; c != nil {
@@ -197,4 +201,50 @@ func cleanText(s string, limit int) string {
 		cut--
 	}
 	return s[:cut] + note
+}
+
+// chatEnded tells every binding of a chat that ended (the chat's own, and
+// those of its topics: "<key>:<topic>") that it is over. A chat nobody
+// bound gets no binding entity.
+func (f *FrontEnd) chatEnded(ctx context.Context, a chat.Adapter, u chat.Update) error {
+	keys, err := f.bindingsUnder(u.Thread)
+	if err != nil {
+		return err
+	}
+	f.log.Info("a chat ended; its bindings end", "platform", a.Name(), "thread", u.Thread, "reason", u.Ended.Reason,
+		"bindings", len(keys), "windows", f.cfg.IM.OnClose)
+	for _, key := range keys {
+		err := f.tree.DeliverContext(ctx, bindingID(key), &messages.IMChatEnded{
+			UpdateID: u.ID, User: u.User, Reason: cleanText(u.Ended.Reason, maxName)}, deliverTimeout)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindingsUnder lists the bindings known (live or journaled) for thread
+// key and for the threads under it ("<key>:...").
+func (f *FrontEnd) bindingsUnder(key string) ([]string, error) {
+	found := map[string]bool{}
+	match := func(id string) {
+		if id == key || strings.HasPrefix(id, key+":") {
+			found[id] = true
+		}
+	}
+	live, err := f.tree.LiveIDs(imbinding.KindName, deliverTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("im: list the bindings of an ended chat: %w", err)
+	}
+	for _, id := range live {
+		match(id)
+	}
+	err = f.jr.EntityIDs(imbinding.KindName, func(id persistence.Identity) error {
+		match(id.ID)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("im: list the bindings of an ended chat: %w", err)
+	}
+	return slices.Sorted(maps.Keys(found)), nil
 }
