@@ -4,11 +4,13 @@
 // access token, sending, replying to, patching and deleting messages, chat
 // info, user info and bot info, with the real API's paths and JSON shapes,
 // and it records what the bot did. It also plays Feishu's side of the
-// webhook: it builds events and posts them signed and encrypted, as Feishu
-// does.
+// webhook (it builds events and posts them signed and encrypted, as Feishu
+// does) and of the long connection (it pushes them in frames).
 //
-// It may import only the standard library. It is test support: it holds no
-// thatch logic and never reaches beyond 127.0.0.1.
+// It may import only the standard library, and for the long connection
+// gorilla/websocket and the SDK's ws frame type (github.com/larksuite/
+// oapi-sdk-go/v3/ws). It is test support: it holds no thatch logic and
+// never reaches beyond 127.0.0.1.
 //
 // # The bot's side
 //
@@ -41,6 +43,24 @@
 // encrypt key (AES-256-CBC, key SHA-256 of the encrypt key, random IV
 // first, base64) and signed (X-Lark-Signature: hex SHA-256 of timestamp,
 // nonce, encrypt key and body). Its fields can be set wrong on purpose.
+//
+// # Feishu's side of the long connection
+//
+// POST /callback/ws/endpoint checks {"AppID", "AppSecret"} against the
+// fake's app (CodeWSBadApp, a client error, otherwise) and answers a
+// ws:// URL on the same server, with device_id and service_id, and a
+// client config whose PingInterval is DefaultPingInterval (120 s) until
+// SetPingInterval. The websocket answers each ping that carries its
+// service id with a pong carrying the client config (WSPings counts
+// them). PushEvent and PushCard send an event ("event" frame) or a card
+// press (a card.action.trigger in a "card" frame), as Envelope builds it
+// without a token, optionally split in parts (headers sum and seq), on the
+// newest connection (waiting for one), and return the client's answer
+// (WSAnswer: its status code, data and biz_rt) once it came, within the
+// context and PushTimeout; a connection that closes first gives
+// ErrDropped. DropConnections closes every connection, as Feishu does when
+// it moves a client; WSConnections counts those accepted, WSOpen those
+// open, WSEndpointCalls the endpoint's calls.
 //
 //	s := fakefeishu.New("cli_app", "secret")
 //	defer s.Close()

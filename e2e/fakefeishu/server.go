@@ -99,6 +99,7 @@ type Server struct {
 	issued   int
 	chats    map[string]*Chat
 	gone     map[string]bool
+	goneHits map[string]int
 	users    map[string]string
 	messages map[string]*message
 	nextID   int
@@ -107,6 +108,8 @@ type Server struct {
 	until    map[string]limitUntil
 	early    int
 	calls    int
+
+	ws wsSide // the long connection's side (ws.go)
 }
 
 type limitUntil struct {
@@ -123,6 +126,7 @@ func New(appID, appSecret string) *Server {
 		tokens:    map[string]bool{},
 		chats:     map[string]*Chat{},
 		gone:      map[string]bool{},
+		goneHits:  map[string]int{},
 		users:     map[string]string{},
 		messages:  map[string]*message{},
 		until:     map[string]limitUntil{},
@@ -137,8 +141,11 @@ func New(appID, appSecret string) *Server {
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+// Close stops the server, long connections included.
+func (s *Server) Close() {
+	s.DropConnections()
+	s.srv.Close()
+}
 
 // AddChat makes a chat known (chat info answers it, sends to it succeed).
 func (s *Server) AddChat(c Chat) {
@@ -171,6 +178,14 @@ func (s *Server) EndChat(chatID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gone[chatID] = true
+}
+
+// GoneAnswers is how many message calls for chatID were answered 230002
+// (the chat unknown or ended).
+func (s *Server) GoneAnswers(chatID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.goneHits[chatID]
 }
 
 // RateLimitApp answers the next n message calls with HTTP 429, code
@@ -241,6 +256,9 @@ func fail(status, code int, format string, args ...any) answer {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.serveWS(w, r) {
+		return
+	}
 	a := s.route(r)
 	for k, vs := range a.header {
 		w.Header()[k] = vs
@@ -356,6 +374,7 @@ func (s *Server) message(r *http.Request, op, target string) answer {
 		}
 	}
 	if _, known := s.chats[chatID]; !known || s.gone[chatID] {
+		s.goneHits[chatID]++
 		return fail(http.StatusBadRequest, CodeChatGone, "Bot is not in the chat")
 	}
 	if a, limited := s.limited(chatID); limited {

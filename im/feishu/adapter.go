@@ -72,14 +72,15 @@ type EventStore interface {
 }
 
 // Adapter is Feishu behind the chat interface (chat.Adapter), receiving
-// through the webhook (mode "webhook"). See the package doc.
+// over the long connection (mode "ws") or through the webhook (mode
+// "webhook"). See the package doc.
 type Adapter struct {
 	opts    Options
 	client  *Client
 	store   EventStore
 	logger  hclog.Logger
 	allowed map[string]bool
-	ln      net.Listener
+	ln      net.Listener // the webhook's; nil in mode "ws"
 
 	turn chan struct{} // one update handed over at a time
 
@@ -93,16 +94,14 @@ type Adapter struct {
 
 var _ chat.Adapter = (*Adapter)(nil)
 
-// Open builds the Adapter and binds the webhook's address (Addr), so that
-// Feishu's settings can name it before Run. Only mode "webhook" is
-// implemented; store keeps the event ids handled.
+// Open builds the Adapter; in mode "webhook" it binds the webhook's
+// address (Addr), so that Feishu's settings can name it before Run. Mode
+// "ws" binds nothing: Run connects out. store keeps the event ids
+// handled.
 func Open(opts Options, store EventStore, logger hclog.Logger) (*Adapter, error) {
 	opts = opts.WithDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
-	}
-	if opts.Mode != ModeWebhook {
-		return nil, fmt.Errorf("feishu: mode %q is not implemented yet; set im.feishu.mode = \"webhook\"", opts.Mode)
 	}
 	if store == nil {
 		return nil, errors.New("feishu: the adapter needs an event store")
@@ -114,9 +113,11 @@ func Open(opts Options, store EventStore, logger hclog.Logger) (*Adapter, error)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", opts.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("feishu: webhook: listen on %s: %w", opts.Listen, err)
+	var ln net.Listener
+	if opts.Mode == ModeWebhook {
+		if ln, err = net.Listen("tcp", opts.Listen); err != nil {
+			return nil, fmt.Errorf("feishu: webhook: listen on %s: %w", opts.Listen, err)
+		}
 	}
 	a := &Adapter{opts: opts, client: client, store: store, logger: logger, allowed: map[string]bool{}, ln: ln,
 		turn: make(chan struct{}, 1), anchor: map[string]string{}, cards: map[string]string{}, chats: map[string]ChatInfo{},
@@ -124,17 +125,27 @@ func Open(opts Options, store EventStore, logger hclog.Logger) (*Adapter, error)
 	for _, u := range opts.AllowedUsers {
 		a.allowed[u] = true
 	}
-	if err := store.Prune(time.Now().Add(-EventKeep)); err != nil {
-		logger.Warn("cannot forget old event ids", "error", err)
-	}
+	a.prune()
 	return a, nil
 }
 
-// Addr is the webhook's address (the port chosen when Listen's is 0).
-func (a *Adapter) Addr() net.Addr { return a.ln.Addr() }
+// Addr is the webhook's address (the port chosen when Listen's is 0);
+// nil in mode "ws", which listens on nothing.
+func (a *Adapter) Addr() net.Addr {
+	if a.ln == nil {
+		return nil
+	}
+	return a.ln.Addr()
+}
 
-// URL is the webhook's URL on its own address.
-func (a *Adapter) URL() string { return "http://" + a.ln.Addr().String() + a.opts.Path }
+// URL is the webhook's URL on its own address; "" in mode "ws", which
+// has none.
+func (a *Adapter) URL() string {
+	if a.ln == nil {
+		return ""
+	}
+	return "http://" + a.ln.Addr().String() + a.opts.Path
+}
 
 // Client is the Open API client behind the Adapter.
 func (a *Adapter) Client() *Client { return a.client }
@@ -151,10 +162,18 @@ func (*Adapter) Limits() chat.Limits { return Limits }
 // Allows reports whether user (an open id) is on the allow-list.
 func (a *Adapter) Allows(user string) bool { return a.allowed[user] }
 
-// Close closes the webhook's listener (Run closes it too when it ends).
-func (a *Adapter) Close() { _ = a.ln.Close() }
+// Close closes the webhook's listener (Run closes it too when it ends);
+// in mode "ws" it does nothing: the long connection ends with Run's
+// context.
+func (a *Adapter) Close() {
+	if a.ln != nil {
+		_ = a.ln.Close()
+	}
+}
 
-// Health says whether the webhook serves.
+// Health says whether the webhook serves, or whether the long connection
+// is up (State "connecting" while it is not; LastError the last failure,
+// Feishu's refusal of the app among them).
 func (a *Adapter) Health() chat.Health {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -170,10 +189,13 @@ func (a *Adapter) setHealth(up bool, state, lastErr string) {
 	a.health.Up, a.health.State, a.health.LastError = up, state, lastErr
 }
 
-// Run serves the webhook on Addr until ctx ends, handing each event over
-// as a chat.Update, one at a time, and answering Feishu 200 only after
-// handle returned nil (500 otherwise, so that Feishu delivers it again).
-// An event id handled before is answered 200 and dropped.
+// Run receives until ctx ends: over the long connection in mode "ws"
+// (connecting again after every failure), through the webhook on Addr in
+// mode "webhook". It hands each event over as a chat.Update, one at a
+// time, and answers Feishu 200 only after handle returned nil (500
+// otherwise, so that Feishu delivers it again). An event id handled
+// before is answered 200 and dropped. Every goroutine Run started has
+// ended when it returns.
 func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 	bctx, cancel := context.WithTimeout(ctx, a.opts.SendTimeout)
 	bot, err := a.client.BotOpenID(bctx)
@@ -183,9 +205,44 @@ func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 		// taken all the same.
 		a.logger.Warn("cannot read the bot's open id; its @-mentions are not cut", "error", err)
 	}
-	wh, err := NewWebhook(a.opts, bot, func(ctx context.Context, eventID string, ev Event) error {
+	take := func(ctx context.Context, eventID string, ev Event) error {
 		return a.take(ctx, eventID, ev, handle)
-	}, a.logger.Named("webhook"), nil)
+	}
+	if a.opts.Mode == ModeWS {
+		return a.runLongConn(ctx, bot, take)
+	}
+	return a.serveWebhook(ctx, bot, take)
+}
+
+// runLongConn receives over the long connection until ctx ends.
+func (a *Adapter) runLongConn(ctx context.Context, bot string, take HandlerFunc) error {
+	lc := newLongConn(a.opts, bot, take, a.logger.Named("ws"), a.setHealth)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lc.run(ctx)
+	}()
+	prune := time.NewTicker(time.Hour)
+	defer prune.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-prune.C:
+			a.prune()
+		}
+	}
+}
+
+func (a *Adapter) prune() {
+	if err := a.store.Prune(time.Now().Add(-EventKeep)); err != nil {
+		a.logger.Warn("cannot forget old event ids", "error", err)
+	}
+}
+
+// serveWebhook serves the webhook on Addr until ctx ends.
+func (a *Adapter) serveWebhook(ctx context.Context, bot string, take HandlerFunc) error {
+	wh, err := NewWebhook(a.opts, bot, take, a.logger.Named("webhook"), nil)
 	if err != nil {
 		return err
 	}
@@ -208,9 +265,7 @@ func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 			}
 			return fmt.Errorf("feishu: webhook: %w", err)
 		case <-prune.C:
-			if err := a.store.Prune(time.Now().Add(-EventKeep)); err != nil {
-				a.logger.Warn("cannot forget old event ids", "error", err)
-			}
+			a.prune()
 		case <-ctx.Done():
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = srv.Shutdown(sctx)
@@ -287,7 +342,7 @@ func (a *Adapter) update(ev Event) chat.Update {
 	switch e := ev.(type) {
 	case *MessageReceived:
 		u := chat.Update{Thread: ThreadKey(e.ChatID, e.ThreadID), Topic: e.ThreadID != "", User: e.SenderOpenID}
-		if e.MessageType == "text" {
+		if e.MessageType == "text" || e.MessageType == "post" {
 			u.Text = e.Text
 		} else {
 			u.Media = e.MessageType

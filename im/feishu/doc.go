@@ -4,9 +4,9 @@
 // webhook receiver of events and card callbacks. It is a protocol adapter:
 // it may use the network and the SDK, and knows nothing of entities,
 // actors or storage (boundaries_test.go, the row of im/feishu). Adapter
-// puts it behind the front end's chat interface (chat.Adapter); the long
-// connection (mode "ws") is not implemented yet, so Open takes only mode
-// "webhook".
+// puts it behind the front end's chat interface (chat.Adapter), receiving
+// over Feishu's long connection (mode "ws", the default) or through the
+// webhook (mode "webhook").
 //
 // # The adapter
 //
@@ -16,16 +16,18 @@
 // another group belongs to its chat's thread). A group the chat API
 // cannot describe is not handed over: Feishu is answered 500 and delivers
 // the event again, since its key depends on its mode. Allows checks the open ids of
-// im.feishu.allowed_users. Run serves the Webhook on Options.Listen at
-// Options.Path (an http.Server of its own, with read, write and idle
-// timeouts, shut down when Run's context ends) and hands each event over
+// im.feishu.allowed_users. In mode "ws" Run keeps the long connection up
+// (Open binds nothing; Addr is nil and URL ""); in mode "webhook" it
+// serves the Webhook on Options.Listen at Options.Path (an http.Server of
+// its own, with read, write and idle timeouts, shut down when Run's
+// context ends). Either way it hands each event over
 // as a chat.Update, one at a time: a message (the bot's @-mention cut; a
 // message that is not text names its type in Media), a rename
 // (im.chat.updated_v1: Name with chat.NameEdited), a press
 // (card.action.trigger: Press.Data from the button's value, Press.ID the
 // event id, Press.Message the card) and a chat that ended (disbanded, the
-// bot removed: Ended). Feishu is answered 200 only after the handler
-// returned nil. A message's update carries its thread's display name as a
+// bot removed: Ended). Feishu is answered 200 (a frame's answer, or the
+// webhook's response) only after the handler returned nil. A message's update carries its thread's display name as a
 // seed (chat.NameSeed): the group's name (chat API; a rename updates it),
 // a P2P chat's peer's (contact API), a topic's the chat's and the
 // message's first line; each chat's name is asked once while the adapter
@@ -37,7 +39,8 @@
 // EditButtons patches the card (its text is kept for cards sent since the
 // adapter started; a card of an earlier run is patched to its buttons
 // alone). AnswerPress does nothing: a card callback's answer is the
-// webhook's response, written once the press was handled (no toast);
+// webhook's response or the card frame's answer, written once the press
+// was handled (no toast);
 // Feishu has no later call to answer one. SendPhoto answers
 // chat.ErrUnsupported for now. A message to a topic goes out as a reply in
 // the thread to the topic's last message the adapter saw; before it saw
@@ -115,34 +118,54 @@
 // issue asks for ids kept 7 days, across restarts). The webhook keeps no
 // ids.
 //
-// # Receiving: the long connection (mode "ws"), what v3.4.0 does
+// # Receiving: the long connection (mode "ws")
 //
-// Not implemented yet. What the SDK's ws package (v3.4.0) does, read from
-// its source: ws.NewClient(appID, appSecret, ws.WithDomain(base),
-// ws.WithEventHandler(dispatcher)) POSTs {"AppID", "AppSecret"} to
-// base+"/callback/ws/endpoint" (http.DefaultClient, no timeout of its
-// own: only the context's) and dials the URL answered, whose query carries
-// device_id and service_id. Frames are pbbp2.Frame protobufs in binary
-// websocket messages: method 0 is control (ping, pong; a pong may carry
-// the client config), method 1 data, with headers type ("event" or
-// "card"), message_id, sum and seq (a payload split in sum parts is put
-// together, 5 s cache), trace_id. An "event" frame is handed to
-// EventDispatcher.Do, which calls the handler synchronously and answers on
-// the same frame ({"code":200} or 500 on a handler error; a callback's
-// answer in data): the frame is acknowledged only when the handler
-// returned, which is what "answered after journaling" needs. The ws
-// client runs no token or signature check (the connection is
-// authenticated by the app secret).
+// The receiver (longconn.go) speaks the protocol of the SDK's ws package
+// (v3.4.0) itself (see below why not the SDK's client), with the SDK's frame type (ws.Frame, a pbbp2
+// protobuf) and models and gorilla/websocket: it POSTs {"AppID",
+// "AppSecret"} to BaseURL+"/callback/ws/endpoint" (bounded by
+// SendTimeout), dials the URL answered (device_id and service_id in its
+// query; dial and handshake bounded by 10 s), pings at once and then at
+// the PingInterval Feishu names (in the endpoint's client config, and
+// again in any pong), and reads frames: method 0 is control (ping, pong),
+// method 1 data, with headers type ("event" or "card"), message_id, sum
+// and seq (a payload split in sum parts is put together by message id;
+// parts wait 30 s), trace_id. A connection that hears nothing for three
+// ping intervals (and 10 s) is taken for dead and dropped. Frames are
+// handled one at a time, in order.
 //
-// Card presses: the dispatcher has OnP2CardActionTrigger, and an "event"
-// frame whose event type is card.action.trigger reaches it. But the ws
-// client returns without an answer for every frame of type "card"
-// (handleDataFrame: case MessageTypeCard: return), and WithCardHandler is
-// commented out. Reports against the other official SDKs (oapi-sdk-python
-// issue 126, the same early return) and several bots built on them say
-// Feishu delivers card.action.trigger over the long connection in "card"
-// frames; the user then sees error 200340 after 3 s. The newest Go SDK
-// still drops them. So with v3.4.0, card button presses cannot be relied
-// on over the long connection: take them through the webhook (or read the
-// frames without the SDK's client).
+// Each data frame's payload is a schema 2.0 event, decoded by the
+// webhook's decoder (readEvent: the same envelope, the same decodeEvent);
+// "card" frames carry card.action.trigger and are handled as presses.
+// The frame is answered on the same frame (its headers, biz_rt added; a
+// ws.Response in the payload) only once the handler returned: 200 (a
+// card's with data {}), 500 after a handler error so that Feishu delivers
+// it again, 400 for an undecodable payload (logged as an error, as the
+// webhook does). A frame dropped unanswered (the connection closed first)
+// is delivered again; a handler running when the connection drops is let
+// finish (with Run's context) before the receiver connects again. No
+// token or signature is checked: the connection is authenticated by the
+// app secret.
+//
+// After a dropped connection or a failed endpoint call or dial it
+// connects again after a jittered backoff (internal/retry: 1 s doubling
+// up to 2 min; reset once a connection heard from Feishu). A refusal of
+// the app (the endpoint's client-error codes, a forbidden handshake:
+// ErrAppRefused, a wrong app id or secret most likely) is retried slowly
+// (1 min doubling up to 10 min) and shows in Health's LastError. Health's
+// State is "connecting", "connecting again in ..." or "receiving Feishu
+// events over the long connection". When Run's context ends the
+// connection is closed and every goroutine of the receiver has ended
+// before Run returns. Feishu's reconnect settings (ReconnectCount,
+// ReconnectInterval, ReconnectNonce) are not taken: the backoff decides.
+//
+// Why not the SDK's ws.Client: Start ends in select {} (it never returns
+// and cannot be stopped), its ping loop restarts itself forever, it
+// reconnects with time.Sleep (up to 2 min, deaf to the context), its
+// endpoint request has no timeout of its own (http.DefaultClient), and it
+// returns without an answer for every frame of type "card" (handleDataFrame:
+// case MessageTypeCard: return), so card presses never arrive and the user
+// sees error 200340. Reports against the other official SDKs
+// (oapi-sdk-python issue 126) say the same: Feishu delivers
+// card.action.trigger over the long connection in "card" frames.
 package feishu

@@ -26,7 +26,7 @@ type MessageReceived struct {
 	// holds.
 	SenderOpenID string
 	// MessageType is Feishu's ("text", "post", "image", ...). Text is set
-	// for text only.
+	// for text and for rich text ("post", as plain text: postText).
 	MessageType string
 	// Text is the message's text with every @-mention of the bot cut and
 	// other mentions shown as @name; literal otherwise.
@@ -139,18 +139,26 @@ func decodeMessage(raw json.RawMessage, botOpenID string) (Event, error) {
 	}
 	ev := &MessageReceived{ChatID: m.ChatID, ThreadID: m.ThreadID, MessageID: m.MessageID, ChatType: m.ChatType,
 		SenderOpenID: e.Sender.SenderID.OpenID, MessageType: m.MessageType}
-	if m.MessageType != "text" {
+	var text string
+	switch m.MessageType {
+	case "text":
+		var c struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(m.Content), &c); err != nil {
+			return nil, fmt.Errorf("content: %w", err)
+		}
+		text = c.Text
+	case "post":
+		var err error
+		if text, err = postText(m.Content); err != nil {
+			return nil, fmt.Errorf("content: %w", err)
+		}
+	default:
 		return ev, nil
-	}
-	var c struct {
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal([]byte(m.Content), &c); err != nil {
-		return nil, fmt.Errorf("content: %w", err)
 	}
 	// Replace longer keys first: @_user_1 is a prefix of @_user_10.
 	sort.Slice(m.Mentions, func(i, j int) bool { return len(m.Mentions[i].Key) > len(m.Mentions[j].Key) })
-	text := c.Text
 	for _, men := range m.Mentions {
 		if men.Key == "" {
 			continue
@@ -163,6 +171,62 @@ func decodeMessage(raw json.RawMessage, botOpenID string) (Event, error) {
 	}
 	ev.Text = strings.TrimSpace(text)
 	return ev, nil
+}
+
+// postElement is one element of a rich-text ("post") message's line.
+type postElement struct {
+	Tag      string `json:"tag"`
+	Text     string `json:"text"`
+	Href     string `json:"href"`
+	UserID   string `json:"user_id"`
+	UserName string `json:"user_name"`
+}
+
+// postText is a rich-text message as plain text, to be typed: the title
+// (when there is one) and each line, its text, links as "text (url)",
+// @-mentions by their key (replaced like a text message's), a code block
+// as its code; an image or a video stands as "[image]" or "[media]"
+// (they are not passed on); emoji and other tags are left out.
+func postText(content string) (string, error) {
+	var c struct {
+		Title   string          `json:"title"`
+		Content [][]postElement `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(content), &c); err != nil {
+		return "", err
+	}
+	var lines []string
+	if strings.TrimSpace(c.Title) != "" {
+		lines = append(lines, c.Title)
+	}
+	for _, line := range c.Content {
+		var b strings.Builder
+		for _, el := range line {
+			switch el.Tag {
+			case "text", "code_block", "md":
+				b.WriteString(el.Text)
+			case "a":
+				switch {
+				case el.Text == "" || el.Text == el.Href:
+					b.WriteString(el.Href)
+				default:
+					b.WriteString(el.Text + " (" + el.Href + ")")
+				}
+			case "at":
+				if el.UserID != "" {
+					b.WriteString(el.UserID)
+				} else {
+					b.WriteString("@" + el.UserName)
+				}
+			case "img":
+				b.WriteString("[image]")
+			case "media":
+				b.WriteString("[media]")
+			}
+		}
+		lines = append(lines, b.String())
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // decodeChatUpdate reads an im.chat.updated_v1; only a new name is an

@@ -16,29 +16,38 @@ const (
 // package fills it; this package only reads it).
 type Options struct {
 	// AppID is the app's id (cli_...). The adapter runs when it is set.
+	// Required in both modes (the long connection's endpoint call
+	// carries it).
 	AppID string
-	// AppSecret is the app's secret. Secret: never logged.
+	// AppSecret is the app's secret. Secret: never logged. Required in
+	// both modes.
 	AppSecret string
-	// VerificationToken is compared with header.token of every event.
-	// Secret. Required in webhook mode.
+	// VerificationToken is compared with header.token of every event
+	// the webhook takes. Secret. Required in webhook mode; not used in
+	// mode "ws" (the connection is authenticated by the app secret).
 	VerificationToken string
 	// EncryptKey, when set, makes the webhook refuse plain bodies and
-	// check X-Lark-Signature. Secret. Default: "" (plain events).
+	// check X-Lark-Signature. Secret. Default: "" (plain events). Not
+	// used in mode "ws".
 	EncryptKey string
 	// BaseURL is the Open API's base. Default: "https://open.feishu.cn"
 	// (https://open.larksuite.com for Lark).
 	BaseURL string
-	// Mode is "ws" (the long connection) or "webhook". Default: "ws".
+	// Mode is "ws" (the long connection: thatch connects out, nothing
+	// listens) or "webhook". Default: "ws".
 	Mode string
-	// Listen is the webhook's address. Default: "127.0.0.1:0".
+	// Listen is the webhook's address (webhook mode only). Default:
+	// "127.0.0.1:0".
 	Listen string
-	// Path is the webhook's path. Default: "/feishu/events".
+	// Path is the webhook's path (webhook mode only). Default:
+	// "/feishu/events".
 	Path string
 	// AllowedUsers are the open ids (ou_...) whose messages are taken.
 	// The front end applies it; the adapter passes every event on.
 	AllowedUsers []string
 	// SendTimeout bounds each request to the Open API (and the token
-	// fetch inside it). Default: 10 s.
+	// fetch inside it), and the long connection's endpoint call.
+	// Default: 10 s.
 	SendTimeout time.Duration
 	// ChatLimitWait is how long a call answered 230020 (the per-chat
 	// limit, which names no wait) waits before it is made again.

@@ -79,6 +79,40 @@ type envelope struct {
 	Event json.RawMessage `json:"event"`
 }
 
+// notEvent says why env is not a schema 2.0 event with an event id; ""
+// when it is one.
+func (env *envelope) notEvent() string {
+	switch {
+	case env.Header == nil || env.Schema != "2.0":
+		return "not a schema 2.0 event"
+	case env.Header.EventID == "":
+		return "event without an event id"
+	}
+	return ""
+}
+
+// decode decodes the event of env, which notEvent accepted: the one
+// decoder of the webhook and the long connection. It answers nil, nil for
+// an event the adapter does not take (decodeEvent).
+func (env *envelope) decode(botOpenID string) (Event, error) {
+	return decodeEvent(env.Header.EventType, env.Event, botOpenID)
+}
+
+// readEvent reads a plain body that must be a schema 2.0 event (the long
+// connection's payloads: no challenge, no encryption, no token) and
+// decodes it. ev is nil for an event the adapter does not take; an error
+// says the payload is not an event or cannot be decoded.
+func readEvent(plain []byte, botOpenID string) (env envelope, ev Event, err error) {
+	if err := json.Unmarshal(plain, &env); err != nil {
+		return env, nil, fmt.Errorf("payload is not JSON: %w", err)
+	}
+	if why := env.notEvent(); why != "" {
+		return env, nil, errors.New(why)
+	}
+	ev, err = env.decode(botOpenID)
+	return env, ev, err
+}
+
 func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(rw, "POST only", http.StatusMethodNotAllowed)
@@ -111,8 +145,8 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.refuse(rw, "event without a valid signature")
 		return
 	}
-	if env.Header == nil || env.Schema != "2.0" {
-		w.refuse(rw, "not a schema 2.0 event")
+	if why := env.notEvent(); why != "" {
+		w.refuse(rw, why)
 		return
 	}
 	if !w.tokenOK(env.Header.Token) {
@@ -120,11 +154,7 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := env.Header
-	if h.EventID == "" {
-		w.refuse(rw, "event without an event id")
-		return
-	}
-	ev, err := decodeEvent(h.EventType, env.Event, w.botOpenID)
+	ev, err := env.decode(w.botOpenID)
 	if err != nil {
 		// Authentic but unreadable: a 400 that Feishu does not redeliver
 		// forever would lose it silently, so it is logged loudly.

@@ -76,7 +76,11 @@ func (f *FrontEnd) openChats() error {
 		if err != nil {
 			return fmt.Errorf("im: %w", err)
 		}
-		f.log.Info("Feishu webhook listening", "url", a.URL())
+		if u := a.URL(); u != "" {
+			f.log.Info("Feishu webhook listening", "url", u)
+		} else {
+			f.log.Info("Feishu events over the long connection", "base_url", fs.BaseURL)
+		}
 		// Feishu's updates carry no cursor: its redeliveries are
 		// deduplicated by event id in eventRows.
 		f.chats = append(f.chats, &chatPort{a: a, cursor: &cursorRow{rows: f.rows, log: f.log, table: "im.feishu"}})

@@ -37,9 +37,12 @@ type feishuWorld struct {
 	*world
 	fs     *fakefeishu.Server
 	events int
+	// ws: events come over the long connection (mode "ws"), not the
+	// webhook.
+	ws bool
 }
 
-func newFeishuWorld(t *testing.T) *feishuWorld {
+func newFeishuWorld(t *testing.T, tunes ...func(*config.Config)) *feishuWorld {
 	fs := fakefeishu.New(fsApp, "scenario-secret")
 	t.Cleanup(fs.Close) // after the world's cleanups: the runtime stops first
 	fs.AddChat(fakefeishu.Chat{ID: fsChat, Name: "feishu box"})
@@ -47,9 +50,15 @@ func newFeishuWorld(t *testing.T) *feishuWorld {
 		c.IM.Feishu = config.Feishu{AppID: fsApp, AppSecret: "scenario-secret", VerificationToken: fsToken,
 			EncryptKey: fsKey, BaseURL: fs.URL, Mode: "webhook", Listen: "127.0.0.1:0", Path: "/feishu/events",
 			AllowedUsers: []string{fsUser}}
+		for _, tune := range tunes {
+			tune(c)
+		}
 	})
-	return &feishuWorld{world: w, fs: fs}
+	return &feishuWorld{world: w, fs: fs, ws: w.cfg.IM.Feishu.Mode == "ws"}
 }
+
+// overTheLongConnection sets the app to mode "ws".
+func overTheLongConnection(c *config.Config) { c.IM.Feishu.Mode = "ws" }
 
 var webhookURL = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+/feishu/events)`)
 
@@ -68,6 +77,10 @@ func (w *feishuWorld) poster() *fakefeishu.Poster {
 func (w *feishuWorld) post(eventType string, event any) []byte {
 	w.t.Helper()
 	w.events++
+	if w.ws {
+		w.push(fmt.Sprintf("ev-%d", w.events), eventType, event)
+		return nil
+	}
 	body := w.poster().Envelope(fmt.Sprintf("ev-%d", w.events), eventType, event)
 	w.postAgain(body)
 	return body
@@ -82,6 +95,24 @@ func (w *feishuWorld) postAgain(body []byte) {
 	a, err := w.poster().Post(ctx, body)
 	if err != nil || a.Status != http.StatusOK {
 		w.t.Fatalf("the webhook answered %d %s (%v)", a.Status, a.Body, err)
+	}
+}
+
+// push sends an event over the long connection, as a card frame for a
+// card press, and waits for its answer: 200.
+func (w *feishuWorld) push(id, eventType string, event any) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var a fakefeishu.WSAnswer
+	var err error
+	if eventType == "card.action.trigger" {
+		a, err = w.fs.PushCard(ctx, id, event, 1)
+	} else {
+		a, err = w.fs.PushEvent(ctx, id, eventType, event, 1)
+	}
+	if err != nil || a.Status != http.StatusOK {
+		w.t.Fatalf("the long connection answered %+v (%v)", a, err)
 	}
 }
 
@@ -280,5 +311,74 @@ func TestScenarioAFeishuGroupRenamedAsksAboutTheRename(t *testing.T) {
 	w.quiesce()
 	if win := w.onlyWindow(); win.Name != "feishu box v2" {
 		t.Fatalf("window %+v, want it renamed after the group", win)
+	}
+}
+
+// The group is disbanded: the binding ends, `thatch status` says why and
+// that the window was kept (im.on_close's default), and nothing more is
+// sent to the chat.
+func TestScenarioAFeishuGroupDisbandedEndsItsBindingAndKeepsTheWindow(t *testing.T) {
+	w := newFeishuWorld(t)
+	w.setup("hi")
+	w.waitSaid("echo: hi")
+	w.quiesce()
+	before := len(w.fs.Sent())
+	w.post("im.chat.disbanded_v1", fakefeishu.ChatEvent(fsChat, "ou_owner_not_allowed"))
+	w.quiesce()
+	views := w.bindings()
+	if len(views) != 1 || views[0].State != "ended" || views[0].Ended != "disbanded; window kept" {
+		t.Fatalf("bindings %+v, want the group's ended, its window kept", views)
+	}
+	if win := w.onlyWindow(); win.Dead {
+		t.Fatalf("window %+v, want it kept running", win)
+	}
+	if n := len(w.fs.Sent()); n != before {
+		t.Fatalf("%d messages sent to a disbanded group", n-before)
+	}
+}
+
+// With im.on_close = "kill", a chat whose sends are answered 230002 (the
+// bot is not in it any more) ends its binding and its window is killed;
+// the reply that could not go out is not tried again.
+func TestScenarioAFeishuChatGoneOnSendEndsTheBindingAndKillsTheWindow(t *testing.T) {
+	w := newFeishuWorld(t, func(c *config.Config) { c.IM.OnClose = config.OnCloseKill })
+	w.setup("hi")
+	w.waitSaid("echo: hi")
+	w.quiesce()
+	w.fs.EndChat(fsChat)
+	w.send("are you there")
+	testwait.UntilReason(t, "the binding to end", func() (bool, string) {
+		views := w.bindings()
+		return len(views) == 1 && views[0].State == "ended", fmt.Sprintf("%+v", views)
+	})
+	w.quiesce()
+	if v := w.bindings()[0]; !strings.Contains(v.Ended, "230002") || !strings.HasSuffix(v.Ended, "; window killed") {
+		t.Fatalf("status says %q, want the 230002 and the window killed", v.Ended)
+	}
+	if wins := w.windows(); len(wins) != 0 {
+		t.Fatalf("windows %+v, want the bound one killed", wins)
+	}
+	w.clock.Advance(time.Minute) // past the outbox's retry: nothing is tried again
+	w.quiesce()
+	if n := w.fs.GoneAnswers(fsChat); n != 1 {
+		t.Fatalf("%d sends to the gone chat, want the one that found it gone", n)
+	}
+}
+
+// Over the long connection (mode "ws", no public address): the setup's
+// card presses arrive as card frames, the first message is typed, the
+// reply comes back, and an event Feishu pushes again is typed once.
+func TestScenarioOverTheLongConnectionAFeishuChatIsSetUpAndTypedOnce(t *testing.T) {
+	w := newFeishuWorld(t, overTheLongConnection)
+	w.setup("over ws")
+	w.waitSaid("echo: over ws")
+	w.fs.Received(fsChat, "om_again")
+	again := fakefeishu.TextMessage("om_again", fsChat, "group", "", fsUser, "once only")
+	w.push("ev-again", "im.message.receive_v1", again)
+	w.push("ev-again", "im.message.receive_v1", again)
+	w.waitSaid("echo: once only")
+	w.quiesce()
+	if got := w.typed(); !slices.Equal(got, []string{"over ws", "once only"}) {
+		t.Fatalf("the agent took %q, want each message once", got)
 	}
 }

@@ -1,0 +1,265 @@
+package feishu_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/e2e/fakefeishu"
+	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/feishu"
+	"github.com/thatch-run/thatch/internal/testwait"
+)
+
+// checkLeaks makes the test end with every goroutine it started ended.
+// Call it first: its cleanup then runs last, after the adapter stopped
+// and the fake closed.
+func checkLeaks(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+}
+
+// startWS opens an adapter in mode "ws" on the fake and runs it until the
+// test ends (or stop); it does not wait for the connection.
+func startWS(t *testing.T, s *fakefeishu.Server, store feishu.EventStore, secret string) *running {
+	t.Helper()
+	a, err := feishu.Open(feishu.Options{AppID: appID, AppSecret: secret, BaseURL: s.URL, Mode: feishu.ModeWS,
+		AllowedUsers: []string{"ou_alice"}, SendTimeout: 5 * time.Second},
+		store, hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Debug}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{a: a}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, func(_ context.Context, u chat.Update) error {
+			r.mu.Lock()
+			h := r.handle
+			r.mu.Unlock()
+			if h != nil {
+				if err := h(u); err != nil {
+					return err
+				}
+			}
+			r.mu.Lock()
+			r.updates = append(r.updates, u)
+			r.mu.Unlock()
+			return nil
+		})
+	}()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			a.Close()
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+func waitUp(t *testing.T, r *running) {
+	t.Helper()
+	testwait.UntilReason(t, "the long connection to come up", func() (bool, string) {
+		h := r.a.Health()
+		return h.Up && strings.Contains(h.State, "long connection"), h.State + " " + h.LastError
+	})
+}
+
+func wsMessage(eventID, messageID, text string) map[string]any {
+	return fakefeishu.TextMessage(messageID, "oc_1", "group", "", "ou_alice", "@_user_1 "+text,
+		fakefeishu.Mention{Key: "@_user_1", OpenID: "ou_bot", Name: "thatch"})
+}
+
+func push(t *testing.T, s *fakefeishu.Server, eventID, messageID, text string, parts int) fakefeishu.WSAnswer {
+	t.Helper()
+	a, err := s.PushEvent(context.Background(), eventID, "im.message.receive_v1", wsMessage(eventID, messageID, text), parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestOverTheLongConnectionAMessageIsAnsweredOnlyOnceHandled(t *testing.T) {
+	checkLeaks(t)
+	s := newFake(t)
+	r := startWS(t, s, newMemStore(), appSecret)
+	if r.a.Addr() != nil || r.a.URL() != "" {
+		t.Fatalf("mode ws has an address %v, URL %q; want none", r.a.Addr(), r.a.URL())
+	}
+	waitUp(t, r)
+	release := make(chan struct{})
+	inHandler := make(chan chat.Update, 1)
+	r.setHandle(func(u chat.Update) error {
+		inHandler <- u
+		<-release
+		return nil
+	})
+	answered := make(chan fakefeishu.WSAnswer, 1)
+	go func() {
+		a, err := s.PushEvent(context.Background(), "ev-1", "im.message.receive_v1", wsMessage("ev-1", "om_in1", "ls -la"), 1)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- a
+	}()
+	u := <-inHandler
+	select {
+	case a := <-answered:
+		t.Fatalf("the frame was answered (%d) before the handler returned", a.Status)
+	default:
+	}
+	close(release)
+	if a := <-answered; a.Status != 200 || a.BizRT == "" {
+		t.Fatalf("answer %+v, want 200 with biz_rt", a)
+	}
+	if u.Thread != "fs:oc_1" || u.User != "ou_alice" || u.Text != "ls -la" || u.ID <= 0 || u.Name != "build box" {
+		t.Fatalf("update %+v", u)
+	}
+}
+
+func TestOverTheLongConnectionAFailedHandlerAnswers500AndTheRedeliveryIsHandledOnce(t *testing.T) {
+	checkLeaks(t)
+	s := newFake(t)
+	store := newMemStore()
+	r := startWS(t, s, store, appSecret)
+	waitUp(t, r)
+	r.setHandle(func(chat.Update) error { return errors.New("not journaled") })
+	if a := push(t, s, "ev-1", "om_1", "first", 1); a.Status != 500 {
+		t.Fatalf("a failed handler answered %d, want 500", a.Status)
+	}
+	r.setHandle(nil)
+	for i := range 2 {
+		if a := push(t, s, "ev-1", "om_1", "first", 1); a.Status != 200 {
+			t.Fatalf("delivery %d answered %d, want 200", i+2, a.Status)
+		}
+	}
+	if got := r.got(); len(got) != 1 || got[0].Text != "first" {
+		t.Fatalf("handled %+v, want the event once", got)
+	}
+	if !store.has("ev-1") {
+		t.Fatal("the event id was not recorded")
+	}
+}
+
+func TestOverTheLongConnectionACardPressIsAPress(t *testing.T) {
+	checkLeaks(t)
+	s := newFake(t)
+	r := startWS(t, s, newMemStore(), appSecret)
+	waitUp(t, r)
+	a, err := s.PushCard(context.Background(), "ev-p",
+		fakefeishu.CardAction("oc_1", "om_card", "ou_alice", map[string]any{"data": "a:codex", "thread": "fs:oc_1"}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Status != 200 || string(a.Data) != "{}" {
+		t.Fatalf("the card frame answered %d %q, want 200 and an empty object", a.Status, a.Data)
+	}
+	got := r.got()
+	if len(got) != 1 || got[0].Press == nil {
+		t.Fatalf("got %+v, want one press", got)
+	}
+	if p := got[0].Press; got[0].Thread != "fs:oc_1" || got[0].User != "ou_alice" || p.Data != "a:codex" || p.ID != "ev-p" || p.Message != "om_card" {
+		t.Fatalf("press %+v %+v", got[0], *p)
+	}
+}
+
+func TestOverTheLongConnectionASplitPayloadIsPutTogether(t *testing.T) {
+	checkLeaks(t)
+	s := newFake(t)
+	r := startWS(t, s, newMemStore(), appSecret)
+	waitUp(t, r)
+	text := strings.Repeat("split in three ", 20)
+	if a := push(t, s, "ev-s", "om_s", text, 3); a.Status != 200 {
+		t.Fatalf("answer %d", a.Status)
+	}
+	if got := r.got(); len(got) != 1 || got[0].Text != strings.TrimSpace(text) {
+		t.Fatalf("handled %+v, want the whole text", got)
+	}
+}
+
+func TestTheLongConnectionConnectsAgainAfterADrop(t *testing.T) {
+	checkLeaks(t)
+	s := newFake(t)
+	r := startWS(t, s, newMemStore(), appSecret)
+	waitUp(t, r)
+	if a := push(t, s, "ev-1", "om_1", "before", 1); a.Status != 200 {
+		t.Fatalf("answer %d", a.Status)
+	}
+	s.DropConnections()
+	// The push waits for the client's next connection.
+	if a := push(t, s, "ev-2", "om_2", "after", 1); a.Status != 200 {
+		t.Fatalf("answer %d", a.Status)
+	}
+	if n := s.WSConnections(); n != 2 {
+		t.Fatalf("%d connections, want 2 (one again after the drop)", n)
+	}
+	if got := r.got(); len(got) != 2 || got[1].Text != "after" {
+		t.Fatalf("handled %+v", got)
+	}
+	waitUp(t, r)
+}
+
+func TestAWrongAppSecretShowsInHealthAndIsNotRetriedAtOnce(t *testing.T) {
+	checkLeaks(t)
+	s := newFake(t)
+	r := startWS(t, s, newMemStore(), "wrong")
+	testwait.UntilReason(t, "Health to show Feishu's refusal", func() (bool, string) {
+		h := r.a.Health()
+		return !h.Up && strings.Contains(h.LastError, "refused") && strings.Contains(h.LastError, "app_secret"), h.State + ": " + h.LastError
+	})
+	if h := r.a.Health(); !strings.Contains(h.LastError, "10014") {
+		t.Fatalf("LastError %q does not carry Feishu's code", h.LastError)
+	}
+	// The refusal's retry waits a minute or more: one call so far.
+	if n, c := s.WSEndpointCalls(), s.WSConnections(); n != 1 || c != 0 {
+		t.Fatalf("%d endpoint calls and %d connections after a refusal, want 1 and 0", n, c)
+	}
+	r.stop()
+	if h := r.a.Health(); h.Up || h.State != "stopped" {
+		t.Fatalf("Health after Run ended: %+v", h)
+	}
+}
+
+func TestEndingRunClosesTheLongConnection(t *testing.T) {
+	checkLeaks(t)
+	s := newFake(t)
+	s.SetPingInterval(1)
+	r := startWS(t, s, newMemStore(), appSecret)
+	waitUp(t, r)
+	// The pong's client config sets pings a second apart.
+	testwait.Until(t, "three pings", func() bool { return s.WSPings() >= 3 })
+	if a := push(t, s, "ev-1", "om_1", "hello", 1); a.Status != 200 {
+		t.Fatalf("answer %d", a.Status)
+	}
+	r.stop()
+	testwait.Until(t, "the fake to see the connection closed", func() bool { return s.WSOpen() == 0 })
+	if h := r.a.Health(); h.Up || h.State != "stopped" {
+		t.Fatalf("Health after Run ended: %+v", h)
+	}
+}
+
+func TestOptionsInWSModeNeedTheAppButNoToken(t *testing.T) {
+	err := feishu.Options{Mode: feishu.ModeWS}.Validate()
+	for _, want := range []string{"app_id", "app_secret"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to name %s", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "verification_token") {
+		t.Errorf("Validate() = %v: mode ws needs no verification token", err)
+	}
+	if err := (feishu.Options{AppID: "cli_x", AppSecret: "s", Mode: feishu.ModeWS}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
