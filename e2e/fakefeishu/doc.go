@@ -1,7 +1,8 @@
 // Package fakefeishu is an in-memory stand-in for the parts of Feishu's
 // (Lark's) Open API that thatch's Feishu adapter uses, for the adapter's
 // unit tests and the e2e suite: it serves, on 127.0.0.1 only, the tenant
-// access token, sending, replying to, patching and deleting messages, chat
+// access token, sending, replying to, patching and deleting messages,
+// uploading images (Image reads an upload back), chat
 // info, user info and bot info, with the real API's paths and JSON shapes,
 // and it records what the bot did. It also plays Feishu's side of the
 // webhook (it builds events and posts them signed and encrypted, as Feishu

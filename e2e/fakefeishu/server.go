@@ -104,6 +104,7 @@ type Server struct {
 	messages map[string]*message
 	nextID   int
 	sent     []Sent
+	images   map[string][]byte // image_key -> the uploaded bytes
 	limits   []limit
 	until    map[string]limitUntil
 	early    int
@@ -127,6 +128,7 @@ func New(appID, appSecret string) *Server {
 		chats:     map[string]*Chat{},
 		gone:      map[string]bool{},
 		goneHits:  map[string]int{},
+		images:    map[string][]byte{},
 		users:     map[string]string{},
 		messages:  map[string]*message{},
 		until:     map[string]limitUntil{},
@@ -291,6 +293,8 @@ func (s *Server) route(r *http.Request) answer {
 	case r.Method == http.MethodGet && p == "/open-apis/bot/v3/info":
 		return answer{status: http.StatusOK, msg: "ok", extra: map[string]any{
 			"bot": map[string]any{"open_id": s.BotOpenID, "app_name": "thatch", "activate_status": 2}}}
+	case r.Method == http.MethodPost && p == im+"images":
+		return s.uploadImage(r)
 	case r.Method == http.MethodPost && p == im+"messages":
 		return s.message(r, "create", "")
 	case r.Method == http.MethodPost && strings.HasPrefix(p, im+"messages/") && strings.HasSuffix(p, "/reply"):
@@ -384,6 +388,9 @@ func (s *Server) message(r *http.Request, op, target string) answer {
 		if a, bad := checkContent(body.MsgType, body.Content, len(raw)); bad {
 			return a
 		}
+		if a, bad := s.checkImage(body.MsgType, body.Content); bad {
+			return a
+		}
 	}
 	rec := Sent{Op: op, ChatID: chatID, MsgType: body.MsgType, Content: body.Content}
 	switch op {
@@ -454,6 +461,10 @@ func checkContent(msgType, content string, bodyLen int) (answer, bool) {
 		if bodyLen > MaxTextBody {
 			return fail(http.StatusBadRequest, CodeTooLarge, "message content is %d bytes, over %d", bodyLen, MaxTextBody), true
 		}
+	case "image":
+		if _, isKey := obj["image_key"].(string); !isKey {
+			return fail(http.StatusBadRequest, CodeBadRequest, "image content has no image_key"), true
+		}
 	case "interactive":
 		if bodyLen > MaxCardBody {
 			return fail(http.StatusBadRequest, CodeTooLarge, "card content is %d bytes, over %d", bodyLen, MaxCardBody), true
@@ -462,7 +473,7 @@ func checkContent(msgType, content string, bodyLen int) (answer, bool) {
 			return fail(http.StatusBadRequest, CodeBadRequest, "card: %v", err), true
 		}
 	default:
-		return fail(http.StatusBadRequest, CodeBadRequest, "msg_type %q: the fake serves text, post and interactive", msgType), true
+		return fail(http.StatusBadRequest, CodeBadRequest, "msg_type %q: the fake serves text, post, image and interactive", msgType), true
 	}
 	return answer{}, false
 }
@@ -514,4 +525,56 @@ func (s *Server) userInfo(r *http.Request, openID string) answer {
 		return fail(http.StatusBadRequest, 41050, "no user authority or no such user")
 	}
 	return ok(map[string]any{"user": map[string]any{"open_id": openID, "name": name}})
+}
+
+// MaxImage is Feishu's limit on an uploaded image.
+const MaxImage = 10 << 20
+
+// uploadImage serves POST im/v1/images: a multipart form with image_type
+// "message" and the image file; the answer names its image_key.
+func (s *Server) uploadImage(r *http.Request) answer {
+	if err := r.ParseMultipartForm(MaxImage + 1<<20); err != nil {
+		return fail(http.StatusBadRequest, CodeBadRequest, "not a multipart form: %v", err)
+	}
+	if t := r.FormValue("image_type"); t != "message" {
+		return fail(http.StatusBadRequest, CodeBadRequest, "image_type %q, want message", t)
+	}
+	f, _, err := r.FormFile("image")
+	if err != nil {
+		return fail(http.StatusBadRequest, CodeBadRequest, "no image file: %v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxImage+1))
+	if err != nil || len(data) == 0 || len(data) > MaxImage {
+		return fail(http.StatusBadRequest, CodeBadRequest, "image empty, unreadable or over 10 MB (%d bytes)", len(data))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	key := fmt.Sprintf("img_v2_%d", s.nextID)
+	s.images[key] = data
+	return answer{status: http.StatusOK, data: map[string]any{"image_key": key}}
+}
+
+// checkImage refuses an image message whose image_key was not uploaded.
+// The caller holds s.mu.
+func (s *Server) checkImage(msgType, content string) (answer, bool) {
+	if msgType != "image" {
+		return answer{}, false
+	}
+	var c struct {
+		ImageKey string `json:"image_key"`
+	}
+	_ = json.Unmarshal([]byte(content), &c)
+	if _, known := s.images[c.ImageKey]; !known {
+		return fail(http.StatusBadRequest, CodeBadRequest, "image_key %q was not uploaded", c.ImageKey), true
+	}
+	return answer{}, false
+}
+
+// Image returns the bytes uploaded under key (nil when none were).
+func (s *Server) Image(key string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.images[key]
 }

@@ -552,10 +552,28 @@ func (a *Adapter) Delete(ctx context.Context, thread, messageID string) error {
 // no toast). Feishu has no later call that answers a press.
 func (a *Adapter) AnswerPress(context.Context, string, string, string) error { return nil }
 
-// SendPhoto is not supported yet (an image is uploaded first, then sent
-// by its image_key).
-func (a *Adapter) SendPhoto(context.Context, chat.Photo) (string, error) {
-	return "", fmt.Errorf("%w: feishu: photos", chat.ErrUnsupported)
+// SendPhoto uploads the picture and sends it as an image message; a
+// caption (Feishu's image messages have none) follows as a text message.
+// It returns the image message's id.
+func (a *Adapter) SendPhoto(ctx context.Context, p chat.Photo) (string, error) {
+	to, err := a.target(p.Thread)
+	if err != nil {
+		return "", err
+	}
+	name := p.Name
+	if name == "" {
+		name = "photo.png"
+	}
+	id, err := a.client.SendImage(ctx, to, name, p.Data)
+	if err != nil {
+		return "", chatErr(err)
+	}
+	if strings.TrimSpace(p.Caption) != "" {
+		if _, err := a.client.Send(ctx, to, p.Caption); err != nil {
+			return id, chatErr(err)
+		}
+	}
+	return id, nil
 }
 
 // Feishu codes that say a request can never succeed as made.

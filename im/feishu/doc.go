@@ -40,9 +40,9 @@
 // adapter started; a card of an earlier run is patched to its buttons
 // alone). AnswerPress does nothing: a card callback's answer is the
 // webhook's response or the card frame's answer, written once the press
-// was handled (no toast);
-// Feishu has no later call to answer one. SendPhoto answers
-// chat.ErrUnsupported for now. A message to a topic goes out as a reply in
+// was handled (no toast); Feishu has no later call to answer one.
+// SendPhoto uploads the picture (im/v1/images, at most 10 MB) and sends it
+// as an image message, its caption after it as text. A message to a topic goes out as a reply in
 // the thread to the topic's last message the adapter saw; before it saw
 // one (after a restart) it goes to the chat.
 //

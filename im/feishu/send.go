@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,6 +44,44 @@ func (c *Client) Send(ctx context.Context, to Target, text string) ([]string, er
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// MaxImageBytes is Feishu's limit on an uploaded image.
+const MaxImageBytes = 10 << 20
+
+// SendImage uploads an image (PNG, JPEG, ...; at most MaxImageBytes) and
+// sends it as an image message; it returns the message's id. The upload
+// takes the chat's turn like a send, so that the picture lands after what
+// was sent to the chat before it.
+func (c *Client) SendImage(ctx context.Context, to Target, name string, data []byte) (string, error) {
+	if len(data) == 0 || len(data) > MaxImageBytes {
+		return "", &APIError{Op: "upload image " + name, Code: codeTooLarge,
+			Msg: fmt.Sprintf("%d bytes: an image must have 1 to %d", len(data), MaxImageBytes)}
+	}
+	var key string
+	err := c.call(ctx, to.ChatID, "upload image "+name, func(ctx context.Context) (result, error) {
+		req := larkim.NewCreateImageReqBuilder().Body(larkim.NewCreateImageReqBodyBuilder().
+			ImageType(larkim.ImageTypeMessage).Image(bytes.NewReader(data)).Build()).Build()
+		resp, err := c.lark.Im.Image.Create(ctx, req)
+		if err != nil {
+			return result{}, err
+		}
+		if resp.Success() && resp.Data != nil && resp.Data.ImageKey != nil {
+			key = *resp.Data.ImageKey
+		}
+		return answered(resp.ApiResp, resp.CodeError), nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if key == "" {
+		return "", fmt.Errorf("feishu: upload image %s: Feishu answered no image_key", name)
+	}
+	content, err := json.Marshal(map[string]string{"image_key": key})
+	if err != nil {
+		return "", err
+	}
+	return c.post(ctx, to, "image", string(content))
 }
 
 // SendCard sends an interactive card and returns its message id.
