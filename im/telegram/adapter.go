@@ -247,12 +247,14 @@ type chatError struct{ err, kind error }
 func (e *chatError) Error() string   { return e.err.Error() }
 func (e *chatError) Unwrap() []error { return []error{e.err, e.kind} }
 
-// chatErr marks err with chat.ErrRefused (Permanent), chat.ErrTimeout or
-// chat.ErrRateLimited.
+// chatErr marks err with chat.ErrRefused (Permanent; with chat.ErrGone
+// too when Gone), chat.ErrTimeout or chat.ErrRateLimited.
 func chatErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case Gone(err):
+		return &chatError{err, errors.Join(chat.ErrRefused, chat.ErrGone)}
 	case Permanent(err):
 		return &chatError{err, chat.ErrRefused}
 	case errors.Is(err, ErrTimeout):

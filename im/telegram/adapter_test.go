@@ -108,11 +108,19 @@ func TestTheAdapterSaysWhatAnErrorMeans(t *testing.T) {
 	if err := a.EditButtons(ctx, chatKey(5), "om_1", nil); !errors.Is(err, chat.ErrRefused) {
 		t.Errorf("a message id that is not a number: %v; want chat.ErrRefused", err)
 	}
+	// A topic Telegram does not know (the fake's answer for a deleted
+	// one): the thread is over, and its binding ends.
+	if _, err := a.Send(ctx, chat.Message{Thread: ThreadKey(-999, 77), Text: "x"}); !errors.Is(err, chat.ErrGone) || !errors.Is(err, chat.ErrRefused) {
+		t.Errorf("a topic that is gone: %v; want chat.ErrGone and chat.ErrRefused", err)
+	}
+	if _, err := a.Send(ctx, chat.Message{Thread: chatKey(5), Text: "  "}); errors.Is(err, chat.ErrGone) {
+		t.Errorf("an empty text ends the thread: %v", err)
+	}
 	if !errors.Is(chatErr(fmt.Errorf("x: %w", ErrTimeout)), chat.ErrTimeout) || !errors.Is(chatErr(ErrRateLimited), chat.ErrRateLimited) {
 		t.Error("a timeout or a rate limit is not told as such")
 	}
 	if len(w.srv.Sent()) != 0 {
-		t.Errorf("requests made: %+v", w.srv.Sent())
+		t.Errorf("messages sent: %+v", w.srv.Sent())
 	}
 }
 

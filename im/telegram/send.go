@@ -390,6 +390,22 @@ func alreadySo(err error) bool {
 	return strings.Contains(msg, "message is not modified") || strings.Contains(msg, "message to delete not found")
 }
 
+// Gone reports whether Send failed because the thread is over for the
+// bot: the chat or the topic is gone (400 "chat not found", "message
+// thread not found", "TOPIC_DELETED"), or the bot was removed or blocked
+// (403 Forbidden). The binding of such a thread ends.
+func Gone(err error) bool {
+	if errors.Is(err, tgbot.ErrorForbidden) {
+		return true
+	}
+	if !errors.Is(err, tgbot.ErrorBadRequest) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "chat not found") || strings.Contains(msg, "message thread not found") ||
+		strings.Contains(msg, "TOPIC_DELETED")
+}
+
 // Permanent reports whether Send failed in a way that sending again
 // cannot mend: Telegram refused the request (400 Bad Request: the topic or
 // chat is gone, the text cannot be sent; 403 Forbidden: the bot was
