@@ -2,6 +2,7 @@ package faketelegram
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -77,6 +78,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		result, aerr = s.answerCallback(p)
 	case "deletemessage":
 		result, aerr = s.deleteMessage(p)
+	case "sendphoto":
+		result, aerr = s.sendPhoto(r, p)
+	case "setmycommands":
+		result, aerr = s.setMyCommands(p)
+	case "sendchataction":
+		result, aerr = s.sendChatAction(p)
 	default:
 		aerr = &apiErr{code: 404, desc: "Not Found"}
 	}
@@ -96,7 +103,10 @@ func parseParams(r *http.Request) (params, error) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {
 	case "multipart/form-data":
-		if err := r.ParseMultipartForm(8 << 20); err != nil {
+		if err := r.ParseMultipartForm(12 << 20); err != nil {
+			if errors.Is(err, io.EOF) {
+				return p, nil // an empty form: a method with no parameters
+			}
 			return nil, fmt.Errorf("multipart body: %w", err)
 		}
 		for k, v := range r.MultipartForm.Value {

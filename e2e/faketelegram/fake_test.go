@@ -75,7 +75,7 @@ func TestAWrongTokenIsUnauthorizedAndAnUnknownMethodNotFound(t *testing.T) {
 	if a := call(t, s, "77:other", "getMe", nil); a.OK || a.ErrorCode != 401 {
 		t.Fatalf("wrong token answered %+v, want 401", a)
 	}
-	if a := call(t, s, token, "sendPhoto", nil); a.OK || a.ErrorCode != 404 || a.Description != "Not Found" {
+	if a := call(t, s, token, "sendVoice", nil); a.OK || a.ErrorCode != 404 || a.Description != "Not Found" {
 		t.Fatalf("unknown method answered %+v, want 404 Not Found", a)
 	}
 	if a := call(t, s, token, "getMe", nil); !a.OK || !strings.Contains(string(a.Result), `"is_bot":true`) {

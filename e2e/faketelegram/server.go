@@ -29,6 +29,8 @@ type Sent struct {
 	Text, ParseMode string
 	// Buttons is the inline keyboard sent with the request, nil for none.
 	Buttons [][]Button
+	// Photo is the picture a sendPhoto uploaded (Text is its caption).
+	Photo []byte
 	// At is when the server accepted the request.
 	At time.Time
 }
@@ -77,6 +79,8 @@ type Server struct {
 	failed    int // sendMessage calls answered 500
 	early     int
 	polls     int // long polls waiting now
+	commands  []BotCommand
+	actions   []Sent // sendChatAction calls
 }
 
 // callback is a query Press made that is not answered yet.

@@ -56,9 +56,21 @@ type Adapter interface {
 	// Delete deletes a message the adapter sent in thread; one that is gone
 	// already counts as deleted.
 	Delete(ctx context.Context, thread, messageID string) error
-	// SendPhoto sends an image to p.Thread and returns its message id.
-	// Not used by the front end yet (issue 21's commands).
+	// SendPhoto sends an image to p.Thread, with p.Buttons under it
+	// (beside it where the platform cannot put buttons on a picture), and
+	// returns the id of the message that carries the buttons.
 	SendPhoto(ctx context.Context, p Photo) (string, error)
+	// SetCommands tells the platform thatch's commands, where its clients
+	// offer them (Telegram's setMyCommands), and learns the bot's own name
+	// (BotName). A platform without either does nothing.
+	SetCommands(ctx context.Context, cmds []CommandHelp) error
+	// BotName is the bot's user name as commands address it
+	// ("/history@name"); "" while it is not known.
+	BotName() string
+	// Typing shows, for a few seconds, that the agent is working on an
+	// answer in thread (Telegram's "typing" chat action); a platform
+	// without such a sign does nothing.
+	Typing(ctx context.Context, thread string) error
 	// AnswerPress answers a button press of thread (Press.ID), showing
 	// text where the platform can ("" only ends the press's spinner).
 	AnswerPress(ctx context.Context, thread, pressID, text string) error
@@ -211,6 +223,7 @@ type Photo struct {
 	Name    string // file name, with its extension
 	Data    []byte
 	Caption string
+	Buttons [][]Button
 }
 
 // Health is how an adapter's receiving goes.

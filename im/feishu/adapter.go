@@ -553,8 +553,9 @@ func (a *Adapter) Delete(ctx context.Context, thread, messageID string) error {
 func (a *Adapter) AnswerPress(context.Context, string, string, string) error { return nil }
 
 // SendPhoto uploads the picture and sends it as an image message; a
-// caption (Feishu's image messages have none) follows as a text message.
-// It returns the image message's id.
+// caption (Feishu's image messages have none) follows as a text message,
+// and buttons as a card after it (a card of the caption and the buttons
+// when there are both). It returns the id of the last message sent.
 func (a *Adapter) SendPhoto(ctx context.Context, p chat.Photo) (string, error) {
 	to, err := a.target(p.Thread)
 	if err != nil {
@@ -568,6 +569,13 @@ func (a *Adapter) SendPhoto(ctx context.Context, p chat.Photo) (string, error) {
 	if err != nil {
 		return "", chatErr(err)
 	}
+	if len(p.Buttons) > 0 {
+		ids, err := a.Send(ctx, chat.Message{Thread: p.Thread, Text: p.Caption, Buttons: p.Buttons})
+		if len(ids) > 0 {
+			id = ids[len(ids)-1]
+		}
+		return id, err
+	}
 	if strings.TrimSpace(p.Caption) != "" {
 		if _, err := a.client.Send(ctx, to, p.Caption); err != nil {
 			return id, chatErr(err)
@@ -575,6 +583,16 @@ func (a *Adapter) SendPhoto(ctx context.Context, p chat.Photo) (string, error) {
 	}
 	return id, nil
 }
+
+// SetCommands does nothing: Feishu offers a bot no command menu; the
+// commands are typed as text.
+func (*Adapter) SetCommands(context.Context, []chat.CommandHelp) error { return nil }
+
+// BotName is "": commands on Feishu are not addressed to a bot by name.
+func (*Adapter) BotName() string { return "" }
+
+// Typing does nothing: Feishu has no sign that a bot is writing.
+func (*Adapter) Typing(context.Context, string) error { return nil }
 
 // Feishu codes that say a request can never succeed as made.
 const (

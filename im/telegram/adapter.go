@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -52,6 +53,7 @@ func parseThread(key string) (chatID, threadID int64, topic bool, err error) {
 type Adapter struct {
 	bot     *Bot
 	allowed map[int64]bool
+	name    atomic.Value // string: the bot's user name, from getMe
 }
 
 var _ chat.Adapter = (*Adapter)(nil)
@@ -187,10 +189,17 @@ func (a *Adapter) SendPhoto(ctx context.Context, p chat.Photo) (string, error) {
 	if name == "" {
 		name = "photo.png"
 	}
+	kb, err := keyboard(buttons(p.Buttons))
+	if err != nil {
+		return "", chatErr(err)
+	}
 	var msg *models.Message
 	err = a.bot.attempt(ctx, a.bot.gate(chatID), "sendPhoto", func(ctx context.Context) (err error) {
 		params := &tgbot.SendPhotoParams{ChatID: chatID, Caption: strings.ToValidUTF8(p.Caption, "\uFFFD"),
 			Photo: &models.InputFileUpload{Filename: name, Data: bytes.NewReader(p.Data)}}
+		if kb != nil {
+			params.ReplyMarkup = kb
+		}
 		if topic {
 			params.MessageThreadID = int(threadID)
 		}
@@ -263,4 +272,53 @@ func chatErr(err error) error {
 		return &chatError{err, chat.ErrRateLimited}
 	}
 	return err
+}
+
+// SetCommands learns the bot's user name (getMe) and registers cmds with
+// setMyCommands, so that clients offer them.
+func (a *Adapter) SetCommands(ctx context.Context, cmds []chat.CommandHelp) error {
+	var me *models.User
+	err := a.bot.attempt(ctx, nil, "getMe", func(ctx context.Context) (err error) {
+		me, err = a.bot.api.GetMe(ctx)
+		return err
+	})
+	if err != nil {
+		return chatErr(a.bot.redact(fmt.Errorf("telegram: getMe: %w", err)))
+	}
+	a.name.Store(me.Username)
+	list := make([]models.BotCommand, len(cmds))
+	for i, c := range cmds {
+		list[i] = models.BotCommand{Command: c.Name, Description: c.Description}
+	}
+	err = a.bot.attempt(ctx, nil, "setMyCommands", func(ctx context.Context) error {
+		_, err := a.bot.api.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: list})
+		return err
+	})
+	if err != nil {
+		return chatErr(a.bot.redact(fmt.Errorf("telegram: setMyCommands: %w", err)))
+	}
+	return nil
+}
+
+// BotName is the bot's user name, once SetCommands learned it.
+func (a *Adapter) BotName() string {
+	name, _ := a.name.Load().(string)
+	return name
+}
+
+// Typing sends the "typing" chat action to the thread (Telegram shows it
+// for about 5 seconds, or until the bot's next message).
+func (a *Adapter) Typing(ctx context.Context, thread string) error {
+	chatID, threadID, topic, err := parseThread(thread)
+	if err != nil {
+		return err
+	}
+	params := &tgbot.SendChatActionParams{ChatID: chatID, Action: models.ChatActionTyping}
+	if topic {
+		params.MessageThreadID = int(threadID)
+	}
+	return chatErr(a.bot.inChat(ctx, chatID, "sendChatAction", func(ctx context.Context) error {
+		_, err := a.bot.api.SendChatAction(ctx, params)
+		return err
+	}))
 }

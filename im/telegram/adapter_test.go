@@ -172,3 +172,30 @@ func TestSendPhotoUploadsIntoTheTopic(t *testing.T) {
 		t.Fatalf("uploaded %+v", u)
 	}
 }
+
+// SetCommands registers thatch's commands with Telegram (so that clients
+// offer them) and learns the bot's name, which tells "/kill@thisbot" from
+// "/kill@otherbot"; Typing shows the typing sign in the topic.
+func TestSetCommandsRegistersThemAndLearnsTheBotsName(t *testing.T) {
+	w := newWorld(t, nil)
+	a := openAdapter(t, w, chat.Resume{})
+	if a.BotName() != "" {
+		t.Fatalf("the name is known before getMe: %q", a.BotName())
+	}
+	if err := a.SetCommands(context.Background(), chat.Commands); err != nil {
+		t.Fatal(err)
+	}
+	if a.BotName() != "thatch_fake_bot" {
+		t.Fatalf("BotName %q", a.BotName())
+	}
+	got := w.srv.Commands()
+	if len(got) != len(chat.Commands) || got[0].Command != chat.Commands[0].Name || got[0].Description != chat.Commands[0].Description {
+		t.Fatalf("commands registered: %+v", got)
+	}
+	if err := a.Typing(context.Background(), chatKey(5)); err != nil {
+		t.Fatal(err)
+	}
+	if acts := w.srv.Actions(); len(acts) != 1 || acts[0].Text != "typing" {
+		t.Fatalf("chat actions: %+v", acts)
+	}
+}
