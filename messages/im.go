@@ -90,6 +90,16 @@ type IMChatEnded struct {
 	Reason   string `json:"reason"`
 }
 
+// IMCommand is one of thatch's own commands (im/chat.Commands but
+// /start) given in the thread: Name without its slash, Args what
+// followed. UpdateID and User are as IMUpdate's.
+type IMCommand struct {
+	UpdateID int64  `json:"updateID"`
+	User     string `json:"user,omitempty"`
+	Name     string `json:"name"`
+	Args     string `json:"args,omitempty"`
+}
+
 // Effects of a binding, carried out by the IM front end. Each names what
 // must be done; its result comes back as the message named in its comment.
 
@@ -241,12 +251,71 @@ type IMCloseWindow struct {
 	Tag      string `json:"tag,omitempty"`
 }
 
+// IMSendKeys sends a key to the agent in the window (Key: "esc",
+// "interrupt", "enter"; the agent's keys for it come from its config),
+// when the window still carries Tag. Result: *IMKeysSent.
+type IMSendKeys struct {
+	WindowID string `json:"windowID"`
+	Tag      string `json:"tag,omitempty"`
+	Agent    string `json:"agent"`
+	Key      string `json:"key"`
+}
+
+// IMScreenshot sends the window's pane to the thread as a picture, with
+// buttons (Refresh, Esc, Enter, Ctrl-C) whose data Buttons gives. Result:
+// *IMScreenshotSent.
+type IMScreenshot struct {
+	WindowID string       `json:"windowID"`
+	Tag      string       `json:"tag,omitempty"`
+	Name     string       `json:"name"`
+	Buttons  [][]IMButton `json:"buttons,omitempty"`
+}
+
+// IMReadHistory reads the last N exchanges of the agent's transcript at
+// Path. Result: *IMHistoryRead.
+type IMReadHistory struct {
+	Path  string `json:"path"`
+	Agent string `json:"agent"`
+	N     int    `json:"n"`
+}
+
+// IMListBindings lists the bindings of the platform of the asking thread
+// that User set up or last answered. Result: *IMBindingsListed.
+type IMListBindings struct {
+	User string `json:"user"`
+}
+
 // IMStopFollowing stops following Path. No result.
 type IMStopFollowing struct {
 	Path string `json:"path"`
 }
 
 // Results of the effects.
+
+// IMKeysSent reports an IMSendKeys: Err says why the key was not sent.
+type IMKeysSent struct {
+	Key string `json:"key"`
+	Err string `json:"err,omitempty"`
+}
+
+// IMScreenshotSent reports an IMScreenshot: Err says why no picture was
+// sent (Text, when set, is the pane as text, sent instead).
+type IMScreenshotSent struct {
+	Err  string `json:"err,omitempty"`
+	Text string `json:"text,omitempty"`
+}
+
+// IMHistoryRead is the history asked for, as text (Err: it could not be
+// read).
+type IMHistoryRead struct {
+	Text string `json:"text,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// IMBindingsListed is the list asked for, as text.
+type IMBindingsListed struct {
+	Text string `json:"text"`
+}
 
 // IMWindowChecked: Alive is false when the window (or the whole tmux
 // server) is gone. Agent is the agent detected in the pane ("" none).

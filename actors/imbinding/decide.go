@@ -53,6 +53,10 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.chatSent(m)
 	case *messages.IMChatEnded:
 		p.chatEnded(m)
+	case *messages.IMCommand:
+		p.command(m)
+	case *messages.IMKeysSent, *messages.IMScreenshotSent, *messages.IMHistoryRead, *messages.IMBindingsListed:
+		p.commandResult(m)
 	case *messages.IMChatPartSent:
 		p.chatPartSent(m)
 	case *messages.IMDirectoryListed:
@@ -168,6 +172,10 @@ func (p *plan) press(m *messages.IMPress) {
 		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
 		return
 	}
+	if strings.HasPrefix(m.Data, pressCommand) {
+		p.pressedCommand(m)
+		return
+	}
 	nonceText, action, _ := strings.Cut(m.Data, ":")
 	nonce, err := strconv.ParseUint(nonceText, 10, 64)
 	pr := s.Prompt
@@ -204,6 +212,8 @@ func (p *plan) press(m *messages.IMPress) {
 		}
 	case PromptRename, PromptMismatch, PromptDead:
 		p.answer(pr, verb, m.User)
+	case PromptKill:
+		p.answerKill(verb)
 	}
 }
 

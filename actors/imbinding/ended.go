@@ -1,6 +1,7 @@
 package imbinding
 
 import (
+	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -25,19 +26,19 @@ func (p *plan) chatEnded(m *messages.IMChatEnded) {
 		return
 	}
 	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
-	p.end(m.Reason)
+	p.end(m.Reason, false)
 }
 
 // end ends the binding: nobody can be answered in a chat that is over, so
-// the queue and the outbox go; the window is kept or killed as
-// im.on_close says. An ended binding stays ended until a message arrives
+// the queue and the outbox go; the window is killed when kill is set (the
+// user's /kill) or im.on_close says "kill", and kept otherwise. An ended binding stays ended until a message arrives
 // in its thread again (the bot was added back): that starts a new setup.
-func (p *plan) end(reason string) {
+func (p *plan) end(reason string, kill bool) {
 	s := p.s
 	if s.Phase == PhaseEnded {
 		return
 	}
-	kill := p.k.cfg.OnClose == OnCloseKill && s.Window.WindowID != ""
+	kill = (kill || p.k.cfg.OnClose == OnCloseKill) && s.Window.WindowID != ""
 	if s.Transcript != "" {
 		p.effect(&messages.IMStopFollowing{Path: s.Transcript})
 	}
@@ -61,11 +62,13 @@ func applyEnded(n *State, e *messages.IMEnded) {
 }
 
 // endedAccepts reports the messages an ended binding still acts on: what
-// comes from its thread. The results of effects it asked for before it
-// ended are dropped.
+// comes from its thread, and its outbox's results and retries (what it
+// says after it ended, when its chat is still there: /unbind, /kill). The
+// results of the other effects it asked for before it ended are dropped.
 func endedAccepts(msg any) bool {
 	switch msg.(type) {
-	case *messages.IMUpdate, *messages.IMPress, *messages.IMChatEnded:
+	case *messages.IMUpdate, *messages.IMPress, *messages.IMChatEnded, *messages.IMCommand, *messages.IMBindingsListed,
+		*messages.IMChatSent, *messages.IMChatPartSent, *actors.Tick:
 		return true
 	}
 	return false

@@ -53,7 +53,8 @@ func (p *plan) chatSent(m *messages.IMChatSent) {
 	}
 	switch {
 	case m.Gone:
-		p.end("the chat is gone: " + m.Err)
+		p.event(&messages.IMOutboxSent{Seq: m.Seq, Refused: m.Err})
+		p.end("the chat is gone: "+m.Err, false)
 		return
 	case m.Err != "" && !m.Permanent:
 		p.effect(&actors.StartTimer{Name: timerOutbox, After: outboxRetry})

@@ -48,10 +48,12 @@ func (p *plan) recovered() {
 	}
 }
 
-// recoveredEnded kills, again, the window of an ended binding that was to
-// be killed: a crash may have cut the kill short (the tag check makes it
-// a no-op when the window is gone).
+// recoveredEnded sends what an ended binding said after it ended and was
+// not sent yet, and kills, again, its window when that was to be killed:
+// a crash may have cut the kill short (the tag check makes it a no-op
+// when the window is gone).
 func (p *plan) recoveredEnded() {
+	p.sendHead() // what it said after it ended
 	if s := p.s; s.Ended != nil && s.Ended.WindowClosed && s.Window.WindowID != "" {
 		p.effect(s.closeWindow())
 	}

@@ -21,12 +21,18 @@ type View struct {
 	Refused string `json:"refused,omitempty"`
 	// Ended says why the binding ended, and whether its window was kept.
 	Ended string `json:"ended,omitempty"`
+	// User is who set the thread up or last spoke in it, in the
+	// platform's ids (/sessions lists a user's threads by it).
+	User string `json:"user,omitempty"`
+	// Cwd is the agent's directory.
+	Cwd string `json:"cwd,omitempty"`
 }
 
 // View shows the binding.
 func (*Kind) View(s *State) any {
 	v := View{Thread: s.Key, DisplayName: s.Chat.DisplayName, Agent: s.Info.AgentType, Window: s.Window.WindowID,
-		Session: s.Info.SessionID, State: s.Phase, Queued: len(s.Queue), Unsent: len(s.Outbox), Refused: s.Refused}
+		Session: s.Info.SessionID, State: s.Phase, Queued: len(s.Queue), Unsent: len(s.Outbox), Refused: s.Refused,
+		User: s.Actor, Cwd: s.Info.Cwd}
 	if v.DisplayName == "" {
 		v.DisplayName = s.Name()
 	}

@@ -51,6 +51,10 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.followTranscript),
 		supervisor.Handle(f.stopFollowing),
 		supervisor.Handle(f.closeWindow),
+		supervisor.Handle(f.sendKeys),
+		supervisor.Handle(f.screenshot, supervisor.Lane(laneChat)),
+		supervisor.Handle(f.readHistory),
+		supervisor.Handle(f.listBindings),
 	}
 }
 

@@ -266,6 +266,11 @@ func (f *FrontEnd) Start(context.Context) error {
 				f.log.Error("receiving from the chat stopped", "platform", p.a.Name(), "error", err)
 			}
 		}()
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.setCommands(ctx, p.a)
+		}()
 	}
 	return nil
 }

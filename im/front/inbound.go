@@ -108,6 +108,15 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 			UpdateID: u.ID, User: u.User, CallbackID: c.ID, Data: c.Data,
 		}, deliverTimeout)
 	}
+	switch c, act := command(a, u.Text); {
+	case u.Media != "" || act == cmdNone:
+	case act == cmdIgnore:
+		f.log.Debug("a command for another bot; ignored", "thread", key, "command", c.Name)
+		return nil
+	case act == cmdRun:
+		return f.tree.DeliverContext(ctx, bindingID(key), &messages.IMCommand{UpdateID: u.ID, User: u.User,
+			Name: c.Name, Args: cleanText(c.Args, maxName)}, deliverTimeout)
+	}
 	if u.Media != "" {
 		u.Text = mediaCaption(u.Media, u.Caption) // the binding says the rest was not passed on
 	}

@@ -564,6 +564,7 @@ func (*textIDsChat) Limits() chat.Limits {
 	return chat.Limits{MaxMessage: 100, MaxButtonData: 64, MaxName: 100}
 }
 func (*textIDsChat) AnswerPress(context.Context, string, string, string) error { return nil }
+func (*textIDsChat) BotName() string                                           { return "" }
 func (*textIDsChat) Send(context.Context, chat.Message) ([]string, error) {
 	return []string{"om_1", "om_2"}, nil
 }

@@ -357,6 +357,33 @@ func (c *Client) Capture(ctx context.Context, id string, lines int) (string, err
 	return strings.Join(ls[max(0, len(ls)-lines):], "\n"), nil
 }
 
+// Pane is the visible screen of a window's active pane: its text with
+// tmux's escape sequences for colours and attributes (capture-pane -e),
+// one line per row, and its size in cells.
+type Pane struct {
+	Text       string
+	Cols, Rows int
+}
+
+// CapturePane captures the visible screen of the window's active pane
+// with its colours and attributes.
+func (c *Client) CapturePane(ctx context.Context, id string) (Pane, error) {
+	if !validID(id) {
+		return Pane{}, fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	outs, err := c.batch(ctx, true, []string{"display-message", "-p", "-t", id, "#{pane_width} #{pane_height}"},
+		[]string{"capture-pane", "-e", "-p", "-t", id})
+	if err != nil {
+		return Pane{}, fmt.Errorf("tmux: capture %s: %w", id, err)
+	}
+	var p Pane
+	if _, err := fmt.Sscanf(strings.TrimSpace(outs[0]), "%d %d", &p.Cols, &p.Rows); err != nil || p.Cols <= 0 || p.Rows <= 0 {
+		return Pane{}, fmt.Errorf("tmux: capture %s: pane size %q", id, outs[0])
+	}
+	p.Text = outs[1]
+	return p, nil
+}
+
 // Kill closes the window and ends what runs in it; ErrNoWindow when it
 // was not there. Killing the session's last window ends the session.
 func (c *Client) Kill(ctx context.Context, id string) error {

@@ -1,0 +1,146 @@
+package imbinding
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/thatch-run/thatch/messages"
+)
+
+// PromptKill is the confirmation /kill asks for.
+const PromptKill = "kill"
+
+// History bounds: /history with no number shows DefaultHistory exchanges,
+// and never more than MaxHistory.
+const (
+	DefaultHistory = 5
+	MaxHistory     = 50
+)
+
+// keyNames are the keys /esc, /interrupt and /enter send, as the chat
+// says them.
+var keyNames = map[string]string{"esc": "Escape", "interrupt": "Ctrl-C", "enter": "Enter"}
+
+// pressCommand is the prefix of the data of a button that runs a command
+// (the screenshot's): "x:<command>:<user>". It names no prompt: it works
+// as long as the binding has a window, for the user it was shown to.
+const pressCommand = "x:"
+
+// command handles one of thatch's commands given in the thread.
+func (p *plan) command(m *messages.IMCommand) {
+	if p.seen(m.UpdateID) {
+		return
+	}
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+	p.runCommand(m.Name, m.Args, m.User)
+}
+
+// runCommand runs a command for user.
+func (p *plan) runCommand(name, args, user string) {
+	s := p.s
+	if name == "sessions" {
+		p.effect(&messages.IMListBindings{User: user})
+		return
+	}
+	if !s.Bound() || s.Phase == PhaseEnded || s.Phase == PhaseRecovering {
+		p.say(messages.IMOutEntry{Text: "This thread has no agent window now: send a message to set one up."})
+		return
+	}
+	switch name {
+	case "esc", "interrupt", "enter":
+		p.effect(&messages.IMSendKeys{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Key: name})
+	case "screenshot":
+		p.effect(&messages.IMScreenshot{WindowID: s.Window.WindowID, Tag: s.Tag, Name: s.windowName(), Buttons: screenshotButtons(user)})
+	case "history":
+		n := DefaultHistory
+		if args != "" {
+			v, err := strconv.Atoi(args)
+			if err != nil || v < 1 {
+				p.say(messages.IMOutEntry{Text: "/history takes a number of exchanges, like /history 3."})
+				return
+			}
+			n = min(v, MaxHistory)
+		}
+		if s.Transcript == "" {
+			p.say(messages.IMOutEntry{Text: "thatch has not found the agent's session yet, so it has no history to show."})
+			return
+		}
+		p.effect(&messages.IMReadHistory{Path: s.Transcript, Agent: s.Info.AgentType, N: n})
+	case "kill":
+		if pr := s.Prompt; pr != nil && pr.Kind != PromptKill {
+			p.say(messages.IMOutEntry{Text: "Answer the open question first."})
+			return
+		}
+		p.ask(PromptKill, fmt.Sprintf("Kill window %s (%s in %s) and end this thread's binding?", s.windowName(), s.Info.AgentType, s.Info.Cwd),
+			user, nil, "", [][]messages.IMButton{{{Text: "Kill", Data: "kill"}, {Text: "Cancel", Data: "cancel"}}})
+	case "unbind":
+		window := s.windowName()
+		p.end("unbound from the chat", false)
+		p.say(messages.IMOutEntry{Text: "This thread's binding ended; window " + window + " keeps running. Send a message to set up a new one."})
+	}
+}
+
+// screenshotButtons are the buttons under a screenshot, for user.
+func screenshotButtons(user string) [][]messages.IMButton {
+	b := func(label, cmd string) messages.IMButton {
+		return messages.IMButton{Text: label, Data: pressCommand + cmd + ":" + user}
+	}
+	return [][]messages.IMButton{{b("Refresh", "screenshot"), b("Esc", "esc"), b("Enter", "enter"), b("Ctrl-C", "interrupt")}}
+}
+
+// pressedCommand handles a press of a command button: it runs for the
+// user it was shown to, and says so to anyone else.
+func (p *plan) pressedCommand(m *messages.IMPress) {
+	cmd, user, _ := strings.Cut(strings.TrimPrefix(m.Data, pressCommand), ":")
+	ok := user == m.User && (cmd == "screenshot" || keyNames[cmd] != "")
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+	if !ok {
+		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
+		return
+	}
+	p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+	p.runCommand(cmd, "", user)
+}
+
+// answerKill acts on the /kill confirmation.
+func (p *plan) answerKill(verb string) {
+	p.closePrompt()
+	if verb != "kill" {
+		p.say(messages.IMOutEntry{Text: "Kept."})
+		return
+	}
+	window := p.s.windowName()
+	p.end("killed from the chat", true)
+	p.say(messages.IMOutEntry{Text: "Window " + window + " is killed and this thread's binding ended. Send a message to set up a new one."})
+}
+
+// commandResult handles the results of the commands' effects.
+func (p *plan) commandResult(msg any) {
+	switch m := msg.(type) {
+	case *messages.IMKeysSent:
+		if m.Err != "" {
+			p.say(messages.IMOutEntry{Text: "Could not send " + keyNames[m.Key] + ": " + m.Err})
+			return
+		}
+		p.say(messages.IMOutEntry{Text: keyNames[m.Key] + " sent."})
+	case *messages.IMScreenshotSent:
+		switch {
+		case m.Text != "":
+			p.say(messages.IMOutEntry{Text: "```\n" + m.Text + "\n```", Markdown: true})
+		case m.Err != "":
+			p.say(messages.IMOutEntry{Text: "Could not show the window: " + m.Err})
+		}
+	case *messages.IMHistoryRead:
+		switch {
+		case m.Err != "":
+			p.say(messages.IMOutEntry{Text: "Could not read the history: " + m.Err})
+		case strings.TrimSpace(m.Text) == "":
+			p.say(messages.IMOutEntry{Text: "The agent's session has no exchanges yet."})
+		default:
+			p.say(messages.IMOutEntry{Text: m.Text})
+		}
+	case *messages.IMBindingsListed:
+		p.say(messages.IMOutEntry{Text: m.Text})
+	}
+}

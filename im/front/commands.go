@@ -1,0 +1,232 @@
+package front
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/tmux"
+	"github.com/thatch-run/thatch/internal/retry"
+	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/supervisor/frontend"
+)
+
+// The effects of the chat commands (/esc, /screenshot, /history, ...; the
+// binding decides them, imbinding/commands.go).
+
+// defaultKeys are the tmux keys a key command sends, for an agent whose
+// config names none.
+var defaultKeys = map[string][]string{"esc": {"Escape"}, "interrupt": {"C-c"}, "enter": {"Enter"}}
+
+// What a message that starts with a command is.
+const (
+	cmdNone   = iota // no command of thatch: a message (/start, or the agent's own /compact, typed to it)
+	cmdRun           // one of thatch's commands
+	cmdIgnore        // a command for another bot ("/kill@otherbot")
+)
+
+// command reads a command at the start of a message's text.
+func command(a chat.Adapter, text string) (chat.Command, int) {
+	c, mine, ok := chat.ParseCommand(strings.TrimSpace(text), a.BotName())
+	switch {
+	case !ok:
+		return c, cmdNone
+	case !mine:
+		return c, cmdIgnore
+	case c.Name == "start" || !chat.IsCommand(c.Name):
+		return c, cmdNone
+	}
+	return c, cmdRun
+}
+
+// sendKeys sends a key command's keys to the window, when it is still
+// the binding's (its tag).
+func (f *FrontEnd) sendKeys(ctx context.Context, _ actors.Identity, e *messages.IMSendKeys) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	keys := defaultKeys[e.Key]
+	if len(keys) == 0 {
+		return &messages.IMKeysSent{Key: e.Key, Err: "no keys for " + e.Key}
+	}
+	if err := f.ownWindow(ctx, e.WindowID, e.Tag); err != nil {
+		return &messages.IMKeysSent{Key: e.Key, Err: err.Error()}
+	}
+	if err := f.tmux.SendKeys(ctx, e.WindowID, keys...); err != nil {
+		if f.runCtx.Err() != nil {
+			return nil
+		}
+		return &messages.IMKeysSent{Key: e.Key, Err: err.Error()}
+	}
+	return &messages.IMKeysSent{Key: e.Key}
+}
+
+// errNotOurs says a window id now names a window the binding did not make.
+var errNotOurs = errors.New("the window is gone")
+
+// ownWindow checks that the window is there and carries tag.
+func (f *FrontEnd) ownWindow(ctx context.Context, id, tag string) error {
+	w, err := f.tmux.Window(ctx, id)
+	switch {
+	case errors.Is(err, tmux.ErrNoWindow):
+		return errNotOurs
+	case err != nil:
+		return err
+	case tag != "" && w.Tag != tag:
+		return errNotOurs
+	}
+	return nil
+}
+
+// screenshot sends the pane as a picture with its buttons; a pane that
+// cannot be drawn goes back as text, for the binding to send.
+func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *messages.IMScreenshot) any {
+	cctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	if err := f.ownWindow(cctx, e.WindowID, e.Tag); err != nil {
+		return &messages.IMScreenshotSent{Err: err.Error()}
+	}
+	pane, err := f.tmux.CapturePane(cctx, e.WindowID)
+	if err != nil {
+		return &messages.IMScreenshotSent{Err: err.Error()}
+	}
+	png, err := f.renderPane(pane)
+	if err != nil {
+		f.log.Warn("cannot draw a pane; sending its text", "window", e.WindowID, "error", err)
+		return &messages.IMScreenshotSent{Err: err.Error(), Text: plainPane(pane.Text)}
+	}
+	a, err := f.adapterOf(from.ID)
+	if err != nil {
+		return &messages.IMScreenshotSent{Err: err.Error()}
+	}
+	sctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
+	defer cancel()
+	p := chat.Photo{Thread: from.ID, Name: "window.png", Data: png, Caption: e.Name + " at " + time.Now().Format("15:04:05")}
+	for _, row := range e.Buttons {
+		var r []chat.Button
+		for _, b := range row {
+			r = append(r, chat.Button{Text: b.Text, Data: b.Data})
+		}
+		p.Buttons = append(p.Buttons, r)
+	}
+	if _, err := a.SendPhoto(sctx, p); err != nil {
+		if f.runCtx.Err() != nil {
+			return nil
+		}
+		return &messages.IMScreenshotSent{Err: err.Error()}
+	}
+	return &messages.IMScreenshotSent{}
+}
+
+// plainPane is a capture without its escape sequences, blank lines at the
+// bottom cut.
+func plainPane(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[' {
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			i = j
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return strings.TrimRight(b.String(), " \n")
+}
+
+// readHistory reads the last exchanges of a transcript as text.
+func (f *FrontEnd) readHistory(_ context.Context, _ actors.Identity, e *messages.IMReadHistory) any {
+	a, ok := f.agents.Get(e.Agent)
+	if !ok {
+		return &messages.IMHistoryRead{Err: "unknown agent " + e.Agent}
+	}
+	ex, err := a.History(e.Path, e.N)
+	if err != nil {
+		return &messages.IMHistoryRead{Err: err.Error()}
+	}
+	var b strings.Builder
+	for _, x := range ex {
+		if x.Prompt != "" {
+			fmt.Fprintf(&b, "▶ %s\n", x.Prompt)
+		}
+		for _, r := range x.Replies {
+			b.WriteString(r)
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	return &messages.IMHistoryRead{Text: strings.TrimSpace(b.String())}
+}
+
+// listBindings lists the bindings of the asking thread's platform that the
+// user set up or last spoke in.
+func (f *FrontEnd) listBindings(_ context.Context, from actors.Identity, e *messages.IMListBindings) any {
+	views, _ := frontend.Entities(f.tree, f.jr, imbinding.KindName, "thread", 0, 5*time.Second)
+	scheme := chat.SchemeOf(from.ID)
+	var b strings.Builder
+	n := 0
+	for _, raw := range views {
+		v, ok := raw.(imbinding.View)
+		if !ok || v.User != e.User || chat.SchemeOf(v.Thread) != scheme || v.State == imbinding.PhaseUnbound {
+			continue
+		}
+		n++
+		here := ""
+		if v.Thread == from.ID {
+			here = " (this thread)"
+		}
+		fmt.Fprintf(&b, "• %s%s: %s in %s, %s", v.DisplayName, here, orNone(v.Agent), orNone(v.Cwd), v.State)
+		if v.LastMessage != "" {
+			fmt.Fprintf(&b, ", last message %s", v.LastMessage)
+		}
+		b.WriteString("\n")
+	}
+	if n == 0 {
+		return &messages.IMBindingsListed{Text: "You have no bound threads here."}
+	}
+	return &messages.IMBindingsListed{Text: fmt.Sprintf("Your threads (%d):\n%s", n, strings.TrimRight(b.String(), "\n"))}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none yet)"
+	}
+	return s
+}
+
+// commandsBackoff spaces the tries to register the commands.
+var commandsBackoff = retry.Backoff{Base: 5 * time.Second, Max: 10 * time.Minute}
+
+// setCommands registers thatch's commands with the platform (and so
+// learns the bot's name, which tells a command for this bot from one for
+// another), trying again with backoff until it succeeds or ctx ends.
+func (f *FrontEnd) setCommands(ctx context.Context, a chat.Adapter) {
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, effectTimeout)
+		err := a.SetCommands(cctx, chat.Commands)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		wait := commandsBackoff.Delay(attempt)
+		f.log.Warn("cannot register the bot's commands; trying again", "platform", a.Name(), "error", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// renderPane draws a pane as a PNG.
+func (f *FrontEnd) renderPane(tmux.Pane) ([]byte, error) {
+	return nil, errors.New("the pane cannot be drawn yet")
+}
