@@ -38,6 +38,7 @@
 //	md       Markdown: bold, inline code, a fenced code block, a link, <tag> and &
 //	tool     an assistant tool call and its result, then "echo: tool"
 //	slow     waits 1s, then "echo: slow"
+//	sleep N  waits N seconds (at most 60), then "echo: sleep N"
 //	exit     exits 0 (so does end of input)
 //	other    "echo: <message>"
 package main

@@ -310,6 +310,13 @@ func replyFor(msg string) string {
 	case msg == "slow":
 		time.Sleep(time.Second)
 		return "echo: slow"
+	case strings.HasPrefix(msg, "sleep "):
+		// Works for N seconds (at most a minute) before it answers.
+		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(msg, "sleep ")))
+		if err == nil && n >= 0 && n <= 60 {
+			time.Sleep(time.Duration(n) * time.Second)
+		}
+		return "echo: " + msg
 	case strings.HasPrefix(msg, "env "):
 		// What the agent's environment holds: thatch sets variables on
 		// the windows it makes for the agents started there.

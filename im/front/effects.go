@@ -66,7 +66,7 @@ func errText(err error) string {
 }
 
 // checkWindow reads the window and tells which agent runs in it.
-func (f *FrontEnd) checkWindow(parent context.Context, _ actors.Identity, e *messages.IMCheckWindow) any {
+func (f *FrontEnd) checkWindow(parent context.Context, from actors.Identity, e *messages.IMCheckWindow) any {
 	ctx, cancel := context.WithTimeout(parent, effectTimeout)
 	defer cancel()
 	w, err := f.tmux.Window(ctx, e.WindowID)
@@ -94,6 +94,9 @@ func (f *FrontEnd) checkWindow(parent context.Context, _ actors.Identity, e *mes
 		res.TypeNotTaken, err = f.typeText(parent, e.WindowID, agent, t.UpdateID, t.Text)
 		res.TypeErr = errText(err)
 		res.TypeNotReady = errors.Is(err, errNotReady)
+		if err == nil && !res.TypeNotTaken {
+			f.progress.working(from.ID, e.WindowID)
+		}
 	}
 	return res
 }
@@ -112,7 +115,7 @@ func (f *FrontEnd) detect(w tmux.Window) string {
 	return name
 }
 
-func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messages.IMSendToWindow) any {
+func (f *FrontEnd) sendToWindow(ctx context.Context, from actors.Identity, e *messages.IMSendToWindow) any {
 	wctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	w, err := f.tmux.Window(wctx, e.WindowID)
 	cancel()
@@ -123,6 +126,9 @@ func (f *FrontEnd) sendToWindow(ctx context.Context, _ actors.Identity, e *messa
 	}
 	agent := f.detect(w)
 	notTaken, err := f.typeText(ctx, e.WindowID, agent, e.UpdateID, e.Text)
+	if err == nil && !notTaken {
+		f.progress.working(from.ID, e.WindowID)
+	}
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err), NotTaken: notTaken, NotReady: errors.Is(err, errNotReady)}
 }
 
@@ -562,6 +568,9 @@ func (f *FrontEnd) parseLine(agent string, line []byte) []string {
 // moves on rather than retrying forever.
 func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m any) error {
 	err := f.tree.DeliverContext(ctx, bindingID(binding), m, deliverTimeout)
+	if tr, ok := m.(*messages.IMTranscriptRead); ok && err == nil && len(tr.Replies) > 0 {
+		f.progress.replied(binding)
+	}
 	if err != nil && refused(err) {
 		f.log.Error("a binding refused what its agent's transcript or hook told; it is not relayed", "thread", binding, "error", err)
 		return nil

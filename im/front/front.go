@@ -107,6 +107,7 @@ type FrontEnd struct {
 	// environment.
 	withheldEnv []string
 	follow      *follower
+	progress    progress
 	// Set by Mount.
 	tree frontend.Tree
 
@@ -272,6 +273,11 @@ func (f *FrontEnd) Start(context.Context) error {
 			f.setCommands(ctx, p.a)
 		}()
 	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.runProgress(ctx)
+	}()
 	return nil
 }
 

@@ -141,3 +141,21 @@ func TestScenarioScreenshotShowsThePane(t *testing.T) {
 		return false, fmt.Sprintf("%q", w.said(thread))
 	})
 }
+
+// While the agent works on a message and has not replied, the chat shows
+// it typing.
+func TestScenarioTheChatShowsTheAgentWorking(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("busy", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "sleep 9")
+	testwait.UntilReason(t, "the typing sign in the thread", func() (bool, string) {
+		for _, a := range w.tg.Actions() {
+			if a.ThreadID == thread && a.Text == "typing" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", w.tg.Actions())
+	})
+	w.waitSaid(thread, "echo: sleep 9")
+}
