@@ -34,7 +34,7 @@ lint: ## gofmt (every file formatted) and staticcheck (installed on first use)
 # package's testdata/fuzz (plain `go test` runs the seeds).
 FUZZ_TARGETS := ./config:FuzzLoadTOML ./config:FuzzLoadYAML ./messages:FuzzDecode ./messages:FuzzEncode \
 	./hosts/opencode:FuzzDecoder ./hosts/opencode:FuzzSSEReader ./hosts/opencode/front:FuzzToolBody \
-	./im/agents:FuzzReplies ./im/telegram:FuzzRenderHTML ./im/telegram:FuzzSplit
+	./im/agents:FuzzReplies ./im/telegram:FuzzRenderHTML ./im/telegram:FuzzSplit ./im/screenshot:FuzzRender
 FUZZTIME ?= 2m
 
 # A target that fails is run once more only when it wrote no failing input

@@ -49,6 +49,9 @@ func TestImportBoundaries(t *testing.T) {
 		{"im/tmux", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		{"im/agents", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		{"im/telegram", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
+		// The pane renderer draws text: nothing of thatch, no storage, no
+		// wire.
+		{"im/screenshot", []string{mod, mod + "/...", pebble, protoactor, nethttp}},
 		{"im/feishu", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		// The IM front end, like the opencode one, never imports another.
 		{"im/front/...", []string{mod + "/hosts/..."}},

@@ -10,6 +10,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/screenshot"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/internal/retry"
 	"github.com/thatch-run/thatch/messages"
@@ -226,7 +227,24 @@ func (f *FrontEnd) setCommands(ctx context.Context, a chat.Adapter) {
 	}
 }
 
-// renderPane draws a pane as a PNG.
-func (f *FrontEnd) renderPane(tmux.Pane) ([]byte, error) {
-	return nil, errors.New("the pane cannot be drawn yet")
+// maxShotWidth is the widest picture worth sending: Telegram scales a
+// photo down to 1280 pixels, so a wider one only loses sharpness.
+const maxShotWidth = 1280
+
+// renderPane draws a pane as a PNG, in the largest font (14 at most, 9 at
+// least) that keeps it within maxShotWidth.
+func (f *FrontEnd) renderPane(p tmux.Pane) ([]byte, error) {
+	return screenshot.PNG([]byte(p.Text), shotOptions(p.Cols, p.Rows))
+}
+
+// shotOptions are the renderer's options for a pane of cols by rows.
+func shotOptions(cols, rows int) screenshot.Options {
+	o := screenshot.Options{Cols: cols, Rows: rows, FontSize: 14}
+	for o.FontSize > 9 {
+		if w, _ := screenshot.CellSize(o); w*cols <= maxShotWidth {
+			break
+		}
+		o.FontSize--
+	}
+	return o
 }

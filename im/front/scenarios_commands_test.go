@@ -1,12 +1,18 @@
 package front_test
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
+	"github.com/thatch-run/thatch/e2e/faketelegram"
 	imchat "github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/screenshot"
 	"github.com/thatch-run/thatch/internal/testwait"
 )
 
@@ -121,25 +127,72 @@ func TestScenarioKillAsksThenKillsTheWindow(t *testing.T) {
 	})
 }
 
-// /screenshot of a bound window: the pane goes to the chat.
+// /screenshot of a bound window: a PNG of the pane goes to the chat,
+// one cell per character (the pane is 80x24), its text drawn where the
+// pane shows it, with Refresh, Esc, Enter and Ctrl-C under it; Refresh
+// sends a new one.
 func TestScenarioScreenshotShowsThePane(t *testing.T) {
 	w := newWorld(t, nil)
 	thread := w.setup("shot", "api", "first")
 	w.waitSaid(thread, "echo: first")
 	w.send(thread, "/screenshot")
-	testwait.UntilReason(t, "the pane in the chat", func() (bool, string) {
+	shot := w.photo(thread, 1)
+	img, err := png.Decode(bytes.NewReader(shot.Photo))
+	if err != nil {
+		t.Fatalf("the picture does not decode: %v", err)
+	}
+	cw, ch := screenshot.CellSize(screenshot.Options{FontSize: 14})
+	if b := img.Bounds(); b.Dx() != 80*cw || b.Dy() != 24*ch {
+		t.Fatalf("picture %v, want 80x24 cells of %dx%d", b, cw, ch)
+	}
+	screen := strings.Split(w.tmux("capture-pane", "-p", "-t", w.onlyWindow().ID), "\n")
+	for row, line := range screen[:min(len(screen), 24)] {
+		for col, r := range []rune(line) {
+			if col >= 80 {
+				break
+			}
+			if inked := hasInk(img, col*cw, row*ch, cw, ch); inked == unicode.IsSpace(r) {
+				t.Fatalf("cell %d,%d shows %q but the picture has ink=%v there", col, row, r, inked)
+			}
+		}
+	}
+	if got := labels(faketelegram.Sent{Buttons: shot.Buttons}); !slices.Equal(got, []string{"Refresh", "Esc", "Enter", "Ctrl-C"}) {
+		t.Fatalf("buttons under the picture: %q", got)
+	}
+	w.press(thread, shot, "Refresh")
+	w.photo(thread, 2)
+}
+
+// photo waits for the thread's nth picture.
+func (w *world) photo(thread int64, n int) faketelegram.Sent {
+	w.t.Helper()
+	var got []faketelegram.Sent
+	testwait.UntilReason(w.t, fmt.Sprintf("picture %d in the thread", n), func() (bool, string) {
+		got = got[:0]
 		for _, s := range w.tg.Sent() {
-			if s.Method == "sendPhoto" && len(s.Photo) > 0 {
-				return true, ""
+			if s.Method == "sendPhoto" && s.ThreadID == thread {
+				got = append(got, s)
 			}
 		}
-		for _, s := range w.said(thread) {
-			if strings.Contains(s, "echo: first") && strings.Contains(s, "session:") {
-				return true, "" // the pane as text
-			}
-		}
-		return false, fmt.Sprintf("%q", w.said(thread))
+		return len(got) >= n, fmt.Sprintf("%q", w.said(thread))
 	})
+	return got[n-1]
+}
+
+// hasInk reports whether any pixel of the cell differs from the
+// background.
+func hasInk(img image.Image, x0, y0, w, h int) bool {
+	bg := screenshot.DefaultBackground()
+	for y := y0; y < y0+h; y++ {
+		for x := x0; x < x0+w; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			br, bgc, bb, _ := bg.RGBA()
+			if r != br || g != bgc || b != bb {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // While the agent works on a message and has not replied, the chat shows
