@@ -327,7 +327,59 @@ type Agent struct {
 	// line shows and checks after Enter that the agent took the text.
 	// "off": type at once, unchecked.
 	Input string `koanf:"input" usage:"regexp for the agent's input line on its screen (one group: its text), or off"`
+	// PromptOption is a regexp matched against the lines of the agent's
+	// screen: a match is an option of an interactive prompt (a permission
+	// dialog, a numbered choice). Its named groups: n (the option's
+	// number), label (the option as shown, number included), cursor
+	// (non-empty on the selected option) and, optionally, key (a key the
+	// option names, such as "y" in "(y)"). "off": thatch looks for no
+	// prompt. Default: DefaultClaudePromptOption, DefaultCodexPromptOption;
+	// "off" for copilot and mimo.
+	PromptOption string `koanf:"prompt_option" usage:"regexp for an option of the agent's prompt (named groups n, label, cursor; optional key), or off"`
+	// PromptQuestion is a regexp for the prompt's question line, searched
+	// upwards from the first option; its one group (or the whole match)
+	// is the question. A numbered list without it is not a prompt.
+	PromptQuestion string `koanf:"prompt_question" usage:"regexp for the question line above a prompt's options (at most one group: the question)"`
+	// PromptTop is a regexp for the line that opens the prompt (claude
+	// draws a rule above its dialogs): the lines between it and the
+	// options are the prompt's context (the tool, the command). Empty:
+	// the question opens the prompt, and what lies between it and the
+	// options is the context.
+	PromptTop string `koanf:"prompt_top" usage:"regexp for the line that opens a prompt; empty: the question line does"`
+	// PromptIgnore is a regexp for lines of the prompt left out of its
+	// context (tips, dashed rules). Empty: none.
+	PromptIgnore string `koanf:"prompt_ignore" usage:"regexp for lines of a prompt left out of its context"`
+	// PromptKeys is the tmux keys that choose an option, separated by
+	// spaces and sent one at a time: {n} is replaced by the option's
+	// number and {key} by the key it names. claude 2.1.328 only moves its
+	// selection on a digit and needs Enter; codex 0.169.0 chooses on the
+	// digit alone.
+	PromptKeys string `koanf:"prompt_keys" usage:"tmux keys that choose a prompt's option ({n}: its number, {key}: the key it names)"`
 }
+
+// The agents' prompt patterns by default (see Agent.PromptOption), taken
+// from the real screens of claude 2.1.328 and codex 0.169.0
+// (im/agents/testdata/prompts). claude marks the selected option " ❯ 1.
+// Yes" and draws a rule ("────") above its dialog, which opens with the
+// tool ("Bash command") and ends with the question ("Do you want to
+// proceed?"); a digit only moves its selection, Enter chooses. codex
+// marks it "› 1. Yes, proceed (y)", opens its dialog with the question
+// ("Would you like to run the following command?"; its questions, as
+// the 0.169.0 binary holds them, start "Would you like", "Do you want" or
+// "Allow", and the model's "Reason: ...?" below must not pass for one)
+// and chooses on the digit. These are the one copy: im/agents takes its built-in defaults
+// from here.
+const (
+	DefaultClaudePromptOption   = `^\s*(?P<cursor>❯)?\s*(?P<label>(?P<n>[0-9]{1,2})\.\s+\S.*?)\s*$`
+	DefaultClaudePromptQuestion = `^\s*(\S.*\?)\s*$`
+	DefaultClaudePromptTop      = `^\s*─{8,}\s*$`
+	DefaultClaudePromptIgnore   = `^\s*(?:Tip: .*|╌+)\s*$`
+	DefaultClaudePromptKeys     = "{n} Enter"
+	DefaultCodexPromptOption    = `^\s*(?P<cursor>›)?\s*(?P<label>(?P<n>[0-9]{1,2})\.\s+\S.*?(?:\s\((?P<key>[a-z]{1,5})\))?)\s*$`
+	DefaultCodexPromptQuestion  = `^\s*((?:Would you like|Do you want|Allow) .*\?)\s*$`
+	DefaultCodexPromptKeys      = "{n}"
+	PromptOff                   = "off"
+)
 
 // The agents' input lines by default (see Agent.Input): claude draws its
 // input line as "❯" and a no-break space (the conversation above shows the
@@ -437,10 +489,13 @@ func Defaults() *Config {
 			Feishu:        Feishu{BaseURL: "https://open.feishu.cn", Mode: "ws", Listen: "127.0.0.1:0", Path: "/feishu/events"},
 			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
 			Agents: Agents{
-				Claude:  Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`, Input: DefaultClaudeInput},
-				Codex:   Agent{Launch: "codex", Resume: "codex resume {session_id}", Detect: `(^|/)codex(\s|$)`, Input: DefaultCodexInput},
-				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`, Input: InputOff},
-				Mimo:    Agent{Launch: "mimo", Detect: `(^|/)mimo(code)?(\s|$)`, Input: InputOff},
+				Claude: Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`, Input: DefaultClaudeInput,
+					PromptOption: DefaultClaudePromptOption, PromptQuestion: DefaultClaudePromptQuestion, PromptTop: DefaultClaudePromptTop,
+					PromptIgnore: DefaultClaudePromptIgnore, PromptKeys: DefaultClaudePromptKeys},
+				Codex: Agent{Launch: "codex", Resume: "codex resume {session_id}", Detect: `(^|/)codex(\s|$)`, Input: DefaultCodexInput,
+					PromptOption: DefaultCodexPromptOption, PromptQuestion: DefaultCodexPromptQuestion, PromptKeys: DefaultCodexPromptKeys},
+				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`, Input: InputOff, PromptOption: PromptOff},
+				Mimo:    Agent{Launch: "mimo", Detect: `(^|/)mimo(code)?(\s|$)`, Input: InputOff, PromptOption: PromptOff},
 			},
 		},
 	}

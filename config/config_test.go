@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -21,72 +22,92 @@ import (
 // the form Redacted shows. It pins the key names and defaults independently
 // of the struct tags they are derived from.
 var specDefaults = map[string]any{
-	"data.dir":                     "",
-	"log.level":                    "info",
-	"log.format":                   "text",
-	"control.listen":               "127.0.0.1:0",
-	"control.token_file":           "",
-	"control.state_file":           "",
-	"journal.snapshot_every":       100,
-	"journal.cache_size_mb":        32,
-	"actors.passivate_after":       "5m",
-	"supervisor.max_restarts":      5,
-	"supervisor.restart_window":    "1m",
-	"supervisor.backoff_base":      "50ms",
-	"supervisor.backoff_max":       "30s",
-	"opencode.buffer_limit":        20,
-	"opencode.stale_after":         "15m",
-	"opencode.finish_grace":        "10s",
-	"opencode.exit_retry_window":   "2m",
-	"opencode.request_timeout":     "10s",
-	"opencode.servers":             []any{},
-	"memory.embedder":              "local",
-	"memory.embeddings_url":        "",
-	"memory.embeddings_model":      "",
-	"memory.embeddings_api_key":    "",
-	"memory.dedup_threshold":       0.85,
-	"memory.stale_after":           "2160h",
-	"sweep.interval":               "1m",
-	"sweep.runtime_state_ttl":      "168h",
-	"sweep.deleted_session_ttl":    "24h",
-	"sweep.strand":                 true,
-	"sweep.strand_interval":        "5m",
-	"sweep.opencode_db":            "",
-	"im.allowed_users":             []string{},
-	"im.open":                      false,
-	"im.roots":                     []string{"~"},
-	"im.rename_timeout":            "1m",
-	"im.telegram.token":            "",
-	"im.telegram.api_url":          "https://api.telegram.org",
-	"im.telegram.send_timeout":     "10s",
-	"im.on_close":                  "keep",
-	"im.feishu.app_id":             "",
-	"im.feishu.app_secret":         "",
-	"im.feishu.verification_token": "",
-	"im.feishu.encrypt_key":        "",
-	"im.feishu.base_url":           "https://open.feishu.cn",
-	"im.feishu.mode":               "ws",
-	"im.feishu.listen":             "127.0.0.1:0",
-	"im.feishu.path":               "/feishu/events",
-	"im.feishu.allowed_users":      []string{},
-	"im.tmux.socket":               "thatch",
-	"im.tmux.session":              "thatch",
-	"im.agents.claude.launch":      "claude",
-	"im.agents.claude.resume":      "claude -r {session_id}",
-	"im.agents.claude.detect":      `(^|/)claude(\s|$)`,
-	"im.agents.claude.input":       DefaultClaudeInput,
-	"im.agents.codex.launch":       "codex",
-	"im.agents.codex.resume":       "codex resume {session_id}",
-	"im.agents.codex.detect":       `(^|/)codex(\s|$)`,
-	"im.agents.codex.input":        DefaultCodexInput,
-	"im.agents.copilot.launch":     "copilot",
-	"im.agents.copilot.resume":     "copilot --resume {session_id}",
-	"im.agents.copilot.detect":     `(^|/)copilot(\s|$)`,
-	"im.agents.copilot.input":      "off",
-	"im.agents.mimo.launch":        "mimo",
-	"im.agents.mimo.resume":        "",
-	"im.agents.mimo.detect":        `(^|/)mimo(code)?(\s|$)`,
-	"im.agents.mimo.input":         "off",
+	"data.dir":                          "",
+	"log.level":                         "info",
+	"log.format":                        "text",
+	"control.listen":                    "127.0.0.1:0",
+	"control.token_file":                "",
+	"control.state_file":                "",
+	"journal.snapshot_every":            100,
+	"journal.cache_size_mb":             32,
+	"actors.passivate_after":            "5m",
+	"supervisor.max_restarts":           5,
+	"supervisor.restart_window":         "1m",
+	"supervisor.backoff_base":           "50ms",
+	"supervisor.backoff_max":            "30s",
+	"opencode.buffer_limit":             20,
+	"opencode.stale_after":              "15m",
+	"opencode.finish_grace":             "10s",
+	"opencode.exit_retry_window":        "2m",
+	"opencode.request_timeout":          "10s",
+	"opencode.servers":                  []any{},
+	"memory.embedder":                   "local",
+	"memory.embeddings_url":             "",
+	"memory.embeddings_model":           "",
+	"memory.embeddings_api_key":         "",
+	"memory.dedup_threshold":            0.85,
+	"memory.stale_after":                "2160h",
+	"sweep.interval":                    "1m",
+	"sweep.runtime_state_ttl":           "168h",
+	"sweep.deleted_session_ttl":         "24h",
+	"sweep.strand":                      true,
+	"sweep.strand_interval":             "5m",
+	"sweep.opencode_db":                 "",
+	"im.allowed_users":                  []string{},
+	"im.open":                           false,
+	"im.roots":                          []string{"~"},
+	"im.rename_timeout":                 "1m",
+	"im.telegram.token":                 "",
+	"im.telegram.api_url":               "https://api.telegram.org",
+	"im.telegram.send_timeout":          "10s",
+	"im.on_close":                       "keep",
+	"im.feishu.app_id":                  "",
+	"im.feishu.app_secret":              "",
+	"im.feishu.verification_token":      "",
+	"im.feishu.encrypt_key":             "",
+	"im.feishu.base_url":                "https://open.feishu.cn",
+	"im.feishu.mode":                    "ws",
+	"im.feishu.listen":                  "127.0.0.1:0",
+	"im.feishu.path":                    "/feishu/events",
+	"im.feishu.allowed_users":           []string{},
+	"im.tmux.socket":                    "thatch",
+	"im.tmux.session":                   "thatch",
+	"im.agents.claude.launch":           "claude",
+	"im.agents.claude.resume":           "claude -r {session_id}",
+	"im.agents.claude.detect":           `(^|/)claude(\s|$)`,
+	"im.agents.claude.input":            DefaultClaudeInput,
+	"im.agents.codex.launch":            "codex",
+	"im.agents.codex.resume":            "codex resume {session_id}",
+	"im.agents.codex.detect":            `(^|/)codex(\s|$)`,
+	"im.agents.codex.input":             DefaultCodexInput,
+	"im.agents.copilot.launch":          "copilot",
+	"im.agents.copilot.resume":          "copilot --resume {session_id}",
+	"im.agents.copilot.detect":          `(^|/)copilot(\s|$)`,
+	"im.agents.copilot.input":           "off",
+	"im.agents.mimo.launch":             "mimo",
+	"im.agents.mimo.resume":             "",
+	"im.agents.mimo.detect":             `(^|/)mimo(code)?(\s|$)`,
+	"im.agents.mimo.input":              "off",
+	"im.agents.claude.prompt_option":    DefaultClaudePromptOption,
+	"im.agents.claude.prompt_question":  DefaultClaudePromptQuestion,
+	"im.agents.claude.prompt_top":       DefaultClaudePromptTop,
+	"im.agents.claude.prompt_ignore":    DefaultClaudePromptIgnore,
+	"im.agents.claude.prompt_keys":      DefaultClaudePromptKeys,
+	"im.agents.codex.prompt_option":     DefaultCodexPromptOption,
+	"im.agents.codex.prompt_question":   DefaultCodexPromptQuestion,
+	"im.agents.codex.prompt_top":        "",
+	"im.agents.codex.prompt_ignore":     "",
+	"im.agents.codex.prompt_keys":       DefaultCodexPromptKeys,
+	"im.agents.copilot.prompt_option":   "off",
+	"im.agents.copilot.prompt_question": "",
+	"im.agents.copilot.prompt_top":      "",
+	"im.agents.copilot.prompt_ignore":   "",
+	"im.agents.copilot.prompt_keys":     "",
+	"im.agents.mimo.prompt_option":      "off",
+	"im.agents.mimo.prompt_question":    "",
+	"im.agents.mimo.prompt_top":         "",
+	"im.agents.mimo.prompt_ignore":      "",
+	"im.agents.mimo.prompt_keys":        "",
 }
 
 func TestDefaultsMatchSpec(t *testing.T) {
@@ -304,5 +325,69 @@ func TestServerFieldsStable(t *testing.T) {
 	want := []string{"name", "url", "api", "username", "password"}
 	if !slices.Equal(got, want) {
 		t.Errorf("server keys %v, want %v", got, want)
+	}
+}
+
+// The prompt_* keys: each bad value is reported under its own key, all at
+// once; "off" turns the others' checks off.
+func TestValidatePromptKeys(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(a *Agents)
+		keys   []string // the problems' keys; none: valid
+		msg    string   // a part of the first problem's message
+	}{
+		{"defaults", func(*Agents) {}, nil, ""},
+		{"option does not compile", func(a *Agents) { a.Claude.PromptOption = "(" },
+			[]string{"im.agents.claude.prompt_option"}, "missing closing )"},
+		{"option without cursor", func(a *Agents) { a.Codex.PromptOption = `^(?P<n>\d)\. (?P<label>.*)$` },
+			[]string{"im.agents.codex.prompt_option"}, "no group (?P<cursor>...)"},
+		{"question with two groups", func(a *Agents) { a.Claude.PromptQuestion = `(a)(b)` },
+			[]string{"im.agents.claude.prompt_question"}, "at most one group"},
+		{"question empty", func(a *Agents) { a.Codex.PromptQuestion = "" },
+			[]string{"im.agents.codex.prompt_question"}, "at most one group"},
+		{"top does not compile", func(a *Agents) { a.Claude.PromptTop = "[" },
+			[]string{"im.agents.claude.prompt_top"}, "must be a regexp or empty"},
+		{"ignore does not compile", func(a *Agents) { a.Codex.PromptIgnore = "*" },
+			[]string{"im.agents.codex.prompt_ignore"}, "must be a regexp or empty"},
+		{"keys empty", func(a *Agents) { a.Claude.PromptKeys = " " },
+			[]string{"im.agents.claude.prompt_keys"}, "names no key"},
+		{"keys with an unknown placeholder", func(a *Agents) { a.Codex.PromptKeys = "{num} Enter" },
+			[]string{"im.agents.codex.prompt_keys"}, "unknown placeholder {num}"},
+		{"all at once", func(a *Agents) {
+			a.Claude.PromptOption, a.Claude.PromptKeys, a.Codex.PromptTop = "(", "", "["
+		}, []string{"im.agents.claude.prompt_option", "im.agents.claude.prompt_keys", "im.agents.codex.prompt_top"}, ""},
+		{"off skips the rest", func(a *Agents) {
+			a.Claude = Agent{Launch: "claude", Detect: "claude", Input: InputOff, PromptOption: PromptOff, PromptQuestion: "(", PromptKeys: ""}
+		}, nil, ""},
+		{"copilot turned on", func(a *Agents) { a.Copilot.PromptOption = DefaultClaudePromptOption },
+			[]string{"im.agents.copilot.prompt_question", "im.agents.copilot.prompt_keys"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid(t)
+			tc.mutate(&c.IM.Agents)
+			err := c.Validate()
+			if tc.keys == nil {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("want a ValidationError, got %v", err)
+			}
+			var keys []string
+			for _, p := range ve.Problems {
+				keys = append(keys, p.Key)
+			}
+			if !slices.Equal(keys, tc.keys) {
+				t.Errorf("problems under %q, want %q: %v", keys, tc.keys, err)
+			}
+			if tc.msg != "" && !strings.Contains(ve.Problems[0].Msg, tc.msg) {
+				t.Errorf("message %q lacks %q", ve.Problems[0].Msg, tc.msg)
+			}
+		})
 	}
 }

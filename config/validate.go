@@ -253,6 +253,63 @@ func (v *validator) im(c *IM) {
 				v.add(key+".input", "must be a regexp with at most one group, or %q, got %q", InputOff, a.Input)
 			}
 		}
+		v.prompt(key, a.Agent)
+	}
+}
+
+// PromptGroups are the named groups an Agent.PromptOption must have: the
+// option's number, its label, and the cursor that marks the selected one.
+var PromptGroups = []string{"n", "label", "cursor"}
+
+// CheckPromptOption reports why expr cannot be an Agent.PromptOption: it
+// does not compile, or lacks one of PromptGroups.
+func CheckPromptOption(expr string) error {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return err
+	}
+	for _, g := range PromptGroups {
+		if re.SubexpIndex(g) < 0 {
+			return fmt.Errorf("no group (?P<%s>...)", g)
+		}
+	}
+	return nil
+}
+
+var promptPlaceholder = regexp.MustCompile(`\{[^{}]*\}`)
+
+// CheckPromptKeys reports why tmpl cannot be an Agent.PromptKeys: it names
+// no key, or holds a placeholder other than {n} and {key}.
+func CheckPromptKeys(tmpl string) error {
+	if strings.TrimSpace(tmpl) == "" {
+		return errors.New("names no key")
+	}
+	for _, p := range promptPlaceholder.FindAllString(tmpl, -1) {
+		if p != "{n}" && p != "{key}" {
+			return fmt.Errorf("unknown placeholder %s (known: {n}, {key})", p)
+		}
+	}
+	return nil
+}
+
+// prompt checks an agent's prompt_* keys, unless prompt_option is "off".
+func (v *validator) prompt(key string, a Agent) {
+	if a.PromptOption == PromptOff {
+		return
+	}
+	if err := CheckPromptOption(a.PromptOption); err != nil {
+		v.add(key+".prompt_option", "must be a regexp with groups (?P<n>), (?P<label>) and (?P<cursor>), or %q, got %q: %v", PromptOff, a.PromptOption, err)
+	}
+	if re, err := regexp.Compile(a.PromptQuestion); err != nil || re.NumSubexp() > 1 || a.PromptQuestion == "" {
+		v.add(key+".prompt_question", "must be a regexp with at most one group, got %q", a.PromptQuestion)
+	}
+	for _, f := range []struct{ key, expr string }{{".prompt_top", a.PromptTop}, {".prompt_ignore", a.PromptIgnore}} {
+		if _, err := regexp.Compile(f.expr); err != nil {
+			v.add(key+f.key, "must be a regexp or empty, got %q: %v", f.expr, err)
+		}
+	}
+	if err := CheckPromptKeys(a.PromptKeys); err != nil {
+		v.add(key+".prompt_keys", "must be tmux keys separated by spaces, got %q: %v", a.PromptKeys, err)
 	}
 }
 

@@ -69,6 +69,12 @@ type Spec struct {
 	// checks after Enter that the line let go of what was typed. "off"
 	// types at once, unchecked. Default: DefaultInput(name).
 	Input string
+	// Prompt says how the agent draws an interactive prompt (see
+	// FindPrompt). The zero value takes DefaultPrompt(name); any other
+	// value is used as it is, so that a config, which fills every key
+	// from its defaults, can also empty one. Option PromptOff turns
+	// detection off.
+	Prompt PromptPatterns
 }
 
 // InputOff is the Input value that turns the input-line checks off: the
@@ -114,6 +120,7 @@ type Agent struct {
 
 	detect *regexp.Regexp
 	input  *regexp.Regexp // nil: no input-line checks
+	prompt *PromptFinder  // nil: no prompt detection
 	home   string
 	format format
 }
@@ -238,6 +245,16 @@ func NewRegistry(home string, specs map[string]Spec, opts ...Option) (*Registry,
 			}
 			a.input = re
 		}
+		pp := DefaultPrompt(b.name)
+		if s.Prompt != (PromptPatterns{}) {
+			pp = s.Prompt
+		}
+		f, err := CompilePrompt(pp, input)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("agent %s: %w", b.name, err))
+			continue
+		}
+		a.prompt = f
 		r.agents[b.name] = a
 	}
 	if len(errs) > 0 {

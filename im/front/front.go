@@ -197,7 +197,9 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	resumable := map[string]bool{}
 	var names []string
 	for _, a := range im.Agents.ByName() {
-		specs[a.Name] = agents.Spec{Launch: a.Launch, Resume: a.Resume, Detect: a.Detect, Input: a.Input}
+		specs[a.Name] = agents.Spec{Launch: a.Launch, Resume: a.Resume, Detect: a.Detect, Input: a.Input,
+			Prompt: agents.PromptPatterns{Option: a.PromptOption, Question: a.PromptQuestion, Top: a.PromptTop,
+				Ignore: a.PromptIgnore, Keys: a.PromptKeys}}
 		resumable[a.Name] = a.Resume != ""
 		names = append(names, a.Name)
 	}
