@@ -51,7 +51,7 @@ type IMWorld struct {
 
 // NewIMWorld makes the world; extra lines go into the [im] section.
 func NewIMWorld(extra ...string) *IMWorld {
-	return newIMWorld("", extra)
+	return newIMWorld("", true, extra)
 }
 
 // NewRealIMWorld makes a world in which agent ("claude" or "codex") is
@@ -59,10 +59,13 @@ func NewIMWorld(extra ...string) *IMWorld {
 // local fake (Anthropic for claude, Responses for codex: an echo by
 // default); the other agents stay fakes.
 func NewRealIMWorld(agent string, extra ...string) *IMWorld {
-	return newIMWorld(agent, extra)
+	return newIMWorld(agent, true, extra)
 }
 
-func newIMWorld(real string, extra []string) *IMWorld {
+// newIMWorld makes the world; without telegram the config has no
+// [im.telegram] section (the Telegram adapter does not run, and a world
+// adds another platform's section: FeishuWorld).
+func newIMWorld(real string, telegram bool, extra []string) *IMWorld {
 	Expect(bins.FakeAgent).NotTo(BeEmpty(), "the suite did not build the fake agent")
 	w := NewWorld()
 	iw := &IMWorld{World: w, TG: faketelegram.New(imToken),
@@ -101,10 +104,13 @@ func newIMWorld(real string, extra []string) *IMWorld {
 		"allowed_users = [\"42\"]",
 		"roots = [" + quote(iw.Projects) + "]",
 	}, extra...)
+	if telegram {
+		lines = append(lines,
+			"[im.telegram]",
+			"token = "+quote(imToken),
+			"api_url = "+quote(iw.TG.URL()))
+	}
 	lines = append(lines,
-		"[im.telegram]",
-		"token = "+quote(imToken),
-		"api_url = "+quote(iw.TG.URL()),
 		"[im.tmux]",
 		"socket = "+quote(iw.Socket))
 	// tmux starts login shells, which set PATH afresh from /etc/profile:
@@ -376,7 +382,13 @@ func (iw *IMWorld) EarlierSession(agent, project, prompt string) string {
 // (what a crash between a send and its journal does, by design).
 func (iw *IMWorld) Settled(d *Daemon, thread int64) {
 	GinkgoHelper()
-	key := fmt.Sprintf("tg:%d:%d", imChat, thread)
+	SettledKey(d, fmt.Sprintf("tg:%d:%d", imChat, thread))
+}
+
+// SettledKey is Settled for the binding of any thread key ("tg:...",
+// "fs:...").
+func SettledKey(d *Daemon, key string) {
+	GinkgoHelper()
 	Eventually(func() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
