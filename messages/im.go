@@ -64,6 +64,32 @@ type IMPress struct {
 	User       string `json:"user,omitempty"`
 	CallbackID string `json:"callbackID"`
 	Data       string `json:"data"`
+	// MessageID is the message that carries the button ("" unknown).
+	MessageID string `json:"messageID,omitempty"`
+}
+
+// IMAgentPrompt says the agent waits on an interactive prompt of its own
+// (a permission dialog, a numbered choice), as the front end found it on
+// the window's screen: Text is its question and context as the chat shows
+// them, Options its options in order. Fingerprint names the prompt (the
+// same while it stays open).
+type IMAgentPrompt struct {
+	Fingerprint string          `json:"fingerprint"`
+	Text        string          `json:"text"`
+	Options     []IMAgentOption `json:"options"`
+}
+
+// IMAgentOption is one option of an agent's prompt: its label as shown and
+// the tmux keys that choose it.
+type IMAgentOption struct {
+	Label string   `json:"label"`
+	Keys  []string `json:"keys"`
+}
+
+// IMAgentPromptGone says the prompt Fingerprint is no longer on the
+// window's screen (answered in the terminal, or given up).
+type IMAgentPromptGone struct {
+	Fingerprint string `json:"fingerprint"`
 }
 
 // IMTranscriptRead carries the agent's replies that the transcript
@@ -285,12 +311,40 @@ type IMListBindings struct {
 	User string `json:"user"`
 }
 
+// IMAnswerAgentPrompt answers the agent's prompt Fingerprint with Keys
+// (option Option), only while the window (its Tag) shows that prompt, and
+// then checks that the prompt went away. Result: *IMAgentPromptAnswered.
+type IMAnswerAgentPrompt struct {
+	WindowID    string   `json:"windowID"`
+	Tag         string   `json:"tag,omitempty"`
+	Agent       string   `json:"agent"`
+	Fingerprint string   `json:"fingerprint"`
+	Nonce       uint64   `json:"nonce"`
+	Option      int      `json:"option"`
+	Keys        []string `json:"keys"`
+}
+
 // IMStopFollowing stops following Path. No result.
 type IMStopFollowing struct {
 	Path string `json:"path"`
 }
 
 // Results of the effects.
+
+// Outcomes of an IMAnswerAgentPrompt.
+const (
+	AgentPromptAnswered = "answered" // the keys were sent and the prompt went away
+	AgentPromptGone     = "gone"     // the prompt was no longer on screen: nothing was sent
+	AgentPromptStuck    = "stuck"    // the keys were sent and the prompt is still there
+)
+
+// IMAgentPromptAnswered reports an IMAnswerAgentPrompt: its Outcome, or
+// Err when the window could not be read or the keys not sent.
+type IMAgentPromptAnswered struct {
+	Nonce   uint64 `json:"nonce"`
+	Outcome string `json:"outcome,omitempty"`
+	Err     string `json:"err,omitempty"`
+}
 
 // IMKeysSent reports an IMSendKeys: Err says why the key was not sent.
 type IMKeysSent struct {
@@ -606,6 +660,28 @@ type IMEnded struct {
 	WindowClosed bool   `json:"windowClosed,omitempty"`
 }
 
+// IMAgentAsked records an agent's prompt shown in the chat with buttons,
+// under Nonce, for User (who last spoke in the thread).
+type IMAgentAsked struct {
+	Nonce       uint64          `json:"nonce"`
+	Fingerprint string          `json:"fingerprint"`
+	User        string          `json:"user,omitempty"`
+	Options     []IMAgentOption `json:"options"`
+}
+
+// IMAgentAskPending records a press of the agent's prompt Nonce being
+// carried out (Pending) or done with the prompt still open.
+type IMAgentAskPending struct {
+	Nonce   uint64 `json:"nonce"`
+	Pending bool   `json:"pending,omitempty"`
+}
+
+// IMAgentAskClosed records the agent's prompt Nonce closed: answered, or
+// gone from the screen.
+type IMAgentAskClosed struct {
+	Nonce uint64 `json:"nonce"`
+}
+
 // IMResumed records a restart: checks and deliveries in flight are
 // started again.
 type IMResumed struct {
@@ -635,6 +711,9 @@ func init() {
 	Register[IMTypingHeld]("im.typing_held", 1)
 	Register[IMSessionLostSaid]("im.session_lost_said", 1)
 	Register[IMEnded]("im.ended", 1)
+	Register[IMAgentAsked]("im.agent_asked", 1)
+	Register[IMAgentAskPending]("im.agent_ask_pending", 1)
+	Register[IMAgentAskClosed]("im.agent_ask_closed", 1)
 }
 
 // UpgradeIDs is the Upgrade of a body that carried ids as numbers: see

@@ -9,7 +9,7 @@ import (
 // Apply returns the state after ev; s is left as it was.
 func (*Kind) Apply(s *State, ev any) *State {
 	n := *s
-	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) {
+	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) || applyAsk(&n, s, ev) {
 		return &n
 	}
 	return s
@@ -62,6 +62,11 @@ func applyChat(n, s *State, ev any) bool {
 			c := *pr
 			c.MessageIDs = append(slices.Clip(pr.MessageIDs), e.MessageID)
 			n.Prompt = &c
+		}
+		if a := s.Asked; a != nil && s.Outbox[i].Prompt == a.Nonce && e.MessageID != "" {
+			c := *a
+			c.MessageIDs = append(slices.Clip(a.MessageIDs), e.MessageID)
+			n.Asked = &c
 		}
 		n.Outbox = slices.Delete(slices.Clone(s.Outbox), i, i+1)
 	case *messages.IMPromptOpened:

@@ -55,6 +55,12 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.chatEnded(m)
 	case *messages.IMCommand:
 		p.command(m)
+	case *messages.IMAgentPrompt:
+		p.agentPrompt(m)
+	case *messages.IMAgentPromptGone:
+		p.agentPromptGone(m)
+	case *messages.IMAgentPromptAnswered:
+		p.agentAnswered(m)
 	case *messages.IMKeysSent, *messages.IMScreenshotSent, *messages.IMHistoryRead, *messages.IMBindingsListed:
 		p.commandResult(m)
 	case *messages.IMChatPartSent:
@@ -174,6 +180,10 @@ func (p *plan) press(m *messages.IMPress) {
 	}
 	if strings.HasPrefix(m.Data, pressCommand) {
 		p.pressedCommand(m)
+		return
+	}
+	if strings.HasPrefix(m.Data, pressAgent) {
+		p.pressedAgentPrompt(m)
 		return
 	}
 	nonceText, action, _ := strings.Cut(m.Data, ":")

@@ -56,7 +56,7 @@ func (s *State) closeWindow() *messages.IMCloseWindow {
 func applyEnded(n *State, e *messages.IMEnded) {
 	n.Phase = PhaseEnded
 	n.Ended = &Ending{Reason: e.Reason, At: e.At, WindowClosed: e.WindowClosed}
-	n.Setup, n.Prompt, n.Checking = nil, nil, false
+	n.Setup, n.Prompt, n.Asked, n.Checking = nil, nil, nil, false
 	n.Queue, n.Outbox, n.OutFlight, n.Held = nil, nil, 0, 0
 	n.Transcript, n.Offset = "", 0
 }

@@ -202,6 +202,8 @@ type State struct {
 	LostSaid bool `json:"lostSaid,omitempty"`
 	// Ended is set while the binding is ended (PhaseEnded).
 	Ended *Ending `json:"ended,omitempty"`
+	// Asked is the agent's own prompt shown in the chat, if any.
+	Asked *AgentAsk `json:"asked,omitempty"`
 }
 
 // The state's version 2 keeps users and message ids as text. Version 1

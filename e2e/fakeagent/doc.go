@@ -38,7 +38,11 @@
 //	md       Markdown: bold, inline code, a fenced code block, a link, <tag> and &
 //	tool     an assistant tool call and its result, then "echo: tool"
 //	slow     waits 1s, then "echo: slow"
-//	sleep N  waits N seconds (at most 60), then "echo: sleep N"
+//	sleep N  draws "✻ Working…" and a fresh input line, waits N seconds
+//	         (at most 60), then "echo: sleep N"
+//	ask CMD  draws a permission dialog for CMD as claude does (numbered
+//	         options, the first marked ❯) and no input line; the next line
+//	         read is the answer: "echo: answered <line> to CMD"
 //	exit     exits 0 (so does end of input)
 //	other    "echo: <message>"
 package main

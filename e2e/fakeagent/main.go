@@ -258,11 +258,28 @@ func (s *session) claude(typ string, message any, extra map[string]any) error {
 func (s *session) loop(stdin io.Reader, stdout, stderr io.Writer) int {
 	code := 0
 	fmt.Fprint(stdout, s.prompt)
+	asking := "" // the command an "ask" dialog waits on
 	readMessages(stdin, func(msg string) bool {
 		if msg == "exit" {
 			return false
 		}
+		if cmd, ok := strings.CutPrefix(msg, "ask "); ok && asking == "" {
+			// A permission dialog drawn as claude draws one, and no
+			// input line: the next line typed is the answer.
+			asking = cmd
+			fmt.Fprint(stdout, permissionDialog(cmd))
+			return true
+		}
+		if strings.HasPrefix(msg, "sleep ") {
+			// As the real TUIs do while they work: the message shows as
+			// taken, with a fresh input line, before the answer comes.
+			fmt.Fprint(stdout, "✻ Working…\n"+s.prompt)
+		}
 		reply := replyFor(msg)
+		if asking != "" {
+			reply, msg = "echo: answered "+msg+" to "+asking, "answer "+msg
+			asking = ""
+		}
 		if err := s.record(msg, reply); err != nil {
 			fmt.Fprintln(stderr, "fakeagent:", err)
 			code = 1
@@ -447,4 +464,18 @@ func (s *session) copilotTurn(msg, reply string) error {
 		}
 	}
 	return nil
+}
+
+// permissionDialog is a permission dialog for cmd laid out as claude
+// 2.1.328 draws one (im/agents/testdata/prompts/claude-bash.txt).
+func permissionDialog(cmd string) string {
+	return "\n" + strings.Repeat("─", 60) + "\n" +
+		" Bash command\n\n" +
+		"   " + cmd + "\n" +
+		"   Run " + cmd + "\n\n" +
+		" Do you want to proceed?\n" +
+		" ❯ 1. Yes\n" +
+		"   2. Yes, and don’t ask again for: " + cmd + " *\n" +
+		"   3. No\n\n" +
+		" Esc to cancel · Tab to amend\n"
 }

@@ -55,6 +55,7 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.screenshot, supervisor.Lane(laneChat)),
 		supervisor.Handle(f.readHistory),
 		supervisor.Handle(f.listBindings),
+		supervisor.Handle(f.answerAgentPrompt),
 	}
 }
 
@@ -95,7 +96,7 @@ func (f *FrontEnd) checkWindow(parent context.Context, from actors.Identity, e *
 		res.TypeErr = errText(err)
 		res.TypeNotReady = errors.Is(err, errNotReady)
 		if err == nil && !res.TypeNotTaken {
-			f.progress.working(from.ID, e.WindowID)
+			f.progress.working(from.ID, e.WindowID, agent)
 		}
 	}
 	return res
@@ -127,7 +128,7 @@ func (f *FrontEnd) sendToWindow(ctx context.Context, from actors.Identity, e *me
 	agent := f.detect(w)
 	notTaken, err := f.typeText(ctx, e.WindowID, agent, e.UpdateID, e.Text)
 	if err == nil && !notTaken {
-		f.progress.working(from.ID, e.WindowID)
+		f.progress.working(from.ID, e.WindowID, agent)
 	}
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err), NotTaken: notTaken, NotReady: errors.Is(err, errNotReady)}
 }

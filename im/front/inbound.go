@@ -105,7 +105,7 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 			return nil
 		}
 		return f.tree.DeliverContext(ctx, bindingID(key), &messages.IMPress{
-			UpdateID: u.ID, User: u.User, CallbackID: c.ID, Data: c.Data,
+			UpdateID: u.ID, User: u.User, CallbackID: c.ID, Data: c.Data, MessageID: c.Message,
 		}, deliverTimeout)
 	}
 	switch c, act := command(a, u.Text); {

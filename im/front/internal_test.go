@@ -600,7 +600,7 @@ func TestTextIDsReachTheBindingUnchanged(t *testing.T) {
 	}
 	want := []any{
 		&messages.IMUpdate{UpdateID: 7, User: "ou_alice", Text: "hi"},
-		&messages.IMPress{UpdateID: 8, User: "ou_alice", CallbackID: "p1", Data: "1:a:0"},
+		&messages.IMPress{UpdateID: 8, User: "ou_alice", CallbackID: "p1", Data: "1:a:0", MessageID: "om_2"},
 	}
 	if !reflect.DeepEqual(tree.got, want) {
 		t.Fatalf("delivered %s; want %s", spew(tree.got), spew(want))

@@ -212,3 +212,36 @@ func TestScenarioTheChatShowsTheAgentWorking(t *testing.T) {
 	})
 	w.waitSaid(thread, "echo: sleep 9")
 }
+
+// The agent stops on a permission dialog: the chat gets its question and
+// one button per option; a press sends that option's keys (the digit,
+// then Enter), the agent goes on with it, and the buttons go.
+func TestScenarioAnAgentsPromptIsAnsweredFromTheChat(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("perm", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "ask npm test")
+	m := w.prompt(thread, "Do you want to proceed?")
+	if got := labels(m); len(got) != 3 || got[0] != "1. Yes" || !strings.HasPrefix(got[1], "2. Yes, and don’t ask again") || got[2] != "3. No" {
+		t.Fatalf("buttons %q", got)
+	}
+	if !strings.Contains(m.Text, "npm test") || !strings.Contains(m.Text, "2. Yes, and don’t ask again for: npm test *") {
+		t.Fatalf("the question is not shown whole: %q", m.Text)
+	}
+	w.press(thread, m, "3. No")
+	w.waitSaid(thread, "echo: answered 3 to npm test")
+	testwait.UntilReason(t, "the prompt's buttons cleared", func() (bool, string) {
+		for _, s := range w.tg.Sent() {
+			if s.Method == "editMessageReplyMarkup" && s.MessageID == m.MessageID && len(s.Buttons) == 0 {
+				return true, ""
+			}
+		}
+		return false, "not cleared"
+	})
+	// A press of the answered prompt reaches nothing.
+	w.press(thread, m, "1. Yes")
+	w.quiesce()
+	if got := w.typed(); slices.Contains(got, "answer 1") {
+		t.Fatalf("an answered prompt's button reached the agent: %q", got)
+	}
+}
