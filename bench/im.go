@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/e2e/faketelegram"
 	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/im/feishu"
 	imfront "github.com/thatch-run/thatch/im/front"
 	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/im/tmux"
@@ -155,6 +157,9 @@ type imWorld struct {
 	rt     *thatch.Runtime
 	tracer *imTracer
 	log    *imLog
+	// info, when set, receives the daemon's lines at Info and above as
+	// well (the Feishu benchmark reads its webhook's address there).
+	info io.Writer
 }
 
 // imLog keeps the first lines the daemon logs (warnings and errors) and
@@ -232,7 +237,12 @@ func newIMWorld(c *Config, name string, passivateAfter time.Duration) (*imWorld,
 
 // start builds the front end and the runtime and starts them.
 func (w *imWorld) start() error {
-	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Warn, Output: w.log})
+	var logger hclog.Logger = hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Warn, Output: w.log})
+	if w.info != nil {
+		il := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Warn, Output: w.log})
+		il.RegisterSink(hclog.NewSinkAdapter(&hclog.LoggerOptions{Level: hclog.Info, Output: w.info}))
+		logger = il
+	}
 	w.fe = &imFront{FrontEnd: imfront.New(w.cfg, imfront.Options{
 		Home: w.dir, PollTimeout: time.Second, ChatInterval: -1, Zoxide: "-", Trace: w.tracer.trace,
 	})}
@@ -247,16 +257,23 @@ func (w *imWorld) start() error {
 	return nil
 }
 
-// close stops the runtime and the fake server, kills the private tmux
-// server, and removes every file the world made.
-func (w *imWorld) close() {
+// stop stops the runtime, if one runs; start may start another on the
+// same journal and windows.
+func (w *imWorld) stop() {
 	if w.rt != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := w.rt.Stop(ctx); err != nil {
 			w.c.Logf("im: stopping the runtime: %v", err)
 		}
 		cancel()
+		w.rt = nil
 	}
+}
+
+// close stops the runtime and the fake server, kills the private tmux
+// server, and removes every file the world made.
+func (w *imWorld) close() {
+	w.stop()
 	w.log.flush(w.c)
 	w.tg.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -270,16 +287,39 @@ func (w *imWorld) close() {
 	w.remove()
 }
 
-// imBinding is one planted binding.
+// imBinding is one planted binding: of a Telegram topic, or of a Feishu
+// chat when chatID is set.
 type imBinding struct {
 	thread     int64
+	chatID     string // the Feishu chat (a group); "" for a Telegram topic
 	topic      string // the topic's name; "" for none known (a topic the fake server did not create)
 	window     string // tmux window id
 	panePID    int    // the window's pane process (cat); 0 when there is no window
 	transcript string // "" for none
 }
 
-func (b imBinding) key() string { return telegram.ThreadKey(imChat, b.thread) }
+func (b imBinding) key() string {
+	if b.chatID != "" {
+		return feishu.ThreadKey(b.chatID, "")
+	}
+	return telegram.ThreadKey(imChat, b.thread)
+}
+
+// user is the binding's user, in its platform's ids.
+func (b imBinding) user() string {
+	if b.chatID != "" {
+		return fsUser
+	}
+	return strconv.FormatInt(imUser, 10)
+}
+
+// session is the agent session id the binding names, one of its own.
+func (b imBinding) session() string {
+	if b.chatID != "" {
+		return "bench-" + b.chatID
+	}
+	return fmt.Sprintf("bench-%d", b.thread)
+}
 
 // name is the binding's Name(): its topic's, or "topic-<thread>".
 func (b imBinding) name() string {
@@ -296,8 +336,8 @@ func (b imBinding) tag() string { return "thatch:" + b.key() + ":1" }
 // binding itself.
 func (b imBinding) events(dir string) []any {
 	return []any{
-		&messages.IMUpdateSeen{User: strconv.FormatInt(imUser, 10), TopicName: b.topic, Actor: true},
-		&messages.IMBound{DisplayName: b.name(), SessionID: fmt.Sprintf("bench-%d", b.thread), WindowID: b.window,
+		&messages.IMUpdateSeen{User: b.user(), TopicName: b.topic, Actor: true},
+		&messages.IMBound{DisplayName: b.name(), SessionID: b.session(), WindowID: b.window,
 			Tag: b.tag(), Cwd: dir, Agent: "claude", Transcript: b.transcript},
 	}
 }
@@ -337,26 +377,36 @@ func imIdent(b imBinding) persistence.Identity {
 }
 
 // windows starts n windows running cat on the world's tmux server, each
-// named and tagged as binding i's, and returns the bindings.
+// named and tagged as Telegram binding i's, and returns the bindings.
 func (w *imWorld) windows(n int) ([]imBinding, error) {
+	bs := make([]imBinding, n)
+	for i := range bs {
+		bs[i] = imBinding{thread: imFirstThread + int64(i)}
+	}
+	return bs, w.openWindows(bs)
+}
+
+// openWindows starts a window running cat for each binding, named and
+// tagged as its, and sets the binding's window and pane.
+func (w *imWorld) openWindows(bs []imBinding) error {
 	cl, err := tmux.New(tmux.Options{Socket: w.socket, Session: w.cfg.IM.Tmux.Session, Config: os.DevNull})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cl.Close()
-	bs := make([]imBinding, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// The first window starts the server and the session.
+	n := len(bs)
 	err = forEachParallel(1, min(n, 1), func(i int) error { return w.window(ctx, cl, bs, i) })
 	if err == nil && n > 1 {
 		err = forEachParallel(4, n-1, func(i int) error { return w.window(ctx, cl, bs, i+1) })
 	}
-	return bs, err
+	return err
 }
 
 func (w *imWorld) window(ctx context.Context, cl *tmux.Client, bs []imBinding, i int) error {
-	b := imBinding{thread: imFirstThread + int64(i)}
+	b := bs[i]
 	win, err := cl.NewWindow(ctx, b.name(), w.dir, b.tag(), []string{"cat"})
 	if err != nil {
 		// NewWindow reads the new window back with a format that expands
@@ -550,6 +600,15 @@ func (w *imWorld) typeRound(bs []imBinding, total int, d time.Duration, prefix s
 		ids[i] = w.tg.Message(imChat, bs[i%len(bs)].thread, imUser, prefix+strconv.Itoa(i))
 		return nil
 	})
+	return w.typedRound(ids, pushed, took, strict)
+}
+
+// typedRound waits (at most imDrainTimeout) until each update of ids,
+// pushed at pushed[i], was typed, and returns their latencies; took is
+// how long the pushes took. With strict, an update not typed in time is
+// an error; otherwise it is counted as missing.
+func (w *imWorld) typedRound(ids []int64, pushed []time.Time, took time.Duration, strict bool) (*keysRun, error) {
+	total := len(ids)
 	err := imWaitFor(imDrainTimeout, fmt.Sprintf("%d messages typed", total), func() (bool, error) {
 		return w.tracer.typedAll(ids), nil
 	})
