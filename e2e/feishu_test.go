@@ -66,6 +66,39 @@ var _ = Describe("Feishu front end", Label("im", "feishu"), func() {
 		Expect(fw.StatusTable()).To(MatchRegexp(`fs:%s\s+%s\s+claude\s+@\d+\s+bound`, fsChat, fsName))
 	})
 
+	It("ends the binding of a disbanded chat, keeps its window, sends nothing more there, and says why in thatch status", func() {
+		start()
+		fw.Setup(fsChat, fsName, "claude", "api", "first")
+		Eventually(fw.Said(fsChat)).Should(ContainElement("echo: first"))
+		fw.Settled(d, fsChat)
+		sent := len(fw.FS.Sent())
+		fw.Deliver(fw.Event("im.chat.disbanded_v1", fakefeishu.ChatEvent(fsChat, "ou_the_owner")))
+		Eventually(fw.StatusTable).Should(MatchRegexp(`feishu\s+fs:%s\s+%s\s+claude\s+@\d+\s+ended`, fsChat, fsName))
+		Expect(fw.StatusTable()).To(ContainSubstring("ended: disbanded; window kept"))
+		Expect(fw.Tagged()).To(HaveLen(1), "the window is kept (im.on_close's default)")
+		fw.Settled(d, fsChat)
+		Expect(fw.FS.Sent()).To(HaveLen(sent), "nothing is sent to a disbanded chat")
+	})
+
+	It("receives over the long connection: setup through card frames, an event pushed twice typed once, and a dropped connection taken up again", func() {
+		fw = NewFeishuWSWorld()
+		d = fw.Start()
+		fw.Setup(fsChat, fsName, "claude", "api", "first")
+		Eventually(fw.Said(fsChat)).Should(ContainElement("echo: first"))
+		second := fw.Message(fsChat, "second")
+		fw.Deliver(second)
+		Eventually(fw.Said(fsChat)).Should(ContainElement("echo: second"))
+
+		By("the connection drops; the daemon connects again and the next event is typed")
+		before := fw.FS.WSConnections()
+		fw.FS.DropConnections()
+		Eventually(fw.FS.WSConnections, 2*time.Minute).Should(BeNumerically(">", before))
+		fw.Message(fsChat, "third")
+		Eventually(fw.Said(fsChat)).Should(ContainElement("echo: third"))
+		fw.Settled(d, fsChat)
+		Expect(fw.UserLines("claude")()).To(Equal([]string{"first", "second", "third"}))
+	})
+
 	It("offers Recover when the window is gone, and resumes the same session in a new one", func() {
 		start()
 		fw.Setup(fsChat, fsName, "claude", "docs", "first")

@@ -44,7 +44,23 @@ type FeishuWorld struct {
 	// address saved in Feishu's settings is.
 	Webhook string
 
+	// WS: the daemon receives over the long connection (mode "ws"), and
+	// the user's side pushes events down it instead of posting them.
+	WS bool
+
 	events atomic.Int64
+}
+
+// NewFeishuWSWorld makes a world with the Feishu app alone, receiving
+// over the long connection (mode "ws"): no webhook, no public address.
+func NewFeishuWSWorld(extra ...string) *FeishuWorld {
+	fw := newFeishuWorld(false, extra)
+	fw.WS = true
+	cfg, err := os.ReadFile(fw.ThatchConfig)
+	Expect(err).NotTo(HaveOccurred())
+	cfg = []byte(strings.Replace(string(cfg), `mode = "webhook"`, `mode = "ws"`, 1))
+	Expect(os.WriteFile(fw.ThatchConfig, cfg, 0o644)).To(Succeed())
+	return fw
 }
 
 // NewFeishuWorld makes a world with the Feishu app alone (no Telegram
@@ -113,8 +129,16 @@ func (fw *FeishuWorld) Start() *Daemon {
 			return "", nil
 		}
 		return st.FrontEnds.IM.Health.State, nil
-	}).Should(ContainSubstring("receiving Feishu events on "+fw.Webhook), "the Feishu webhook never served")
+	}).Should(ContainSubstring(fw.receiving()), "the Feishu adapter never came up")
 	return d
+}
+
+// receiving is what the front end's health says once events can come.
+func (fw *FeishuWorld) receiving() string {
+	if fw.WS {
+		return "receiving Feishu events over the long connection"
+	}
+	return "receiving Feishu events on " + fw.Webhook
 }
 
 // Poster posts to the daemon's webhook as Feishu does.
@@ -154,11 +178,29 @@ func (fw *FeishuWorld) Deliver(plain []byte) {
 	Expect(a.Status).To(Equal(http.StatusOK), "the webhook answered %d %s", a.Status, a.Body)
 }
 
-// Post posts an event as Feishu does and returns the webhook's answer.
+// Post posts an event as Feishu does and returns the webhook's answer;
+// in a WS world it pushes the event down the long connection (a card
+// press as a "card" frame) and returns the frame's answer.
 func (fw *FeishuWorld) Post(plain []byte) (fakefeishu.Answer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return fw.Poster().Post(ctx, plain)
+	if !fw.WS {
+		return fw.Poster().Post(ctx, plain)
+	}
+	var env struct {
+		Header struct {
+			EventType string `json:"event_type"`
+		} `json:"header"`
+	}
+	if err := json.Unmarshal(plain, &env); err != nil {
+		return fakefeishu.Answer{}, err
+	}
+	typ := "event"
+	if env.Header.EventType == "card.action.trigger" {
+		typ = "card"
+	}
+	a, err := fw.FS.PushFrame(ctx, typ, plain, 1)
+	return fakefeishu.Answer{Status: a.Status, Body: string(a.Data)}, err
 }
 
 // Message posts the user's text message to chatID and returns the event,
