@@ -232,6 +232,9 @@ type IM struct {
 	// "chat gone"): "keep" leaves the window and its agent running,
 	// "kill" kills the window. For every platform. Default: "keep".
 	OnClose string `koanf:"on_close" usage:"what happens to the window of a binding whose chat ended: keep or kill"`
+	// ShowTools shows each tool call the agent's transcript records as one
+	// short line in the chat ("▸ Bash: npm test"). Default: false.
+	ShowTools bool `koanf:"show_tools" usage:"show the agent's tool calls in the chat, one line each"`
 	// Telegram is the Telegram Bot API connection.
 	Telegram Telegram `koanf:"telegram"`
 	// Feishu is the Feishu (Lark) app's connection.
@@ -355,7 +358,20 @@ type Agent struct {
 	// selection on a digit and needs Enter; codex 0.169.0 chooses on the
 	// digit alone.
 	PromptKeys string `koanf:"prompt_keys" usage:"tmux keys that choose a prompt's option ({n}: its number, {key}: the key it names)"`
+	// KeysEsc, KeysInterrupt and KeysEnter are the tmux keys (names
+	// separated by spaces, sent one at a time) that the chat's /esc,
+	// /interrupt and /enter send. Default: "Escape", "C-c", "Enter".
+	KeysEsc       string `koanf:"keys_esc" usage:"tmux keys /esc sends to the agent"`
+	KeysInterrupt string `koanf:"keys_interrupt" usage:"tmux keys /interrupt sends to the agent"`
+	KeysEnter     string `koanf:"keys_enter" usage:"tmux keys /enter sends to the agent"`
 }
+
+// The keys the chat's key commands send by default (Agent.KeysEsc, ...).
+const (
+	DefaultKeysEsc       = "Escape"
+	DefaultKeysInterrupt = "C-c"
+	DefaultKeysEnter     = "Enter"
+)
 
 // The agents' prompt patterns by default (see Agent.PromptOption), taken
 // from the real screens of claude 2.1.328 and codex 0.169.0
@@ -491,11 +507,15 @@ func Defaults() *Config {
 			Agents: Agents{
 				Claude: Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`, Input: DefaultClaudeInput,
 					PromptOption: DefaultClaudePromptOption, PromptQuestion: DefaultClaudePromptQuestion, PromptTop: DefaultClaudePromptTop,
-					PromptIgnore: DefaultClaudePromptIgnore, PromptKeys: DefaultClaudePromptKeys},
+					PromptIgnore: DefaultClaudePromptIgnore, PromptKeys: DefaultClaudePromptKeys, KeysEsc: DefaultKeysEsc,
+					KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
 				Codex: Agent{Launch: "codex", Resume: "codex resume {session_id}", Detect: `(^|/)codex(\s|$)`, Input: DefaultCodexInput,
-					PromptOption: DefaultCodexPromptOption, PromptQuestion: DefaultCodexPromptQuestion, PromptKeys: DefaultCodexPromptKeys},
-				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`, Input: InputOff, PromptOption: PromptOff},
-				Mimo:    Agent{Launch: "mimo", Detect: `(^|/)mimo(code)?(\s|$)`, Input: InputOff, PromptOption: PromptOff},
+					PromptOption: DefaultCodexPromptOption, PromptQuestion: DefaultCodexPromptQuestion, PromptKeys: DefaultCodexPromptKeys,
+					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
+				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`, Input: InputOff, PromptOption: PromptOff,
+					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
+				Mimo: Agent{Launch: "mimo", Detect: `(^|/)mimo(code)?(\s|$)`, Input: InputOff, PromptOption: PromptOff,
+					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
 			},
 		},
 	}

@@ -108,6 +108,19 @@ var specDefaults = map[string]any{
 	"im.agents.mimo.prompt_top":         "",
 	"im.agents.mimo.prompt_ignore":      "",
 	"im.agents.mimo.prompt_keys":        "",
+	"im.agents.claude.keys_esc":         "Escape",
+	"im.agents.claude.keys_interrupt":   "C-c",
+	"im.agents.claude.keys_enter":       "Enter",
+	"im.agents.codex.keys_esc":          "Escape",
+	"im.agents.codex.keys_interrupt":    "C-c",
+	"im.agents.codex.keys_enter":        "Enter",
+	"im.agents.copilot.keys_esc":        "Escape",
+	"im.agents.copilot.keys_interrupt":  "C-c",
+	"im.agents.copilot.keys_enter":      "Enter",
+	"im.agents.mimo.keys_esc":           "Escape",
+	"im.agents.mimo.keys_interrupt":     "C-c",
+	"im.agents.mimo.keys_enter":         "Enter",
+	"im.show_tools":                     false,
 }
 
 func TestDefaultsMatchSpec(t *testing.T) {
@@ -358,8 +371,11 @@ func TestValidatePromptKeys(t *testing.T) {
 			a.Claude.PromptOption, a.Claude.PromptKeys, a.Codex.PromptTop = "(", "", "["
 		}, []string{"im.agents.claude.prompt_option", "im.agents.claude.prompt_keys", "im.agents.codex.prompt_top"}, ""},
 		{"off skips the rest", func(a *Agents) {
-			a.Claude = Agent{Launch: "claude", Detect: "claude", Input: InputOff, PromptOption: PromptOff, PromptQuestion: "(", PromptKeys: ""}
+			a.Claude = Agent{Launch: "claude", Detect: "claude", Input: InputOff, PromptOption: PromptOff, PromptQuestion: "(", PromptKeys: "",
+				KeysEsc: "Escape", KeysInterrupt: "C-c", KeysEnter: "Enter"}
 		}, nil, ""},
+		{"command keys that are no tmux keys", func(a *Agents) { a.Claude.KeysEsc, a.Mimo.KeysEnter = "Esc;ape", " " },
+			[]string{"im.agents.claude.keys_esc", "im.agents.mimo.keys_enter"}, "tmux key names"},
 		{"copilot turned on", func(a *Agents) { a.Copilot.PromptOption = DefaultClaudePromptOption },
 			[]string{"im.agents.copilot.prompt_question", "im.agents.copilot.prompt_keys"}, ""},
 	}

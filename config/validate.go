@@ -254,6 +254,7 @@ func (v *validator) im(c *IM) {
 			}
 		}
 		v.prompt(key, a.Agent)
+		v.keys(key, a.Agent)
 	}
 }
 
@@ -290,6 +291,24 @@ func CheckPromptKeys(tmpl string) error {
 		}
 	}
 	return nil
+}
+
+// tmuxKey is one tmux key name as the key commands take them ("Escape",
+// "C-c", "M-Enter", "q", "F5").
+var tmuxKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
+
+// keys checks an agent's keys_* settings: tmux key names.
+func (v *validator) keys(key string, a Agent) {
+	for _, f := range []struct{ key, keys string }{{".keys_esc", a.KeysEsc}, {".keys_interrupt", a.KeysInterrupt}, {".keys_enter", a.KeysEnter}} {
+		words := strings.Fields(f.keys)
+		ok := len(words) > 0
+		for _, w := range words {
+			ok = ok && tmuxKey.MatchString(w)
+		}
+		if !ok {
+			v.add(key+f.key, "must be tmux key names separated by spaces (Escape, C-c, Enter), got %q", f.keys)
+		}
+	}
 }
 
 // prompt checks an agent's prompt_* keys, unless prompt_option is "off".

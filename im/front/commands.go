@@ -9,6 +9,7 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/screenshot"
 	"github.com/thatch-run/thatch/im/tmux"
@@ -20,9 +21,25 @@ import (
 // The effects of the chat commands (/esc, /screenshot, /history, ...; the
 // binding decides them, imbinding/commands.go).
 
-// defaultKeys are the tmux keys a key command sends, for an agent whose
-// config names none.
-var defaultKeys = map[string][]string{"esc": {"Escape"}, "interrupt": {"C-c"}, "enter": {"Enter"}}
+// commandKeys are the tmux keys a key command ("esc", "interrupt",
+// "enter") sends to agent, from its config (im.agents.<name>.keys_*).
+func (f *FrontEnd) commandKeys(agent, key string) []string {
+	keys := map[string]string{"esc": config.DefaultKeysEsc, "interrupt": config.DefaultKeysInterrupt, "enter": config.DefaultKeysEnter}[key]
+	for _, a := range f.cfg.IM.Agents.ByName() {
+		if a.Name != agent {
+			continue
+		}
+		switch key {
+		case "esc":
+			keys = a.KeysEsc
+		case "interrupt":
+			keys = a.KeysInterrupt
+		case "enter":
+			keys = a.KeysEnter
+		}
+	}
+	return strings.Fields(keys)
+}
 
 // What a message that starts with a command is.
 const (
@@ -50,18 +67,23 @@ func command(a chat.Adapter, text string) (chat.Command, int) {
 func (f *FrontEnd) sendKeys(ctx context.Context, _ actors.Identity, e *messages.IMSendKeys) any {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	keys := defaultKeys[e.Key]
+	keys := f.commandKeys(e.Agent, e.Key)
 	if len(keys) == 0 {
 		return &messages.IMKeysSent{Key: e.Key, Err: "no keys for " + e.Key}
 	}
 	if err := f.ownWindow(ctx, e.WindowID, e.Tag); err != nil {
 		return &messages.IMKeysSent{Key: e.Key, Err: err.Error()}
 	}
-	if err := f.tmux.SendKeys(ctx, e.WindowID, keys...); err != nil {
-		if f.runCtx.Err() != nil {
+	for i, k := range keys {
+		if i > 0 && !sleepCtx(ctx, keyPause) {
 			return nil
 		}
-		return &messages.IMKeysSent{Key: e.Key, Err: err.Error()}
+		if err := f.tmux.SendKeys(ctx, e.WindowID, k); err != nil {
+			if f.runCtx.Err() != nil {
+				return nil
+			}
+			return &messages.IMKeysSent{Key: e.Key, Err: err.Error()}
+		}
 	}
 	return &messages.IMKeysSent{Key: e.Key}
 }

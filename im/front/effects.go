@@ -549,7 +549,8 @@ func (f *FrontEnd) stopFollowing(_ context.Context, _ actors.Identity, e *messag
 	return nil
 }
 
-// parseLine reads one transcript line of agent's.
+// parseLine reads one transcript line of agent's: its replies, and with
+// im.show_tools a line for each tool call.
 func (f *FrontEnd) parseLine(agent string, line []byte) []string {
 	a, ok := f.agents.Get(agent)
 	if !ok {
@@ -559,6 +560,11 @@ func (f *FrontEnd) parseLine(agent string, line []byte) []string {
 	for _, r := range a.Replies(line) {
 		if r = strings.TrimSpace(cleanText(r, 256<<10)); r != "" {
 			out = append(out, r)
+		}
+	}
+	if f.cfg.IM.ShowTools {
+		for _, t := range a.ToolCalls(line) {
+			out = append(out, cleanText(t, 1024))
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/e2e/faketelegram"
 	imchat "github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/screenshot"
@@ -243,5 +244,27 @@ func TestScenarioAnAgentsPromptIsAnsweredFromTheChat(t *testing.T) {
 	w.quiesce()
 	if got := w.typed(); slices.Contains(got, "answer 1") {
 		t.Fatalf("an answered prompt's button reached the agent: %q", got)
+	}
+}
+
+// With im.show_tools, each tool call the agent's transcript records shows
+// as one line before the reply; without it (the default), none does.
+func TestScenarioToolCallsShowAsOneLineWhenAskedFor(t *testing.T) {
+	w := newWorld(t, func(c *config.Config) { c.IM.ShowTools = true })
+	thread := w.setup("tools", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "tool")
+	w.waitSaid(thread, "echo: tool")
+	said := w.said(thread)
+	if i := slices.Index(said, "▸ Bash: ls"); i < 0 || i > slices.Index(said, "echo: tool") {
+		t.Fatalf("said %q, want the tool line before the reply", said)
+	}
+
+	quiet := newWorld(t, nil)
+	thread = quiet.setup("tools", "api", "tool")
+	quiet.waitSaid(thread, "echo: tool")
+	quiet.quiesce()
+	if slices.Contains(quiet.said(thread), "▸ Bash: ls") {
+		t.Fatalf("a tool line was shown by default: %q", quiet.said(thread))
 	}
 }
