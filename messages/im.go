@@ -114,6 +114,16 @@ type IMChatEnded struct {
 	UpdateID int64  `json:"updateID"`
 	User     string `json:"user,omitempty"`
 	Reason   string `json:"reason"`
+	// Reopenable: the thread may come back (a Telegram topic closed):
+	// IMChatReopened binds it again to the same session.
+	Reopenable bool `json:"reopenable,omitempty"`
+}
+
+// IMChatReopened says a thread that ended Reopenable is back (a Telegram
+// topic reopened).
+type IMChatReopened struct {
+	UpdateID int64  `json:"updateID"`
+	User     string `json:"user,omitempty"`
 }
 
 // IMCommand is one of thatch's own commands (im/chat.Commands but
@@ -658,6 +668,18 @@ type IMEnded struct {
 	Reason       string `json:"reason"`
 	At           int64  `json:"at"`
 	WindowClosed bool   `json:"windowClosed,omitempty"`
+	// Reopenable: the thread may come back (IMReopened).
+	Reopenable bool `json:"reopenable,omitempty"`
+}
+
+// IMEndNoted records that a message sent to an ended thread that may
+// come back (a closed topic) got its note: the next one gets none.
+type IMEndNoted struct{}
+
+// IMReopened records an ended thread back (a topic reopened): the binding
+// is bound again to its window and session.
+type IMReopened struct {
+	At int64 `json:"at"`
 }
 
 // IMAgentAsked records an agent's prompt shown in the chat with buttons,
@@ -711,6 +733,8 @@ func init() {
 	Register[IMTypingHeld]("im.typing_held", 1)
 	Register[IMSessionLostSaid]("im.session_lost_said", 1)
 	Register[IMEnded]("im.ended", 1)
+	Register[IMEndNoted]("im.end_noted", 1)
+	Register[IMReopened]("im.reopened", 1)
 	Register[IMAgentAsked]("im.agent_asked", 1)
 	Register[IMAgentAskPending]("im.agent_ask_pending", 1)
 	Register[IMAgentAskClosed]("im.agent_ask_closed", 1)

@@ -53,6 +53,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.chatSent(m)
 	case *messages.IMChatEnded:
 		p.chatEnded(m)
+	case *messages.IMChatReopened:
+		p.chatReopened(m)
 	case *messages.IMCommand:
 		p.command(m)
 	case *messages.IMAgentPrompt:
@@ -135,6 +137,14 @@ func (p *plan) update(m *messages.IMUpdate) {
 	if m.Start {
 		text = "" // a bot command, not a prompt for the agent
 	}
+	if e := s.Ended; s.Phase == PhaseEnded && e != nil && e.Reopenable {
+		// A closed topic: nothing is queued for the agent.
+		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+		if text != "" || m.Start || m.Media != "" {
+			p.endedMessage(m.User)
+		}
+		return
+	}
 	if len(s.Queue) >= MaxQueued && text != "" {
 		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, At: p.now.UnixMilli()})
 		p.say(messages.IMOutEntry{Text: fmt.Sprintf("%d messages are already waiting for the agent; this one was not queued. Send it again later.", MaxQueued)})
@@ -149,9 +159,7 @@ func (p *plan) update(m *messages.IMUpdate) {
 	}
 	switch {
 	case (m.Start || text != "") && s.Phase == PhaseEnded:
-		// The chat is back (the bot was added to it again): a new setup.
-		p.say(messages.IMOutEntry{Text: "The earlier binding of this chat ended (" + s.Ended.Reason + "). Setting up a new one."})
-		p.startSetup(m.User)
+		p.endedMessage(m.User)
 	case m.Start && s.Phase == PhaseUnbound:
 		p.startSetup(m.User)
 	case m.Start && s.Phase == PhaseBound:

@@ -18,6 +18,11 @@ type Ending struct {
 	// WindowClosed: the window was killed (im.on_close = "kill"); it is
 	// kept otherwise.
 	WindowClosed bool `json:"windowClosed,omitempty"`
+	// Reopenable: the thread may come back (a topic closed): a message
+	// meanwhile gets one note (Noted) and is not typed, and a reopen binds
+	// the thread again to its window and session.
+	Reopenable bool `json:"reopenable,omitempty"`
+	Noted      bool `json:"noted,omitempty"`
 }
 
 // chatEnded handles the platform's word that the thread's chat is over.
@@ -26,14 +31,53 @@ func (p *plan) chatEnded(m *messages.IMChatEnded) {
 		return
 	}
 	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
-	p.end(m.Reason, false)
+	p.endAs(m.Reason, false, m.Reopenable)
+}
+
+// chatReopened binds a thread that came back (a topic reopened) to its
+// window and session again; its next message takes the usual route (a
+// window gone offers Recover).
+func (p *plan) chatReopened(m *messages.IMChatReopened) {
+	s := p.s
+	if p.seen(m.UpdateID) {
+		return
+	}
+	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+	if s.Phase != PhaseEnded || s.Ended == nil || !s.Ended.Reopenable || s.Window.WindowID == "" {
+		return
+	}
+	p.event(&messages.IMReopened{At: p.now.UnixMilli()})
+	if s.Transcript != "" {
+		p.effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
+	}
+	p.say(messages.IMOutEntry{Text: "Reopened: this thread is bound again to " + s.Info.AgentType + " in " + s.windowName() + "."})
+}
+
+// endedMessage answers a message sent to an ended thread: in one that may
+// come back (a closed topic), one note and nothing typed; in one that
+// cannot, the chat is back (the bot was added again): a new setup.
+func (p *plan) endedMessage(user string) {
+	s := p.s
+	if !s.Ended.Reopenable {
+		p.say(messages.IMOutEntry{Text: "The earlier binding of this chat ended (" + s.Ended.Reason + "). Setting up a new one."})
+		p.startSetup(user)
+		return
+	}
+	if !s.Ended.Noted {
+		p.event(&messages.IMEndNoted{})
+		p.say(messages.IMOutEntry{Text: "This topic is closed: nothing is typed to the agent. Reopen it to go on."})
+	}
 }
 
 // end ends the binding: nobody can be answered in a chat that is over, so
 // the queue and the outbox go; the window is killed when kill is set (the
-// user's /kill) or im.on_close says "kill", and kept otherwise. An ended binding stays ended until a message arrives
-// in its thread again (the bot was added back): that starts a new setup.
-func (p *plan) end(reason string, kill bool) {
+// user's /kill) or im.on_close says "kill", and kept otherwise. An ended
+// binding stays ended until its thread comes back (endedMessage,
+// chatReopened).
+func (p *plan) end(reason string, kill bool) { p.endAs(reason, kill, false) }
+
+// endAs is end for a thread that may come back (reopenable).
+func (p *plan) endAs(reason string, kill, reopenable bool) {
 	s := p.s
 	if s.Phase == PhaseEnded {
 		return
@@ -42,7 +86,7 @@ func (p *plan) end(reason string, kill bool) {
 	if s.Transcript != "" {
 		p.effect(&messages.IMStopFollowing{Path: s.Transcript})
 	}
-	p.event(&messages.IMEnded{Reason: reason, At: p.now.UnixMilli(), WindowClosed: kill})
+	p.event(&messages.IMEnded{Reason: reason, At: p.now.UnixMilli(), WindowClosed: kill, Reopenable: reopenable})
 	if kill {
 		p.effect(p.s.closeWindow())
 	}
@@ -55,10 +99,29 @@ func (s *State) closeWindow() *messages.IMCloseWindow {
 // applyEnded applies IMEnded to n, a copy of the state.
 func applyEnded(n *State, e *messages.IMEnded) {
 	n.Phase = PhaseEnded
-	n.Ended = &Ending{Reason: e.Reason, At: e.At, WindowClosed: e.WindowClosed}
+	n.Ended = &Ending{Reason: e.Reason, At: e.At, WindowClosed: e.WindowClosed, Reopenable: e.Reopenable}
 	n.Setup, n.Prompt, n.Asked, n.Checking = nil, nil, nil, false
 	n.Queue, n.Outbox, n.OutFlight, n.Held = nil, nil, 0, 0
-	n.Transcript, n.Offset = "", 0
+	if !e.Reopenable {
+		n.Transcript, n.Offset = "", 0 // a reopened thread follows its transcript on from here
+	}
+}
+
+// applyReopen applies the events of an ended thread that may come back.
+func applyReopen(n, s *State, ev any) bool {
+	switch ev.(type) {
+	case *messages.IMEndNoted:
+		if s.Ended != nil {
+			c := *s.Ended
+			c.Noted = true
+			n.Ended = &c
+		}
+	case *messages.IMReopened:
+		n.Phase, n.Ended = PhaseBound, nil
+	default:
+		return false
+	}
+	return true
 }
 
 // endedAccepts reports the messages an ended binding still acts on: what
@@ -67,7 +130,7 @@ func applyEnded(n *State, e *messages.IMEnded) {
 // results of the other effects it asked for before it ended are dropped.
 func endedAccepts(msg any) bool {
 	switch msg.(type) {
-	case *messages.IMUpdate, *messages.IMPress, *messages.IMChatEnded, *messages.IMCommand, *messages.IMBindingsListed,
+	case *messages.IMUpdate, *messages.IMPress, *messages.IMChatEnded, *messages.IMChatReopened, *messages.IMCommand, *messages.IMBindingsListed,
 		*messages.IMChatSent, *messages.IMChatPartSent, *actors.Tick:
 		return true
 	}

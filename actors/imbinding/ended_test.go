@@ -111,3 +111,41 @@ func TestAMessageInAnEndedChatStartsANewSetupAndKeepsTheMessage(t *testing.T) {
 		t.Fatalf("queue %v, want the message kept for the new agent", h.s.Queue)
 	}
 }
+
+// A topic closed ends its binding (its window kept); a message meanwhile
+// gets one note and is never typed; reopened, the thread is bound again to
+// the same window and session, its transcript followed from where it was.
+func TestAClosedTopicEndsItsBindingAndAReopenedOneBindsTheSameSession(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.send(&messages.IMTranscriptRead{Path: h.s.Transcript, From: 0, To: 10, Replies: []string{"r"}})
+	h.deliverChat([]any{&messages.IMSendChat{Seq: h.s.Outbox[0].Seq}})
+	offset := h.s.Offset
+	h.nextUpd++
+	eff := h.send(&messages.IMChatEnded{UpdateID: h.nextUpd, User: "42", Reason: "topic closed", Reopenable: true})
+	none[messages.IMCloseWindow](t, eff)
+	if h.s.Phase != PhaseEnded || !h.s.Ended.Reopenable || h.k.Active(h.s) {
+		t.Fatalf("after the close: %s %+v active=%v", h.s.Phase, h.s.Ended, h.k.Active(h.s))
+	}
+	eff = h.message("are you there")
+	if got := said(eff); len(got) != 1 || !strings.Contains(got[0], "This topic is closed") {
+		t.Fatalf("a message to a closed topic: %q", got)
+	}
+	h.deliverChat(eff)
+	if eff := h.message("again"); len(said(eff)) != 0 || len(h.s.Queue) != 0 {
+		t.Fatalf("a second message: said %q, queue %v; want no second note and nothing queued", said(eff), h.s.Queue)
+	}
+	h.nextUpd++
+	eff = h.send(&messages.IMChatReopened{UpdateID: h.nextUpd, User: "42"})
+	if h.s.Phase != PhaseBound || h.s.Window.WindowID != "@1" || h.s.Info.SessionID != "s-1" {
+		t.Fatalf("after the reopen: %s %+v %+v", h.s.Phase, h.s.Window, h.s.Info)
+	}
+	if ft := only[messages.IMFollowTranscript](t, eff); ft.Path != "/t/s-1.jsonl" || ft.Offset != offset {
+		t.Fatalf("follows %+v, want the transcript from offset %d", ft, offset)
+	}
+	h.deliverChat(eff)
+	h.message("back")
+	if len(h.s.Queue) != 1 || h.s.Queue[0].Text != "back" {
+		t.Fatalf("queue %v: the closed topic's messages came back", h.s.Queue)
+	}
+}

@@ -300,6 +300,9 @@ func (*Kind) Initial(id string) *State {
 // unsent chat messages, or a transcript to follow (so that the follower
 // is set up again at start).
 func (*Kind) Active(s *State) bool {
+	if s.Phase == PhaseEnded {
+		return len(s.Outbox) > 0 // its transcript is not followed while it is ended
+	}
 	return s.Phase == PhaseSetup || s.Phase == PhaseRecovering || s.Phase == PhasePrompting ||
 		len(s.Queue) > 0 || len(s.Outbox) > 0 || s.Transcript != ""
 }

@@ -60,6 +60,9 @@ func (s *Server) sendMessage(p params) (any, *apiErr) {
 	if thread != 0 && !c.forum {
 		return nil, badRequest("message thread not found")
 	}
+	if c.closed[thread] {
+		return nil, badRequest("TOPIC_CLOSED")
+	}
 	m, id := s.newMessage(chatID, thread, botUser)
 	m["text"] = shown
 	if rows != nil {

@@ -51,6 +51,7 @@ type chat struct {
 	topics  map[int64]map[string]any // thread id -> its forum_topic_created message
 	msgs    map[int]*message         // the bot's messages
 	blocked time.Time                // a 429 asked the bot to wait until then
+	closed  map[int64]bool           // topics closed (CloseTopic)
 }
 
 // Server is the fake Bot API. Its methods are safe for concurrent use.
@@ -248,6 +249,34 @@ func (s *Server) EditTopic(chatID, threadID int64, name string) {
 	m, _ := s.newMessage(chatID, threadID, user(s.serviceFrom()))
 	m["forum_topic_edited"] = map[string]any{"name": name}
 	if created, ok := s.chat(chatID).topics[threadID]; ok {
+		m["reply_to_message"] = created
+	}
+	s.push(map[string]any{"message": m})
+}
+
+// CloseTopic closes a topic, pushing the forum_topic_closed service
+// message; ReopenTopic reopens it (forum_topic_reopened). Sends to a
+// closed topic are answered 400 TOPIC_CLOSED, as Telegram answers them.
+func (s *Server) CloseTopic(chatID, threadID int64) { s.topicService(chatID, threadID, "forum_topic_closed", true) }
+
+// ReopenTopic reopens a topic CloseTopic closed.
+func (s *Server) ReopenTopic(chatID, threadID int64) {
+	s.topicService(chatID, threadID, "forum_topic_reopened", false)
+}
+
+func (s *Server) topicService(chatID, threadID int64, field string, closed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	c.forum = true
+	if c.closed == nil {
+		c.closed = map[int64]bool{}
+	}
+	c.closed[threadID] = closed
+	m, _ := s.newMessage(chatID, threadID, user(s.serviceFrom()))
+	m[field] = map[string]any{}
+	m["is_topic_message"] = true
+	if created, ok := c.topics[threadID]; ok {
 		m["reply_to_message"] = created
 	}
 	s.push(map[string]any{"message": m})

@@ -170,6 +170,9 @@ type Update struct {
 	// Ended is set when the thread's chat ended (disbanded, the bot
 	// removed): nothing more can be sent there.
 	Ended *Ended
+	// Reopened is set when a thread that ended Reopenable is back (a
+	// Telegram topic reopened).
+	Reopened bool
 	// Other names an update of no other kind, passed on so that its
 	// Cursor is stored ("edited_message", ...).
 	Other string
@@ -187,7 +190,10 @@ type Press struct {
 
 // Ended says why a thread's chat ended.
 type Ended struct {
-	Reason string
+	// Reopenable: the thread may come back (a Telegram topic closed, which
+	// can be reopened); a message in it meanwhile is not typed.
+	Reopenable bool
+	Reason     string
 }
 
 // Button is one button under a message.

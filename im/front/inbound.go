@@ -82,9 +82,9 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 		}
 		return nil
 	}
-	if u.Ended != nil {
-		// Whoever ended the chat (its owner need not be on the
-		// allow-list), it is over; only bindings that exist are told.
+	if u.Ended != nil || u.Reopened {
+		// Whoever ended (or reopened) the chat (its owner need not be on
+		// the allow-list), it is so; only bindings that exist are told.
 		return f.chatEnded(ctx, a, u)
 	}
 	allowed := f.cfg.IM.Open || a.Allows(u.User)
@@ -213,18 +213,27 @@ func cleanText(s string, limit int) string {
 }
 
 // chatEnded tells every binding of a chat that ended (the chat's own, and
-// those of its topics: "<key>:<topic>") that it is over. A chat nobody
-// bound gets no binding entity.
+// those of its topics: "<key>:<topic>") that it is over, or that it is
+// back (reopened). A chat nobody bound gets no binding entity.
 func (f *FrontEnd) chatEnded(ctx context.Context, a chat.Adapter, u chat.Update) error {
 	keys, err := f.bindingsUnder(u.Thread)
 	if err != nil {
 		return err
 	}
-	f.log.Info("a chat ended; its bindings end", "platform", a.Name(), "thread", u.Thread, "reason", u.Ended.Reason,
-		"bindings", len(keys), "windows", f.cfg.IM.OnClose)
+	var m func() any
+	if u.Reopened {
+		f.log.Info("a thread reopened; its binding is bound again", "platform", a.Name(), "thread", u.Thread, "bindings", len(keys))
+		m = func() any { return &messages.IMChatReopened{UpdateID: u.ID, User: u.User} }
+	} else {
+		f.log.Info("a chat ended; its bindings end", "platform", a.Name(), "thread", u.Thread, "reason", u.Ended.Reason,
+			"bindings", len(keys), "windows", f.cfg.IM.OnClose)
+		m = func() any {
+			return &messages.IMChatEnded{UpdateID: u.ID, User: u.User, Reason: cleanText(u.Ended.Reason, maxName),
+				Reopenable: u.Ended.Reopenable}
+		}
+	}
 	for _, key := range keys {
-		err := f.tree.DeliverContext(ctx, bindingID(key), &messages.IMChatEnded{
-			UpdateID: u.ID, User: u.User, Reason: cleanText(u.Ended.Reason, maxName)}, deliverTimeout)
+		err := f.tree.DeliverContext(ctx, bindingID(key), m(), deliverTimeout)
 		if err != nil {
 			return err
 		}

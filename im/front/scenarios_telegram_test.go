@@ -87,3 +87,34 @@ func TestScenarioAReplyHeldBackLongerThanASendMayWaitStaysInTheOutbox(t *testing
 		t.Fatalf("binding %+v, want its outbox empty", v)
 	}
 }
+
+// A topic closed ends its binding and keeps its window; a message sent
+// there meanwhile gets one note and is not typed; reopened, the topic is
+// bound again to the same session, and what is sent next is typed to it.
+func TestScenarioAClosedTopicEndsItsBindingAndReopenedResumes(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("lid", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.quiesce()
+	w.tg.CloseTopic(chat, thread)
+	testwait.UntilReason(t, "the binding to end", func() (bool, string) {
+		v := w.binding(thread)
+		return v.State == "ended", fmt.Sprintf("%+v", v)
+	})
+	if v := w.binding(thread); v.Ended != "topic closed; window kept" {
+		t.Fatalf("status says %q", v.Ended)
+	}
+	if ws := w.windows(); len(ws) != 1 {
+		t.Fatalf("windows %+v, want the window kept", ws)
+	}
+	w.send(thread, "while closed")
+	w.quiesce()
+	w.tg.ReopenTopic(chat, thread)
+	w.waitSaid(thread, "Reopened: this thread is bound again to claude in lid.")
+	w.send(thread, "after")
+	w.waitSaid(thread, "echo: after")
+	w.quiesce()
+	if got := w.typed(); !slices.Equal(got, []string{"first", "after"}) {
+		t.Fatalf("the agent took %q", got)
+	}
+}

@@ -126,6 +126,12 @@ func Update(in Inbound) chat.Update {
 	if c := in.Callback; c != nil {
 		u.Press = &chat.Press{ID: c.ID, Data: c.Data, Message: strconv.Itoa(c.MessageID)}
 	}
+	switch {
+	case in.Closed:
+		u.Ended = &chat.Ended{Reason: "topic closed", Reopenable: true}
+	case in.Reopened:
+		u.Reopened = true
+	}
 	return u
 }
 

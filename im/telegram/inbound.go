@@ -36,6 +36,9 @@ type Inbound struct {
 	// ""): forum_topic_created, forum_topic_edited, or the seed every
 	// topic message carries (the topic's original name).
 	NameSrc chat.NameSource
+	// Closed and Reopened are set for the service messages of a topic
+	// closed (forum_topic_closed) and reopened (forum_topic_reopened).
+	Closed, Reopened bool
 	// Callback is set when a user pressed an inline button.
 	Callback *Callback
 	// Other names the kind of an update that is neither a message nor a
@@ -66,6 +69,10 @@ func (b *Bot) inbound(u *models.Update) Inbound {
 			in.Media, in.Caption = mediaOf(u.Message), u.Message.Caption
 		}
 		teachName(&in, u.Message)
+		in.Closed, in.Reopened = u.Message.ForumTopicClosed != nil, u.Message.ForumTopicReopened != nil
+		if in.Closed || in.Reopened {
+			in.Media = ""
+		}
 	case u.CallbackQuery != nil:
 		q := u.CallbackQuery
 		in.UserID = q.From.ID
