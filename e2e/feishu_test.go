@@ -39,7 +39,7 @@ var _ = Describe("Feishu front end", Label("im", "feishu"), func() {
 		for _, b := range agents.Buttons {
 			labels = append(labels, b.Label)
 		}
-		Expect(labels).To(Equal([]string{"claude", "codex", "copilot", "mimo"}))
+		Expect(labels).To(Equal([]string{"claude", "codex", "copilot", "mimo", "Existing window"}))
 		fw.Press(fsChat, agents, "claude")
 		fw.Press(fsChat, fw.Prompt(fsChat, "Working directory: "+fw.Projects), "api")
 		dir := filepath.Join(fw.Projects, "api")

@@ -278,10 +278,10 @@ type IMFollowTranscript struct {
 	SessionID string `json:"sessionID,omitempty"`
 }
 
-// IMCloseWindow kills the window of a binding whose chat ended, when
-// im.on_close says "kill". Tag is the window's tag, checked before the
-// kill so that a window tmux numbered anew is never killed. No result: a
-// window already gone is closed.
+// IMCloseWindow kills a binding's window: its chat ended and im.on_close
+// says "kill", the user's /kill, a New Session replacing it. Tag is the
+// window's tag, checked before the kill so that a window tmux numbered
+// anew is never killed. No result: a window already gone is closed.
 type IMCloseWindow struct {
 	WindowID string `json:"windowID"`
 	Tag      string `json:"tag,omitempty"`
@@ -334,6 +334,19 @@ type IMAnswerAgentPrompt struct {
 	Keys        []string `json:"keys"`
 }
 
+// IMListFreeWindows lists the windows of thatch's tmux server that no
+// binding owns, for a setup that adopts one. Result:
+// *IMFreeWindowsListed.
+type IMListFreeWindows struct{}
+
+// IMAdoptWindow makes a window the binding's: tagged Tag, renamed Name.
+// Result: *IMWindowAdopted.
+type IMAdoptWindow struct {
+	WindowID string `json:"windowID"`
+	Tag      string `json:"tag"`
+	Name     string `json:"name"`
+}
+
 // IMStopFollowing stops following Path. No result.
 type IMStopFollowing struct {
 	Path string `json:"path"`
@@ -354,6 +367,32 @@ type IMAgentPromptAnswered struct {
 	Nonce   uint64 `json:"nonce"`
 	Outcome string `json:"outcome,omitempty"`
 	Err     string `json:"err,omitempty"`
+}
+
+// IMFreeWindow is a window no binding owns: its id, name, directory and
+// the agent detected in it ("" none).
+type IMFreeWindow struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Dir   string `json:"dir"`
+	Agent string `json:"agent,omitempty"`
+}
+
+// IMFreeWindowsListed is the list an IMListFreeWindows asked for.
+type IMFreeWindowsListed struct {
+	Windows []IMFreeWindow `json:"windows,omitempty"`
+	Err     string         `json:"err,omitempty"`
+}
+
+// IMWindowAdopted reports an IMAdoptWindow: the window as it is now, the
+// agent running in it, or Err.
+type IMWindowAdopted struct {
+	WindowID string `json:"windowID"`
+	Tag      string `json:"tag"`
+	Name     string `json:"name,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Agent    string `json:"agent,omitempty"`
+	Err      string `json:"err,omitempty"`
 }
 
 // IMKeysSent reports an IMSendKeys: Err says why the key was not sent.

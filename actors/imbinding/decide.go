@@ -57,6 +57,10 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.chatReopened(m)
 	case *messages.IMCommand:
 		p.command(m)
+	case *messages.IMFreeWindowsListed:
+		p.freeWindows(m)
+	case *messages.IMWindowAdopted:
+		p.adopted(m)
 	case *messages.IMAgentPrompt:
 		p.agentPrompt(m)
 	case *messages.IMAgentPromptGone:
@@ -216,6 +220,10 @@ func (p *plan) press(m *messages.IMPress) {
 	}
 	switch pr.Kind {
 	case PromptAgent:
+		if verb == "w" {
+			p.listFreeWindows()
+			return
+		}
 		if a, ok := choice(); ok && verb == "a" {
 			p.closePrompt()
 			p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: a})
@@ -232,6 +240,8 @@ func (p *plan) press(m *messages.IMPress) {
 		p.answer(pr, verb, m.User)
 	case PromptKill:
 		p.answerKill(verb)
+	case PromptAdopt:
+		p.adopt(verb, choice)
 	}
 }
 

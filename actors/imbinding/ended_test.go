@@ -149,3 +149,20 @@ func TestAClosedTopicEndsItsBindingAndAReopenedOneBindsTheSameSession(t *testing
 		t.Fatalf("queue %v: the closed topic's messages came back", h.s.Queue)
 	}
 }
+
+// New Session replaces the window's agent: the old window is closed (by
+// its tag), never left running for nobody, and the setup starts afresh.
+func TestNewSessionClosesTheOldWindow(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	tag := h.s.Tag
+	h.message("hi")
+	h.deliverChat(h.send(&messages.IMWindowChecked{WindowID: "@1", Alive: true, Name: h.s.windowName(), Agent: "codex"}))
+	eff := h.press("New Session")
+	if cw := only[messages.IMCloseWindow](t, eff); cw.WindowID != "@1" || cw.Tag != tag {
+		t.Fatalf("closes %+v, want @1 tagged %s", cw, tag)
+	}
+	if h.s.Phase != PhaseSetup {
+		t.Fatalf("phase %s after New Session", h.s.Phase)
+	}
+}

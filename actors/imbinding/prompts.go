@@ -70,6 +70,11 @@ func (p *plan) answer(pr *Prompt, verb, user string) {
 	switch {
 	case verb == "new":
 		p.closePrompt()
+		if s := p.s; s.Window.WindowID != "" {
+			// The new session gets a window of its own: the old one (its
+			// agent replaced) is closed, never left to nobody.
+			p.effect(s.closeWindow())
+		}
 		p.startSetup(user)
 	case pr.Kind == PromptRename && verb == "rename":
 		p.rename()

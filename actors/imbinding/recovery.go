@@ -45,6 +45,12 @@ func (p *plan) recovered() {
 		p.effect(st.launch())
 	case StepFind:
 		p.effect(st.find())
+	case StepWindows:
+		if s.Prompt == nil {
+			p.effect(&messages.IMListFreeWindows{})
+		}
+	case StepAdopt:
+		p.effect(&messages.IMAdoptWindow{WindowID: st.Window, Tag: st.Tag, Name: s.Name()})
 	}
 }
 

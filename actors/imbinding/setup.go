@@ -27,6 +27,7 @@ func (p *plan) startSetup(user string) {
 	if len(row) > 0 {
 		rows = append(rows, row)
 	}
+	rows = append(rows, []messages.IMButton{{Text: adoptLabel, Data: "w:0"}})
 	p.ask(PromptAgent, "Which agent should run for "+p.s.Name()+"?", user, slices.Clone(p.k.cfg.Agents), "", rows)
 }
 

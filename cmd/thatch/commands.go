@@ -26,6 +26,7 @@ import (
 	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
+	imfront "github.com/thatch-run/thatch/im/front"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
@@ -234,6 +235,15 @@ func printStatus(st *thatch.Status, all bool) {
 	if im, ok := st.FrontEnds["im"]; ok && len(im.Entities) > 0 {
 		fmt.Printf("\nIM bindings: %d\n", im.Total)
 		writeBindings(os.Stdout, im.Entities)
+	}
+	if im, ok := st.FrontEnds["im"]; ok {
+		var ws []imfront.UntrackedWindow
+		if err := detail(im, imfront.DetailUntracked, &ws); err != nil {
+			fmt.Printf("\n%v\n", err)
+		} else if len(ws) > 0 {
+			fmt.Printf("\nwindows on thatch's tmux server that no binding owns: %d\n", len(ws))
+			writeUntracked(os.Stdout, ws)
+		}
 	}
 	if len(st.Quarantined) > 0 {
 		fmt.Printf("\nquarantined (they cannot rebuild their state; see thatch repair):\n")

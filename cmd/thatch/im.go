@@ -70,6 +70,20 @@ func writeBindings(w io.Writer, bindings []any) {
 	tw.Flush()
 }
 
+// writeUntracked prints the windows no binding owns.
+func writeUntracked(w io.Writer, ws []imfront.UntrackedWindow) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  WINDOW\tNAME\tAGENT\tDIRECTORY")
+	for _, x := range ws {
+		agent := x.Agent
+		if agent == "" {
+			agent = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", x.ID, x.Name, agent, x.Dir)
+	}
+	tw.Flush()
+}
+
 // platformOf names the chat platform of a thread key by its scheme.
 func platformOf(thread string) string {
 	switch chat.SchemeOf(thread) {

@@ -56,6 +56,8 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.readHistory),
 		supervisor.Handle(f.listBindings),
 		supervisor.Handle(f.answerAgentPrompt),
+		supervisor.Handle(f.listFreeWindows),
+		supervisor.Handle(f.adoptWindow),
 	}
 }
 
@@ -585,8 +587,9 @@ func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m any) er
 	return err
 }
 
-// closeWindow kills the window of a binding whose chat ended (im.on_close
-// = "kill"), when it still is the window the binding made (its tag): tmux
+// closeWindow kills a binding's window (its chat ended with im.on_close =
+// "kill", /kill, a New Session replacing it), when it still is the window
+// the binding made (its tag): tmux
 // numbers windows anew after its server restarts, and a window it now
 // calls by the same id is not the binding's to kill.
 func (f *FrontEnd) closeWindow(ctx context.Context, from actors.Identity, e *messages.IMCloseWindow) any {
@@ -597,16 +600,16 @@ func (f *FrontEnd) closeWindow(ctx context.Context, from actors.Identity, e *mes
 	case errors.Is(err, tmux.ErrNoWindow):
 		return nil // gone already
 	case err != nil:
-		f.log.Warn("cannot close the window of an ended binding", "thread", from.ID, "window", e.WindowID, "error", err)
+		f.log.Warn("cannot close a binding's window", "thread", from.ID, "window", e.WindowID, "error", err)
 		return nil
 	case e.Tag == "" || w.Tag != e.Tag:
-		f.log.Info("the window of an ended binding is not the one it made; kept", "thread", from.ID, "window", e.WindowID)
+		f.log.Info("a binding's window is not the one it made; kept", "thread", from.ID, "window", e.WindowID)
 		return nil
 	}
 	if err := f.tmux.Kill(ctx, e.WindowID); err != nil && !errors.Is(err, tmux.ErrNoWindow) {
-		f.log.Warn("cannot close the window of an ended binding", "thread", from.ID, "window", e.WindowID, "error", err)
+		f.log.Warn("cannot close a binding's window", "thread", from.ID, "window", e.WindowID, "error", err)
 		return nil
 	}
-	f.log.Info("closed the window of an ended binding (im.on_close = \"kill\")", "thread", from.ID, "window", e.WindowID)
+	f.log.Info("closed a binding's window", "thread", from.ID, "window", e.WindowID)
 	return nil
 }

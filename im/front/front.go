@@ -346,8 +346,81 @@ func (f *FrontEnd) Report(limit int) frontend.Report {
 	rep := frontend.Report{Health: &h}
 	if f.tree != nil {
 		rep.Entities, rep.Total = frontend.Entities(f.tree, f.jr, imbinding.KindName, "thread", limit, 5*time.Second)
+		all := rep.Entities
+		if limit > 0 && rep.Total > len(all) {
+			all, _ = frontend.Entities(f.tree, f.jr, imbinding.KindName, "thread", 0, 5*time.Second)
+		}
+		if ws := f.untracked(all); len(ws) > 0 {
+			rep.Details = map[string]any{DetailUntracked: ws}
+		}
 	}
 	return rep
+}
+
+// DetailUntracked names the report's list of untracked windows.
+const DetailUntracked = "untrackedWindows"
+
+// UntrackedWindow is a window on thatch's tmux server that no binding
+// owns (an ended binding's kept window, one a user opened there).
+type UntrackedWindow struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Dir   string `json:"dir"`
+	Agent string `json:"agent,omitempty"`
+}
+
+// untracked lists the windows of thatch's tmux server that none of the
+// bindings (their status views) owns.
+func (f *FrontEnd) untracked(views []any) []UntrackedWindow {
+	if f.tmux == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(f.runCtx, 5*time.Second)
+	defer cancel()
+	ws, err := f.tmux.Windows(ctx)
+	if err != nil {
+		return nil // no server: no window at all
+	}
+	var out []UntrackedWindow
+	for _, w := range freeWindows(ws, views) {
+		out = append(out, UntrackedWindow{ID: w.ID, Name: w.Name, Dir: w.Dir, Agent: f.detect(w)})
+	}
+	return out
+}
+
+// freeWindows are the windows of ws that no binding (views) owns: none
+// bound to it, none in a flow that made or adopted it (its tag names a
+// binding that did not end).
+func freeWindows(ws []tmux.Window, views []any) []tmux.Window {
+	owned, live := map[string]bool{}, map[string]bool{}
+	for _, raw := range views {
+		v, ok := raw.(imbinding.View)
+		if !ok || v.State == imbinding.PhaseEnded {
+			continue
+		}
+		live[v.Thread] = true
+		if v.Window != "" {
+			owned[v.Window] = true
+		}
+	}
+	var out []tmux.Window
+	for _, w := range ws {
+		key, tagged := tagKey(w.Tag)
+		if !owned[w.ID] && !(tagged && live[key]) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// tagKey reads the binding key of a window tag ("thatch:<key>:<gen>").
+func tagKey(tag string) (string, bool) {
+	rest, ok := strings.CutPrefix(tag, "thatch:")
+	i := strings.LastIndexByte(rest, ':')
+	if !ok || i <= 0 {
+		return "", false
+	}
+	return rest[:i], true
 }
 
 func bindingID(key string) actors.Identity {

@@ -246,7 +246,7 @@ func TestScenarioAFeishuChatIsSetUpThroughCardButtons(t *testing.T) {
 	w.send("hello there")
 
 	agents := w.prompt("Which agent should run for feishu box?")
-	if got := agents.labels(); !slices.Equal(got, []string{"claude", "codex", "copilot", "mimo"}) {
+	if got := agents.labels(); !slices.Equal(got, []string{"claude", "codex", "copilot", "mimo", "Existing window"}) {
 		t.Fatalf("agents offered: %q", got)
 	}
 	w.press(agents, "claude")

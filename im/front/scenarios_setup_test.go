@@ -1,12 +1,15 @@
 package front_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/im/front"
 	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/internal/testwait"
 )
@@ -21,7 +24,7 @@ func TestScenarioANewTopicIsSetUpAndItsFirstMessageAnswered(t *testing.T) {
 	w.send(thread, "hello there")
 
 	agents := w.prompt(thread, "Which agent should run for fix the build?")
-	if got := labels(agents); !slices.Equal(got, []string{"claude", "codex", "copilot", "mimo"}) {
+	if got := labels(agents); !slices.Equal(got, []string{"claude", "codex", "copilot", "mimo", "Existing window"}) {
 		t.Fatalf("agents offered: %q", got)
 	}
 	w.press(thread, agents, "claude")
@@ -130,4 +133,60 @@ func TestScenarioAStrangersMessagesAreIgnoredAndMakeNoBinding(t *testing.T) {
 	if v := w.binding(thread); v.State != imbinding.PhaseSetup || v.Step != imbinding.StepAgent || v.Queued != 1 {
 		t.Fatalf("binding %+v, want a setup at its first step with the allowed user's message waiting", v)
 	}
+}
+
+// A thread adopts an agent someone started by hand in a window of
+// thatch's tmux server: "Existing window" lists it with its directory and
+// agent, the window takes the thread's name, the agent's session is found,
+// and the message that started it all is typed there and answered.
+func TestScenarioAThreadAdoptsAnAgentAlreadyRunning(t *testing.T) {
+	w := newWorld(t, nil)
+	dir := filepath.Join(w.projects, "web")
+	if _, err := w.tryTmux("new-window", "-d", "-t", "thatch:", "-n", "by hand", "-c", dir, w.claude); err != nil {
+		w.tmux("new-session", "-d", "-s", "thatch", "-n", "by hand", "-c", dir, w.claude)
+	}
+	testwait.UntilReason(t, "the hand-started agent's transcript", func() (bool, string) {
+		return len(w.transcripts()) == 1, fmt.Sprint(w.transcripts())
+	})
+	if got := w.untracked(); len(got) != 1 || got[0].Name != "by hand" || got[0].Agent != "claude" || got[0].Dir != dir {
+		t.Fatalf("status lists %+v as the windows no binding owns", got)
+	}
+	thread := w.topic("adopter")
+	w.send(thread, "hello")
+	w.press(thread, w.prompt(thread, "Which agent should run for adopter?"), "Existing window")
+	m := w.prompt(thread, "Which window should adopter bind?")
+	if got := labels(m); len(got) != 2 || got[0] != "1. by hand · claude · web" || got[1] != "Back" || !strings.Contains(m.Text, "1. by hand: claude in "+dir) {
+		t.Fatalf("windows offered %q: %q", m.Text, got)
+	}
+	w.press(thread, m, "by hand")
+	w.waitSaid(thread, "Session ready!")
+	w.waitSaid(thread, "echo: hello")
+	w.quiesce()
+	if win := w.onlyWindow(); win.Name != "adopter" || win.Dir != dir {
+		t.Fatalf("window %+v, want the adopted one renamed after the thread", win)
+	}
+	if got := w.typed(); !slices.Equal(got, []string{"hello"}) {
+		t.Fatalf("the agent took %q", got)
+	}
+	if got := w.untracked(); len(got) != 0 {
+		t.Fatalf("status lists %+v as untracked once the window is bound", got)
+	}
+}
+
+// untracked is the status report's list of windows no binding owns.
+func (w *world) untracked() []front.UntrackedWindow {
+	w.t.Helper()
+	st, err := w.rt.StatusReport()
+	if err != nil {
+		w.t.Fatalf("status: %v", err)
+	}
+	raw, err := json.Marshal(st.FrontEnds[front.Name].Details[front.DetailUntracked])
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var ws []front.UntrackedWindow
+	if err := json.Unmarshal(raw, &ws); err != nil {
+		w.t.Fatalf("untracked windows %s: %v", raw, err)
+	}
+	return ws
 }

@@ -1,6 +1,7 @@
 package tmux
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -29,5 +30,26 @@ func TestCapturePaneKeepsColoursAndTellsTheSize(t *testing.T) {
 	}
 	if _, err := c.CapturePane(testCtx(t), "@99999"); err == nil {
 		t.Fatal("a window that is not there was captured")
+	}
+}
+
+// Adopt makes a window opened by someone else one of thatch's: tagged,
+// renamed, kept when its program exits; a window another binding tagged
+// is refused.
+func TestAdoptTagsAndRenamesAWindowOnce(t *testing.T) {
+	c := newTestClient(t, nil)
+	w, err := c.NewWindow(testCtx(t), "mine", t.TempDir(), "", []string{"sleep", "600"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Adopt(testCtx(t), w.ID, "api work", "thatch:tg:1:2:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tag != "thatch:tg:1:2:1" || got.Name != "api work" {
+		t.Fatalf("adopted %+v", got)
+	}
+	if _, err := c.Adopt(testCtx(t), w.ID, "other", "thatch:tg:1:3:1"); !errors.Is(err, ErrTagged) {
+		t.Fatalf("adopting a tagged window: %v, want ErrTagged", err)
 	}
 }

@@ -20,6 +20,9 @@ var (
 	// cannot carry as given: a NUL byte, or no keys at all.
 	ErrInvalidText = errors.New("tmux: invalid text")
 
+	// ErrTagged is returned by Adopt for a window another tag owns.
+	ErrTagged = errors.New("tmux: window is tagged already")
+
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("tmux: client closed")
 

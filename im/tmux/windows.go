@@ -74,6 +74,32 @@ func (c *Client) NewWindowEnv(ctx context.Context, name, dir, tag string, env, c
 	return c.Window(ctx, id)
 }
 
+// Adopt makes an existing window one of thatch's: it takes tag (unless
+// it carries another already: ErrTagged), is renamed to name, and its
+// pane stays, dead, when its program exits (remain-on-exit).
+func (c *Client) Adopt(ctx context.Context, id, name, tag string) (Window, error) {
+	if err := checkText(name, tag); err != nil {
+		return Window{}, err
+	}
+	if !validID(id) {
+		return Window{}, fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	w, err := c.Window(ctx, id)
+	if err != nil {
+		return Window{}, err
+	}
+	if w.Tag != "" && w.Tag != tag {
+		return Window{}, fmt.Errorf("%w: window %s is %s's", ErrTagged, id, w.Tag)
+	}
+	_, err = c.batch(ctx, true, []string{"set-option", "-w", "-t", id, tagOption, tag},
+		[]string{"set-option", "-w", "-t", id, "remain-on-exit", "on"},
+		[]string{"rename-window", "-t", id, "--", formatLiteral(name)})
+	if err != nil {
+		return Window{}, fmt.Errorf("tmux: adopt window %s: %w", id, err)
+	}
+	return c.Window(ctx, id)
+}
+
 // Respawn ends what runs in the window's pane, if anything, and starts
 // cmd there instead (respawn-pane -k): in dir, with env ("NAME=value"
 // each) added to the environment. A single element of cmd is a shell
