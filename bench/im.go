@@ -160,6 +160,9 @@ type imWorld struct {
 	// info, when set, receives the daemon's lines at Info and above as
 	// well (the Feishu benchmark reads its webhook's address there).
 	info io.Writer
+	// winCmd is what each window openWindows makes runs, with winEnv
+	// ("NAME=value" each) in its environment. Default: cat, nothing added.
+	winCmd, winEnv []string
 }
 
 // imLog keeps the first lines the daemon logs (warnings and errors) and
@@ -276,15 +279,21 @@ func (w *imWorld) close() {
 	w.stop()
 	w.log.flush(w.c)
 	w.tg.Close()
+	killTmuxServer(w.socket)
+	w.remove()
+}
+
+// killTmuxServer ends the private tmux server on socket, if one runs, and
+// removes its socket file.
+func killTmuxServer(socket string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = exec.CommandContext(ctx, "tmux", "-L", w.socket, "kill-server").Run() // no server is fine
+	_ = exec.CommandContext(ctx, "tmux", "-L", socket, "kill-server").Run() // no server is fine
 	base := os.Getenv("TMUX_TMPDIR")
 	if base == "" {
 		base = "/tmp"
 	}
-	_ = os.Remove(filepath.Join(base, fmt.Sprintf("tmux-%d", os.Getuid()), w.socket))
-	w.remove()
+	_ = os.Remove(filepath.Join(base, fmt.Sprintf("tmux-%d", os.Getuid()), socket))
 }
 
 // imBinding is one planted binding: of a Telegram topic, or of a Feishu
@@ -386,8 +395,8 @@ func (w *imWorld) windows(n int) ([]imBinding, error) {
 	return bs, w.openWindows(bs)
 }
 
-// openWindows starts a window running cat for each binding, named and
-// tagged as its, and sets the binding's window and pane.
+// openWindows starts a window running cat (or winCmd) for each binding,
+// named and tagged as its, and sets the binding's window and pane.
 func (w *imWorld) openWindows(bs []imBinding) error {
 	cl, err := tmux.New(tmux.Options{Socket: w.socket, Session: w.cfg.IM.Tmux.Session, Config: os.DevNull})
 	if err != nil {
@@ -407,7 +416,11 @@ func (w *imWorld) openWindows(bs []imBinding) error {
 
 func (w *imWorld) window(ctx context.Context, cl *tmux.Client, bs []imBinding, i int) error {
 	b := bs[i]
-	win, err := cl.NewWindow(ctx, b.name(), w.dir, b.tag(), []string{"cat"})
+	cmd := w.winCmd
+	if len(cmd) == 0 {
+		cmd = []string{"cat"}
+	}
+	win, err := cl.NewWindowEnv(ctx, b.name(), w.dir, b.tag(), w.winEnv, cmd)
 	if err != nil {
 		// NewWindow reads the new window back with a format that expands
 		// pane_current_command twice (its length, then its value); while

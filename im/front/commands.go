@@ -255,7 +255,12 @@ const maxShotWidth = 1280
 
 // renderPane draws a pane as a PNG, in the largest font (14 at most, 9 at
 // least) that keeps it within maxShotWidth.
-func (f *FrontEnd) renderPane(p tmux.Pane) ([]byte, error) {
+func (f *FrontEnd) renderPane(p tmux.Pane) ([]byte, error) { return RenderPane(p) }
+
+// RenderPane is the picture /screenshot sends of a pane captured with
+// tmux.Client.CapturePane; it is exported so that the benchmark harness
+// (bench) times the very code the command runs.
+func RenderPane(p tmux.Pane) ([]byte, error) {
 	return screenshot.PNG([]byte(p.Text), shotOptions(p.Cols, p.Rows))
 }
 
