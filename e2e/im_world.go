@@ -142,6 +142,24 @@ func newIMWorld(real string, telegram bool, extra []string) *IMWorld {
 	return iw
 }
 
+// SetLaunch makes launch the command line that starts agent in a new
+// window (its im.agents.<agent>.launch), as a user who runs it with
+// flags of their own; call it before the daemon starts.
+func (iw *IMWorld) SetLaunch(agent, launch string) {
+	GinkgoHelper()
+	cfg, err := os.ReadFile(iw.ThatchConfig)
+	Expect(err).NotTo(HaveOccurred())
+	lines := strings.Split(string(cfg), "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		if lines[i] == "[im.agents."+agent+"]" && strings.HasPrefix(lines[i+1], "launch = ") {
+			lines[i+1] = "launch = " + quote(launch)
+			Expect(os.WriteFile(iw.ThatchConfig, []byte(strings.Join(lines, "\n")), 0o644)).To(Succeed())
+			return
+		}
+	}
+	Fail("the config has no launch line for " + agent)
+}
+
 // realAgent sets the world up for the real agent: its fake model API,
 // its configuration under HOME, its environment. It returns its launch
 // and resume command lines.

@@ -60,11 +60,30 @@ func (p *progress) working(thread, window, agent string) {
 	p.active[thread] = &working{window: window, agent: agent, since: now, changed: now}
 }
 
-// replied marks thread's agent done: its reply came.
+// replied marks thread's agent done: its reply came. A thread whose
+// screen shows a prompt the binding was told of stays watched (a reply
+// can come just before the prompt, or while it waits): its prompt's end
+// is seen and told, so that its buttons go.
 func (p *progress) replied(thread string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if w, ok := p.active[thread]; ok && w.prompt != "" {
+		return
+	}
 	delete(p.active, thread)
+}
+
+// drop forgets a thread (its window is gone) and returns the prompt the
+// binding was told of ("" none).
+func (p *progress) drop(thread string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	shown := ""
+	if w, ok := p.active[thread]; ok {
+		shown = w.prompt
+	}
+	delete(p.active, thread)
+	return shown
 }
 
 // snapshot lists the threads at work.
@@ -135,7 +154,10 @@ func (f *FrontEnd) showWorking(ctx context.Context, thread, window, agent string
 	defer cancel()
 	screen, err := f.tmux.Capture(cctx, window, 0)
 	if errors.Is(err, tmux.ErrNoWindow) {
-		f.progress.replied(thread) // the window is gone: nothing to wait for
+		// The window is gone: nothing to wait for.
+		if shown := f.progress.drop(thread); shown != "" {
+			f.tellBinding(cctx, thread, &messages.IMAgentPromptGone{Fingerprint: shown})
+		}
 		return
 	}
 	if err != nil {

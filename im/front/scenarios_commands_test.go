@@ -268,3 +268,41 @@ func TestScenarioToolCallsShowAsOneLineWhenAskedFor(t *testing.T) {
 		t.Fatalf("a tool line was shown by default: %q", quiet.said(thread))
 	}
 }
+
+// A prompt answered in the terminal loses its buttons, although the
+// agent's reply comes at once; the same dialog shown again is a new
+// prompt with buttons of its own, and the old ones reach nothing.
+func TestScenarioAPromptAnsweredInTheTerminalLosesItsButtons(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("term", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "ask make deploy")
+	old := w.prompt(thread, "Do you want to proceed?")
+	win := w.onlyWindow().ID
+	w.tmux("send-keys", "-t", win, "-l", "3")
+	w.tmux("send-keys", "-t", win, "Enter")
+	w.waitSaid(thread, "echo: answered 3 to make deploy")
+	testwait.UntilReason(t, "the answered prompt's buttons cleared", func() (bool, string) {
+		for _, s := range w.tg.Sent() {
+			if s.Method == "editMessageReplyMarkup" && s.MessageID == old.MessageID && len(s.Buttons) == 0 {
+				return true, ""
+			}
+		}
+		return false, "not cleared"
+	})
+	w.send(thread, "ask make deploy")
+	testwait.UntilReason(t, "the same dialog asked again", func() (bool, string) {
+		n := 0
+		for _, s := range w.said(thread) {
+			if strings.Contains(s, "Do you want to proceed?") {
+				n++
+			}
+		}
+		return n == 2, fmt.Sprintf("%q", w.said(thread))
+	})
+	w.press(thread, old, "1. Yes")
+	w.quiesce()
+	if got := w.typed(); slices.Contains(got, "1") || slices.Contains(got, "answer 1") {
+		t.Fatalf("the old prompt's button answered the new dialog: %q", got)
+	}
+}
