@@ -257,7 +257,9 @@ func (s *Server) EditTopic(chatID, threadID int64, name string) {
 // CloseTopic closes a topic, pushing the forum_topic_closed service
 // message; ReopenTopic reopens it (forum_topic_reopened). Sends to a
 // closed topic are answered 400 TOPIC_CLOSED, as Telegram answers them.
-func (s *Server) CloseTopic(chatID, threadID int64) { s.topicService(chatID, threadID, "forum_topic_closed", true) }
+func (s *Server) CloseTopic(chatID, threadID int64) {
+	s.topicService(chatID, threadID, "forum_topic_closed", true)
+}
 
 // ReopenTopic reopens a topic CloseTopic closed.
 func (s *Server) ReopenTopic(chatID, threadID int64) {
