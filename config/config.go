@@ -235,6 +235,20 @@ type IM struct {
 	// ShowTools shows each tool call the agent's transcript records as one
 	// short line in the chat ("▸ Bash: npm test"). Default: false.
 	ShowTools bool `koanf:"show_tools" usage:"show the agent's tool calls in the chat, one line each"`
+	// InboxDir is where files, photos and voice notes sent in a thread are
+	// saved: relative to the binding's working directory (inside the
+	// project, which agents read without asking), or absolute. thatch
+	// writes a .gitignore of "*" in it. Default: ".thatch/inbox".
+	InboxDir string `koanf:"inbox_dir" usage:"where files sent in a thread are saved (relative to the binding's directory, or absolute)"`
+	// Transcribe is a local speech-to-text command for voice notes: its
+	// words (split at spaces, no shell), with the saved file's path as
+	// its last argument; what it prints is typed after the file's line.
+	// "" types only the file's line. Default: "".
+	Transcribe string `koanf:"transcribe" usage:"local speech-to-text command for voice notes; gets the file's path, prints text"`
+	// MaxFileMB caps the size of a file taken from the chat, in MB, below
+	// the platform's own limit (a Telegram bot downloads up to 20 MB).
+	// Must be >= 0; 0 is the platform's limit. Default: 0.
+	MaxFileMB int `koanf:"max_file_mb" usage:"largest file taken from the chat, in MB (0: the platform's limit)"`
 	// Telegram is the Telegram Bot API connection.
 	Telegram Telegram `koanf:"telegram"`
 	// Feishu is the Feishu (Lark) app's connection.
@@ -501,6 +515,7 @@ func Defaults() *Config {
 			Roots:         []string{"~"},
 			RenameTimeout: time.Minute,
 			OnClose:       OnCloseKeep,
+			InboxDir:      ".thatch/inbox",
 			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second},
 			Feishu:        Feishu{BaseURL: "https://open.feishu.cn", Mode: "ws", Listen: "127.0.0.1:0", Path: "/feishu/events"},
 			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
@@ -514,7 +529,7 @@ func Defaults() *Config {
 					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
 				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`, Input: InputOff, PromptOption: PromptOff,
 					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
-				Mimo: Agent{Launch: "mimo", Detect: `(^|/)mimo(code)?(\s|$)`, Input: InputOff, PromptOption: PromptOff,
+				Mimo: Agent{Launch: "mimo", Resume: "mimo --resume {session_id}", Detect: `(^|/)mimo(code)?(\s|$)`, Input: InputOff, PromptOption: PromptOff,
 					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
 			},
 		},

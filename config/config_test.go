@@ -85,7 +85,7 @@ var specDefaults = map[string]any{
 	"im.agents.copilot.detect":          `(^|/)copilot(\s|$)`,
 	"im.agents.copilot.input":           "off",
 	"im.agents.mimo.launch":             "mimo",
-	"im.agents.mimo.resume":             "",
+	"im.agents.mimo.resume":             "mimo --resume {session_id}",
 	"im.agents.mimo.detect":             `(^|/)mimo(code)?(\s|$)`,
 	"im.agents.mimo.input":              "off",
 	"im.agents.claude.prompt_option":    DefaultClaudePromptOption,
@@ -121,6 +121,9 @@ var specDefaults = map[string]any{
 	"im.agents.mimo.keys_interrupt":     "C-c",
 	"im.agents.mimo.keys_enter":         "Enter",
 	"im.show_tools":                     false,
+	"im.inbox_dir":                      ".thatch/inbox",
+	"im.transcribe":                     "",
+	"im.max_file_mb":                    0,
 }
 
 func TestDefaultsMatchSpec(t *testing.T) {

@@ -230,6 +230,15 @@ func (v *validator) im(c *IM) {
 	}
 	v.positive("im.rename_timeout", c.RenameTimeout)
 	v.oneOf("im.on_close", c.OnClose, OnCloseKeep, OnCloseKill)
+	if c.InboxDir == "" || strings.ContainsAny(c.InboxDir, "\x00\n") {
+		v.add("im.inbox_dir", "must be a directory (relative to the binding's, or absolute), got %q", c.InboxDir)
+	}
+	if strings.ContainsAny(c.Transcribe, "\x00\n") {
+		v.add("im.transcribe", "must be one command line, got %q", c.Transcribe)
+	}
+	if c.MaxFileMB < 0 {
+		v.add("im.max_file_mb", "must be >= 0 (0: the platform's limit), got %d", c.MaxFileMB)
+	}
 	v.feishu(&c.Feishu, c.Open)
 	v.positive("im.telegram.send_timeout", c.Telegram.SendTimeout)
 	for key, val := range map[string]string{"im.tmux.socket": c.Tmux.Socket, "im.tmux.session": c.Tmux.Session} {

@@ -326,13 +326,14 @@ var _ = Describe("IM front end", Label("im"), func() {
 		Expect(iw.UserLines("claude")()).To(Equal([]string{"an earlier task", "continue"}), "the picked session, not a new one")
 	})
 
-	It("says a photo cannot be passed on, and types its caption", func() {
+	It("saves a photo in the project's inbox, and types its path with its caption", func() {
 		start()
 		thread := iw.Setup("pics", "claude", "web", "first")
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: first"))
 		iw.TG.Photo(imChat, thread, imUser, "the failing screen")
-		Eventually(iw.Said(thread)).Should(ContainElement(ContainSubstring("thatch passes text only: the photo")))
-		Eventually(iw.UserLines("claude")).Should(ContainElement(ContainSubstring("the failing screen")))
+		Eventually(iw.UserLines("claude")).Should(ContainElement(
+			MatchRegexp(`^\[file: /.*/web/\.thatch/inbox/\d{8}-\d{6}-photo\.jpg\] the failing screen$`)))
+		Expect(iw.Said(thread)()).NotTo(ContainElement(ContainSubstring("thatch passes text only")))
 	})
 
 	It("does not offer a session that another thread is bound to", func() {

@@ -41,8 +41,13 @@ type IMUpdate struct {
 	// thread with no binding and is never typed to an agent.
 	Start bool `json:"start,omitempty"`
 	// Media names what the message carried that is not text ("photo",
-	// ...); Text is then its caption, with a note, or "".
+	// ...); Text is then its caption, with a note, or "". A message whose
+	// File is set has no such note.
 	Media string `json:"media,omitempty"`
+	// File is the file the message carried, saved in the binding's inbox
+	// and named to the agent with Caption ("" none) after it.
+	File    *IMFile `json:"file,omitempty"`
+	Caption string  `json:"caption,omitempty"`
 }
 
 // Sources of a topic name, in the order of trust: a name from a
@@ -556,6 +561,11 @@ type IMUpdateSeen struct {
 	// Actor makes User the user the flows answer to (the sender of a
 	// message, the presser of an accepted button).
 	Actor bool `json:"actor,omitempty"`
+	// File is a file to save and name to the agent, with Caption: it
+	// waits in the binding's queue, in order, until it is saved
+	// (IMFileReady).
+	File    *IMFile `json:"file,omitempty"`
+	Caption string  `json:"caption,omitempty"`
 }
 
 // IMOutboxAdded queues chat messages to send, with their sequence numbers

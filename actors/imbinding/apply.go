@@ -9,7 +9,7 @@ import (
 // Apply returns the state after ev; s is left as it was.
 func (*Kind) Apply(s *State, ev any) *State {
 	n := *s
-	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) || applyAsk(&n, s, ev) || applyReopen(&n, s, ev) {
+	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) || applyAsk(&n, s, ev) || applyReopen(&n, s, ev) || applyFiles(&n, s, ev) {
 		return &n
 	}
 	return s
@@ -27,8 +27,8 @@ func applyChat(n, s *State, ev any) bool {
 		if e.TopicName != "" {
 			n.TopicName = e.TopicName
 		}
-		if e.Text != "" {
-			n.Queue = append(slices.Clip(s.Queue), Queued{UpdateID: e.UpdateID, Text: e.Text})
+		if e.Text != "" || e.File != nil {
+			queue(n, s, e)
 		}
 		if e.Check {
 			n.Checking = true

@@ -92,6 +92,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		}
 	case *messages.IMTranscriptRead:
 		p.transcript(m)
+	case *messages.IMFileSaved:
+		p.fileSaved(m)
 	case *actors.Tick:
 		p.tick(m)
 	case *actors.Recovered:
@@ -99,6 +101,7 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	default:
 		return actors.Decision{Unhandled: true}
 	}
+	p.saveFiles(s, msg)
 	return p.decision(nil)
 }
 
@@ -149,20 +152,22 @@ func (p *plan) update(m *messages.IMUpdate) {
 		}
 		return
 	}
-	if len(s.Queue) >= MaxQueued && text != "" {
+	if len(s.Queue)+len(s.Waiting) >= MaxQueued && (text != "" || m.File != nil) {
 		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, At: p.now.UnixMilli()})
 		p.say(messages.IMOutEntry{Text: fmt.Sprintf("%d messages are already waiting for the agent; this one was not queued. Send it again later.", MaxQueued)})
 		return
 	}
-	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending()
+	// A message behind a file not saved yet waits for it (files.go).
+	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Waiting) == 0
+	has := text != "" || m.File != nil
 	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, Text: text, At: p.now.UnixMilli(),
-		Check: check, Actor: text != "" || m.Start})
-	if m.Media != "" {
+		Check: check, Actor: has || m.Start, File: m.File, Caption: m.Caption})
+	if m.Media != "" && m.File == nil {
 		// Agents take typed text only.
 		p.say(messages.IMOutEntry{Text: "thatch passes text only: the " + m.Media + " was not given to the agent."})
 	}
 	switch {
-	case (m.Start || text != "") && s.Phase == PhaseEnded:
+	case (m.Start || has) && s.Phase == PhaseEnded:
 		p.endedMessage(m.User)
 	case m.Start && s.Phase == PhaseUnbound:
 		p.startSetup(m.User)
@@ -171,7 +176,7 @@ func (p *plan) update(m *messages.IMUpdate) {
 			s.Info.AgentType, s.windowName(), s.Info.Cwd)})
 	case m.Start:
 		p.reask(m.User)
-	case text == "":
+	case !has:
 	case check:
 		p.effect(p.check())
 	case p.s.Phase == PhaseUnbound:

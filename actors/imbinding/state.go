@@ -150,6 +150,11 @@ type Queued struct {
 	UpdateID int64  `json:"updateID"`
 	Text     string `json:"text"`
 	Sent     bool   `json:"sent,omitempty"`
+	// File is a file not saved yet (in State.Waiting only), with its
+	// Caption and when it came (At, Unix milliseconds); see files.go.
+	File    *messages.IMFile `json:"file,omitempty"`
+	Caption string           `json:"caption,omitempty"`
+	At      int64            `json:"at,omitempty"`
 }
 
 // Out is a chat message in the outbox.
@@ -188,8 +193,11 @@ type State struct {
 	Gen      uint64   `json:"gen,omitempty"`
 	Checking bool     `json:"checking,omitempty"`
 	Queue    []Queued `json:"queue,omitempty"`
-	Outbox   []Out    `json:"outbox,omitempty"`
-	NextSeq  uint64   `json:"nextSeq,omitempty"`
+	// Waiting are the messages behind a file not saved yet, the file
+	// first: they join Queue, in order, once it is (files.go).
+	Waiting []Queued `json:"waiting,omitempty"`
+	Outbox  []Out    `json:"outbox,omitempty"`
+	NextSeq uint64   `json:"nextSeq,omitempty"`
 	// OutFlight is the outbox entry being sent, plus one (0: none).
 	OutFlight uint64 `json:"outFlight,omitempty"`
 	// Held is the queued message the user was told waits for the agent
@@ -304,7 +312,7 @@ func (*Kind) Active(s *State) bool {
 		return len(s.Outbox) > 0 // its transcript is not followed while it is ended
 	}
 	return s.Phase == PhaseSetup || s.Phase == PhaseRecovering || s.Phase == PhasePrompting ||
-		len(s.Queue) > 0 || len(s.Outbox) > 0 || s.Transcript != ""
+		len(s.Queue) > 0 || len(s.Waiting) > 0 || len(s.Outbox) > 0 || s.Transcript != ""
 }
 
 // sending reports whether queued messages are being typed now.

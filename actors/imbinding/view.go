@@ -31,7 +31,7 @@ type View struct {
 // View shows the binding.
 func (*Kind) View(s *State) any {
 	v := View{Thread: s.Key, DisplayName: s.Chat.DisplayName, Agent: s.Info.AgentType, Window: s.Window.WindowID,
-		Session: s.Info.SessionID, State: s.Phase, Queued: len(s.Queue), Unsent: len(s.Outbox), Refused: s.Refused,
+		Session: s.Info.SessionID, State: s.Phase, Queued: len(s.Queue) + len(s.Waiting), Unsent: len(s.Outbox), Refused: s.Refused,
 		User: s.Actor, Cwd: s.Info.Cwd}
 	if v.DisplayName == "" {
 		v.DisplayName = s.Name()

@@ -111,6 +111,10 @@ type Server struct {
 	calls    int
 
 	ws wsSide // the long connection's side (ws.go)
+
+	// resources are the files users' messages carry (files.go).
+	fmu       sync.Mutex
+	resources map[string]resource
 }
 
 type limitUntil struct {
@@ -258,7 +262,7 @@ func fail(status, code int, format string, args ...any) answer {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if s.serveWS(w, r) {
+	if s.serveWS(w, r) || s.serveResource(w, r) {
 		return
 	}
 	a := s.route(r)

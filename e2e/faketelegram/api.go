@@ -45,6 +45,10 @@ func (p params) int64(name string) (int64, bool) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/bot") {
+		s.serveFile(w, r)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {
@@ -84,6 +88,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		result, aerr = s.setMyCommands(p)
 	case "sendchataction":
 		result, aerr = s.sendChatAction(p)
+	case "getfile":
+		result, aerr = s.getFile(p)
 	default:
 		aerr = &apiErr{code: 404, desc: "Not Found"}
 	}

@@ -63,6 +63,8 @@ type Server struct {
 	service atomic.Int64
 	srv     *httptest.Server
 	done    chan struct{}
+	// files are the files users sent (files.go), with their own lock.
+	files files
 
 	mu        sync.Mutex
 	updates   []update // pending, ascending update_id
@@ -213,15 +215,15 @@ func (s *Server) userMessage(chatID, threadID, userID int64, fill func(m map[str
 	return s.push(map[string]any{"message": m})
 }
 
-// Photo pushes a user's photo with a caption, as Message pushes text.
+// Photo pushes a user's photo with a caption, as Message pushes text;
+// its bytes are PhotoBytes (PhotoFile sends others).
 func (s *Server) Photo(chatID, threadID, userID int64, caption string) int64 {
-	return s.userMessage(chatID, threadID, userID, func(m map[string]any) {
-		m["photo"] = []map[string]any{{"file_id": "photo-1", "file_unique_id": "u1", "width": 90, "height": 60}}
-		if caption != "" {
-			m["caption"] = caption
-		}
-	})
+	id, _ := s.PhotoFile(chatID, threadID, userID, PhotoBytes, caption)
+	return id
 }
+
+// PhotoBytes are the bytes of the photo Photo sends.
+var PhotoBytes = []byte("\xff\xd8\xff\xe0 a photo from the fake Bot API \xff\xd9")
 
 // CreateTopic makes a forum topic in chatID and pushes its
 // forum_topic_created service message; the topic's thread id is that

@@ -6,11 +6,12 @@
 //
 // # Imports
 //
-// agents may import the standard library, hclog and config (for the
-// defaults of the agents' input lines, which the config documents). It
-// must not import Pebble, protoactor, hosts/... or any other thatch
-// package: it reads files under the user's home directory and /proc, and
-// runs lsof, nothing else.
+// agents may import the standard library, hclog, config (for the
+// defaults of the agents' input lines, which the config documents) and
+// modernc.org/sqlite (pure Go, to read mimo's database). It must not
+// import Pebble, protoactor, hosts/... or any other thatch package: it
+// reads files under the user's home directory and /proc, opens mimo's
+// database read only, and runs lsof and (without /proc) ps, nothing else.
 //
 //	reg, err := agents.NewRegistry(home, map[string]agents.Spec{
 //		"codex": {Resume: "codex resume --yolo {session_id}"},
@@ -23,8 +24,9 @@
 // The four agents always exist. A Spec overrides Launch, Resume and Detect
 // of one agent; empty fields keep the defaults (DefaultDetect, and the
 // resume commands "claude -r {session_id}", "codex resume {session_id}",
-// "copilot --resume {session_id}"; mimo's is "" because its resume flag is
-// not confirmed). NewRegistry reports every bad regexp and unknown agent
+// "copilot --resume {session_id}", "mimo --resume {session_id}"; MiMo
+// Code's flag is opencode's, which it is built on, and was not tried on
+// MiMo Code itself). NewRegistry reports every bad regexp and unknown agent
 // name at once, each naming its agent. A session id is refused unless it is
 // [A-Za-z0-9_-]{1,128}: it is typed into a shell.
 //
@@ -33,11 +35,16 @@
 // tmux 3.3 reports pane_current_command from argv[0] of the pane's
 // foreground process, and node-based agents show up as "node". Detect
 // therefore looks at every process of the pane's tree (ProcTree, from
-// /proc), matching each agent's regexp against the process name
+// /proc; where there is none, as on macOS, from one run of `ps -axo
+// pid=,ppid=,comm=,args=`, read by ParsePS), matching each agent's regexp against the process name
 // (/proc/<pid>/comm) and its command line; the process nearest the pane
 // wins. The default regexp accepts the agent's name as the command, or as
 // the script of node/nodejs/bun/deno ("node /usr/lib/node_modules/x/claude"),
-// but not as an argument of another command ("grep claude").
+// but not as an argument of another command ("grep claude"). ps gives no
+// process state or session, so without /proc a stopped agent or a daemon
+// that left the pane's session still counts. Linux is tested; the ps path
+// is tested on captured Linux output and a hand-written macOS-shaped
+// sample only.
 //
 // # Finding a running agent's session
 //
@@ -51,6 +58,11 @@
 // ParseClaudeHook reads the hook's stdin; the window key is $TMUX_PANE).
 // WriteHook replaces the file atomically (temp file, fsync, rename) under
 // an flock, so hooks of several panes do not lose each other's entries.
+//
+// mimo is found only in its database: the one top-level session for the
+// window's directory updated since the launch ("db"). Nothing on its
+// screen is taken: a UUID there is not its session id (mimo's ids look
+// like "ses_dca95f62bffeRDOQsucktegWH0"), and resuming one failed.
 //
 // # On-disk formats, and what each reader relies on
 //
@@ -93,13 +105,38 @@
 // data.context.cwd; without it Sessions reads "cwd:" from workspace.yaml
 // beside it, and a session whose directory is recorded nowhere is listed
 // for every directory. A reply is type "assistant.message" with
-// data.content a string ("" when the turn only calls tools, data.toolRequests).
-// The first prompt is the first "user.message" data.content. Confirmed from
-// descriptions of copilot 0.0.3xx-0.0.4xx event logs; the older layout
-// (session-state/<uuid>.jsonl without a directory) is not read.
+// data.content a string ("" when the turn only calls tools, data.toolRequests;
+// the model's reasoning is data.reasoningText, not read). An event with a
+// top-level "agentId" (or, in older logs, data.parentToolCallId) is a
+// sub-agent's and is skipped. The first prompt is the first "user.message"
+// data.content (as typed; data.transformedContent is what the model was
+// sent) that is not an autopilot continuation. Checked against the event
+// schema generated in github/copilot-sdk (nodejs/src/generated/
+// session-events.ts, August 2026) and a published real 1.0.78 log;
+// testdata/copilot is a hand-written session in that shape. Not confirmed:
+// "agentId" on a real sub-agent's events (no real log with one was seen),
+// the values of data.phase and data.source (a reply split by
+// chunkIndex/chunkCount is relayed chunk by chunk), and $COPILOT_HOME,
+// which moves ~/.copilot and which this package does not honour. The
+// older layout (session-state/<uuid>.jsonl without a directory, before
+// 0.0.342) is not read.
 //
 // mimo (MiMo Code, built on opencode): sessions live in SQLite
-// (~/.local/share/mimocode/mimocode.db), which this package does not read.
-// Sessions returns ErrNoTranscripts, Transcript finds nothing, Replies is
-// always nil, and the reply relay falls back to pane capture.
+// (~/.local/share/mimocode/mimocode.db, opened read only; $XDG_DATA_HOME
+// is not honoured), in opencode's schema: table session (id "ses_...",
+// parent_id for a sub-agent's, directory, title, time_created,
+// time_updated, time_archived, all times Unix milliseconds), message (id,
+// session_id, time_created, data: JSON with role and time.completed once
+// an assistant message is finished) and part (id, message_id,
+// session_id, data: JSON with type, "text" for text, synthetic for text
+// opencode made). Sessions lists the top-level, unarchived sessions of the
+// directory by time_updated, each with its first typed prompt (its title
+// when it has none), and Path "". SessionReplies reads the finished
+// assistant messages' text after a time_created cursor. The schema was
+// read off opencode 1.18.33 (testdata/mimo/mimocode.db is written by it,
+// see testdata/mimo/capture); that MiMo Code keeps the same tables and
+// the file name above was not checked on MiMo Code itself. Transcript
+// finds nothing and Replies is always nil: the front end's follower
+// reads files by byte offset, and the reply relay still captures the
+// pane for mimo.
 package agents

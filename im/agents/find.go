@@ -4,8 +4,6 @@ import (
 	"context"
 	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The ways FindSession finds a session, in the order it tries them.
@@ -21,6 +19,9 @@ const (
 	// HowNewest: the newest transcript for the directory that appeared
 	// after the launch and that no other thread follows.
 	HowNewest = "newest"
+	// HowDB: mimo's database holds one session for the directory updated
+	// since the launch.
+	HowDB = "db"
 )
 
 // FindQuery is what FindSession looks at.
@@ -32,7 +33,8 @@ type FindQuery struct {
 	// HookFile and WindowKey name the hook map entry of the window.
 	HookFile, WindowKey string
 	// Dir and Since enable the last step: a transcript for Dir written
-	// at Since or later. Zero Since skips it.
+	// at Since or later. Zero Since skips it. They are mimo's only step:
+	// its one session for Dir updated at Since or later.
 	Dir   string
 	Since time.Time
 	// Taken reports a transcript another thread follows: never taken
@@ -47,7 +49,7 @@ type Found struct {
 	// Path is its transcript; "" when unknown (mimo, or a hook entry
 	// without one).
 	Path string
-	// How is HowLsof, HowPane or HowHook.
+	// How is HowLsof, HowPane, HowHook, HowNewest or HowDB.
 	How string
 }
 
@@ -57,13 +59,17 @@ type Found struct {
 // transcript exists, the newest on screen first, then the hook map entry
 // for q.WindowKey, and last the newest transcript for q.Dir written since
 // q.Since that q.Taken does not claim (claude does not keep its
-// transcript open, codex prints no id). For an agent without transcripts
-// (mimo) the last id on screen is taken as it is. Every step that cannot
-// answer (no such process, no lsof, no hook file) falls through to the
-// next; ok is false when none answers or ctx ends.
+// transcript open, codex prints no id). mimo's session is read from its
+// database only (findMimo): never off its screen, where a UUID is not its
+// session's id. Every step that cannot answer (no such process, no lsof,
+// no hook file) falls through to the next; ok is false when none answers
+// or ctx ends.
 func (r *Registry) FindSession(ctx context.Context, a *Agent, q FindQuery) (Found, bool) {
 	if a == nil {
 		return Found{}, false
+	}
+	if a.format == formatMimo {
+		return r.findMimo(a, q)
 	}
 	if f, ok := r.findOpen(ctx, a, q.PanePID); ok {
 		return f, true
@@ -134,15 +140,6 @@ func (r *Registry) findNewest(a *Agent, q FindQuery) (Found, bool) {
 	return found[0], true
 }
 
-// birthTime is when path was made, where the file system says (statx).
-func birthTime(path string) (time.Time, bool) {
-	var st unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_BTIME, &st); err != nil || st.Mask&unix.STATX_BTIME == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(st.Btime.Sec, int64(st.Btime.Nsec)), true
-}
-
 // findOpen looks for a transcript of a among the files the pane's
 // processes hold open; of several, the most recently written wins.
 func (r *Registry) findOpen(ctx context.Context, a *Agent, panePID int) (Found, bool) {
@@ -188,9 +185,6 @@ func findInPane(a *Agent, text string) (Found, bool) {
 			continue
 		}
 		seen[id] = true
-		if !a.HasTranscript() {
-			return Found{ID: id, How: HowPane}, true
-		}
 		if p, ok := a.Transcript("", id); ok {
 			return Found{ID: id, Path: p, How: HowPane}, true
 		}

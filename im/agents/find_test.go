@@ -119,15 +119,6 @@ func TestFindSessionOfARunningAgent(t *testing.T) {
 	}
 }
 
-func TestFindSessionOfMimoTakesTheLastIDOnScreen(t *testing.T) {
-	r := newRegistry(t, t.TempDir(), nil)
-	text := "session 11111111-2222-4333-8444-555555555555\n...\nsession 0f0e0d0c-0b0a-4908-8706-050403020100\n"
-	f, ok := r.FindSession(context.Background(), agent(t, r, "mimo"), agents.FindQuery{PanePID: 0, PaneText: text, HookFile: "", WindowKey: ""})
-	if !ok || f.ID != "0f0e0d0c-0b0a-4908-8706-050403020100" || f.How != agents.HowPane || f.Path != "" {
-		t.Errorf("FindSession(mimo) = %+v, %v", f, ok)
-	}
-}
-
 // TestFakeAgentTranscriptsReadBack drives each fake agent through a new
 // session and a resumed one, and reads its replies and its session list
 // back with the registry: the fake writes what the readers expect.

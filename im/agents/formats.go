@@ -110,21 +110,32 @@ func codexReplies(line []byte) []string {
 }
 
 // copilotLine is one event of a Copilot CLI events.jsonl: {type, data, id,
-// timestamp, parentId}.
+// timestamp, parentId, agentId}. agentId is set on a sub-agent's events
+// (absent for the main agent's); parentToolCallId is the older, now
+// deprecated, mark of the same.
 type copilotLine struct {
-	Type string `json:"type"`
-	Data *struct {
-		Content   json.RawMessage `json:"content"`
-		SessionID string          `json:"sessionId"`
-		Context   *struct {
+	Type    string `json:"type"`
+	AgentID string `json:"agentId"`
+	Data    *struct {
+		Content                 json.RawMessage `json:"content"`
+		SessionID               string          `json:"sessionId"`
+		ParentToolCallID        string          `json:"parentToolCallId"`
+		IsAutopilotContinuation bool            `json:"isAutopilotContinuation"`
+		Context                 *struct {
 			Cwd string `json:"cwd"`
 		} `json:"context"`
 	} `json:"data"`
 }
 
+// mainAgent reports an event of the session's own agent, not of a
+// sub-agent it runs.
+func (l *copilotLine) mainAgent() bool {
+	return l.AgentID == "" && l.Data != nil && l.Data.ParentToolCallID == ""
+}
+
 func copilotReplies(line []byte) []string {
 	var l copilotLine
-	if json.Unmarshal(line, &l) != nil || l.Type != "assistant.message" || l.Data == nil {
+	if json.Unmarshal(line, &l) != nil || l.Type != "assistant.message" || !l.mainAgent() {
 		return nil
 	}
 	return blockTexts(l.Data.Content, "text")
@@ -156,7 +167,7 @@ func (a *Agent) userPrompt(line []byte) (string, bool) {
 		}
 	case formatCopilot:
 		var l copilotLine
-		if json.Unmarshal(line, &l) != nil || l.Type != "user.message" || l.Data == nil {
+		if json.Unmarshal(line, &l) != nil || l.Type != "user.message" || !l.mainAgent() || l.Data.IsAutopilotContinuation {
 			return "", false
 		}
 		texts = blockTexts(l.Data.Content, "text")

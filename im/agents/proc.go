@@ -42,10 +42,14 @@ type Proc struct {
 	SID int
 }
 
-// ProcTree returns pid and all its descendants, read from /proc (Linux):
+// ProcTree returns pid and all its descendants, read from /proc (Linux),
+// or from one run of ps (PSArgs, ParsePS) where /proc is missing (macOS):
 // pid first, then breadth first, children in pid order, so a process
 // comes before the processes it started.
 func ProcTree(pid int) ([]Proc, error) {
+	if !procAvailable() {
+		return psTree(pid)
+	}
 	root, err := readProc(pid)
 	if err != nil {
 		return nil, err
@@ -114,7 +118,7 @@ func scanTree(root Proc) ([]Proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agents: list %s: %w", procRoot, err)
 	}
-	children := map[int][]Proc{}
+	var all []Proc
 	for _, e := range es {
 		n, err := strconv.Atoi(e.Name())
 		if err != nil || n == pid {
@@ -124,15 +128,27 @@ func scanTree(root Proc) ([]Proc, error) {
 		if err != nil {
 			continue // it ended while we looked
 		}
-		children[p.PPID] = append(children[p.PPID], p)
+		all = append(all, p)
+	}
+	return descendants(root, all), nil
+}
+
+// descendants returns root and those of all that descend from it, breadth
+// first, children in pid order, at most maxTree processes.
+func descendants(root Proc, all []Proc) []Proc {
+	children := map[int][]Proc{}
+	for _, p := range all {
+		if p.PID != root.PID {
+			children[p.PPID] = append(children[p.PPID], p)
+		}
 	}
 	out := []Proc{root}
-	for i := 0; i < len(out); i++ {
+	for i := 0; i < len(out) && len(out) < maxTree; i++ {
 		kids := children[out[i].PID]
 		sort.Slice(kids, func(a, b int) bool { return kids[a].PID < kids[b].PID })
 		out = append(out, kids...)
 	}
-	return out, nil
+	return out
 }
 
 // readProc reads one process's stat and cmdline.

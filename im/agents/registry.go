@@ -25,13 +25,13 @@ var (
 	// a valid regular expression with at most one group.
 	ErrBadInput = errors.New("agents: bad input regexp")
 	// ErrNoResume is returned by ResumeCommand for an agent whose resume
-	// command is not configured (mimo by default).
+	// command is configured empty.
 	ErrNoResume = errors.New("agents: no resume command configured")
 	// ErrUnsafeID is returned by ResumeCommand for a session id that could
 	// change the meaning of the shell line it is typed into.
 	ErrUnsafeID = errors.New("agents: unsafe session id")
 	// ErrNoTranscripts is returned by Sessions for an agent whose sessions
-	// thatch cannot list (mimo keeps them in SQLite).
+	// thatch cannot list. All four built-in agents' can be listed.
 	ErrNoTranscripts = errors.New("agents: agent keeps no transcript files")
 )
 
@@ -55,8 +55,8 @@ type Spec struct {
 	// Resume is the shell command that resumes a session; every
 	// "{session_id}" in it is replaced by the id. A template without the
 	// placeholder is used as is. Default: "claude -r {session_id}",
-	// "codex resume {session_id}", "copilot --resume {session_id}", and
-	// "" (cannot resume) for mimo.
+	// "codex resume {session_id}", "copilot --resume {session_id}",
+	// "mimo --resume {session_id}".
 	Resume string
 	// Detect is a regular expression matched against the name and the
 	// command line of each process in a pane. Default: the agent's name as
@@ -105,6 +105,7 @@ const (
 	formatClaude
 	formatCodex
 	formatCopilot
+	formatMimo // SQLite database, no transcript file
 )
 
 // Agent is one agent CLI as configured. Its methods only read files under
@@ -179,7 +180,7 @@ var builtin = []struct {
 	{Claude, "claude -r " + SessionIDPlaceholder, formatClaude},
 	{Codex, "codex resume " + SessionIDPlaceholder, formatCodex},
 	{Copilot, "copilot --resume " + SessionIDPlaceholder, formatCopilot},
-	{Mimo, "", formatNone},
+	{Mimo, "mimo --resume " + SessionIDPlaceholder, formatMimo},
 }
 
 // DefaultDetect returns the built-in detect expression for name: name is
@@ -321,10 +322,10 @@ func (a *Agent) Matches(p Proc) bool {
 }
 
 // HasTranscript reports whether the agent writes a transcript file that
-// Replies can read; for one that does not (mimo), replies come from the
-// pane.
+// Replies can read; for one that does not (mimo, which keeps a database
+// that SessionReplies reads), replies come from the pane.
 func (a *Agent) HasTranscript() bool {
-	return a.format != formatNone
+	return a.format != formatNone && a.format != formatMimo
 }
 
 // ChecksInput reports whether the agent has an input line to check (see

@@ -38,7 +38,7 @@ func TestRegistryHasTheFourAgentsWithDefaultsAndOverrides(t *testing.T) {
 		"claude":  {"claude", "claude -r {session_id}"},
 		"codex":   {"codex --full-auto", "codex resume --full-auto {session_id}"},
 		"copilot": {"copilot", "copilot --resume {session_id}"},
-		"mimo":    {"mimo", ""},
+		"mimo":    {"mimo", "mimo --resume {session_id}"},
 	}
 	for name, w := range want {
 		a := agent(t, r, name)
@@ -76,6 +76,7 @@ func TestNewRegistryNamesEveryBadSpec(t *testing.T) {
 
 func TestResumeCommandSubstitutesSafeIDsAndRefusesOthers(t *testing.T) {
 	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{"copilot": {Resume: "copilot --resume={session_id} --log={session_id}.log"}})
+	noResume := &agents.Agent{Name: "mimo"} // a config that empties im.agents.mimo.resume
 	const id = "95e6f011-ec33-4b37-91ad-5d242b40ae3d"
 	cases := []struct {
 		agent, id, want string
@@ -84,7 +85,8 @@ func TestResumeCommandSubstitutesSafeIDsAndRefusesOthers(t *testing.T) {
 		{"claude", id, "claude -r " + id, nil},
 		{"codex", id, "codex resume " + id, nil},
 		{"copilot", "ses_01AB-x", "copilot --resume=ses_01AB-x --log=ses_01AB-x.log", nil},
-		{"mimo", id, "", agents.ErrNoResume},
+		{"mimo", "ses_dca95f62bffeRDOQsucktegWH0", "mimo --resume ses_dca95f62bffeRDOQsucktegWH0", nil},
+		{"", id, "", agents.ErrNoResume},
 		{"claude", "", "", agents.ErrUnsafeID},
 		{"claude", id + "; rm -rf ~", "", agents.ErrUnsafeID},
 		{"claude", "$(reboot)", "", agents.ErrUnsafeID},
@@ -94,7 +96,11 @@ func TestResumeCommandSubstitutesSafeIDsAndRefusesOthers(t *testing.T) {
 		{"claude", strings.Repeat("a", 129), "", agents.ErrUnsafeID},
 	}
 	for _, c := range cases {
-		got, err := agent(t, r, c.agent).ResumeCommand(c.id)
+		a := noResume
+		if c.agent != "" {
+			a = agent(t, r, c.agent)
+		}
+		got, err := a.ResumeCommand(c.id)
 		if c.err != nil {
 			if !errors.Is(err, c.err) || got != "" {
 				t.Errorf("%s ResumeCommand(%q) = %q, %v; want error %v", c.agent, c.id, got, err, c.err)

@@ -20,13 +20,19 @@ import (
 type Session struct {
 	// ID is the session's id, the one ResumeCommand takes.
 	ID string
-	// Path is the transcript file.
+	// Path is the transcript file; "" for mimo, which keeps its sessions
+	// in a database (MimoDB).
 	Path string
-	// Modified is the transcript's modification time; Sessions orders by it.
+	// Modified is the transcript's modification time (mimo: the session's
+	// time_updated); Sessions orders by it.
 	Modified time.Time
 	// FirstPrompt is the first thing the user typed, whitespace folded and
 	// cut to PromptWidth characters; "" when none was found near the start.
+	// A mimo session without one shows its Title instead.
 	FirstPrompt string
+	// Title is the session's title, where the agent keeps one (mimo:
+	// opencode names a session after its first prompt); "" otherwise.
+	Title string
 }
 
 // Bounds of the codex scan: rollout files are filed by day, not by
@@ -87,6 +93,10 @@ func (a *Agent) Sessions(cwd string, limit int) ([]Session, error) {
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
+	if a.format == formatMimo {
+		a.mimoFirstPrompts(out)
+		return out, nil
+	}
 	for i := range out {
 		out[i].FirstPrompt = a.firstPrompt(out[i].Path)
 	}
@@ -95,7 +105,8 @@ func (a *Agent) Sessions(cwd string, limit int) ([]Session, error) {
 
 // listSessions returns the agent's sessions for cwd that were written at
 // since or later (zero since: all of them), newest first, without their
-// first prompts. A transcript is stat'ed, and opened only when it was
+// first prompts. mimo's are read from its database (one query). A
+// transcript is stat'ed, and opened only when it was
 // written since then and only where the directory it ran in is recorded
 // inside it (codex's session_meta, copilot's session.start); claude's are
 // never opened. findNewest polls with it while a launched agent's session
@@ -112,6 +123,8 @@ func (a *Agent) listSessions(cwd string, since time.Time) ([]Session, error) {
 		out, err = a.codexSessions(cwd, since)
 	case formatCopilot:
 		out, err = a.copilotSessions(cwd, since)
+	case formatMimo:
+		out, err = a.mimoSessions(cwd, since, 0)
 	default:
 		return nil, fmt.Errorf("%w: %s", ErrNoTranscripts, a.Name)
 	}

@@ -2,7 +2,6 @@ package agents_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,13 +196,6 @@ func TestCopilotSessionsMatchTheStartCwd(t *testing.T) {
 	}
 	if got, want := strings.Join(ids(sessionIDs(t, a, "/q", 1)), " "), id4; got != want {
 		t.Errorf("Sessions(/q, 1) = %s, want %s", got, want)
-	}
-}
-
-func TestMimoSessionsAreNotListed(t *testing.T) {
-	a := agent(t, newRegistry(t, t.TempDir(), nil), "mimo")
-	if _, err := a.Sessions("/p", 0); !errors.Is(err, agents.ErrNoTranscripts) {
-		t.Errorf("mimo Sessions error = %v, want ErrNoTranscripts", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"time"
 )
@@ -29,7 +30,36 @@ var (
 	// ErrNoThread: a thread key no adapter of the front end owns, or one
 	// its adapter cannot read.
 	ErrNoThread = errors.New("chat: unknown thread")
+	// ErrTooLarge: a file is larger than the platform lets a bot download,
+	// or than the caller's bound (Download).
+	ErrTooLarge = errors.New("chat: file too large")
 )
+
+// Kinds of File.
+const (
+	FilePhoto    = "photo"
+	FileDocument = "document"
+	FileVoice    = "voice"
+	FileAudio    = "audio"
+	FileVideo    = "video"
+)
+
+// File is a file a message carries, as Download fetches it.
+type File struct {
+	// Kind is one of the File kinds above.
+	Kind string
+	// Name is the file's name as the sender gave it ("" when it has none:
+	// photos, voice notes); it is the sender's text, never a path to
+	// trust.
+	Name string
+	// Size is its size in bytes, 0 when unknown.
+	Size int64
+	// Mime is its MIME type, "" when unknown.
+	Mime string
+	// Ref is the adapter's own reference (Telegram's file_id; Feishu's
+	// message id, file key and type), opaque to everyone else.
+	Ref string
+}
 
 // Adapter is one chat platform. Every method but Run may be called
 // concurrently with the others and with Run.
@@ -81,6 +111,11 @@ type Adapter interface {
 	Health() Health
 	// Limits are the platform's limits, for what the front end makes.
 	Limits() Limits
+	// Download writes the file f of thread to w, at most max bytes (and
+	// never more than the platform lets a bot download): a larger file
+	// fails with ErrTooLarge, possibly after some bytes were written. It
+	// returns how many bytes it wrote; ctx bounds it.
+	Download(ctx context.Context, thread string, f File, w io.Writer, max int64) (int64, error)
 	// Close releases the adapter's connections, once Run has returned and
 	// the last call is done.
 	Close()
@@ -160,8 +195,12 @@ type Update struct {
 	// Text is the message text; "" for service messages and presses.
 	Text string
 	// Media names what a message without text carries ("photo",
-	// "document", ...); Caption is its caption. Only text reaches agents.
+	// "document", ...); Caption is its caption. Only text and File reach
+	// agents: Media alone is said not to.
 	Media, Caption string
+	// File is the file the message carries (a photo, a document, a voice
+	// note) that Download fetches; nil for none. Media names it too.
+	File *File
 	// Name is a thread name the update teaches, NameSrc saying how.
 	Name    string
 	NameSrc NameSource

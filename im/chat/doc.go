@@ -8,6 +8,15 @@
 // standard library; it must not import anything of thatch, Pebble,
 // protoactor or net/http: adapters import it, not the other way round.
 //
+// # Files
+//
+// A message that carries a file (a photo, a document, a voice note) names
+// it in Update.File, whose Ref only its adapter reads; Download fetches
+// it later, bounded by the platform's limit, the caller's and the
+// context, failing with ErrTooLarge over them. The front end downloads a
+// file after the update is journaled, never while the adapter waits to
+// confirm it.
+//
 // # Threads
 //
 // A thread is one conversation bound to one agent session. Its key is

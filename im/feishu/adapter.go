@@ -345,7 +345,7 @@ func (a *Adapter) update(ev Event) chat.Update {
 		if e.MessageType == "text" || e.MessageType == "post" {
 			u.Text = e.Text
 		} else {
-			u.Media = e.MessageType
+			u.Media, u.File = e.MessageType, e.File
 		}
 		return u
 	case *ChatRenamed:

@@ -22,7 +22,9 @@
 // its own, with read, write and idle timeouts, shut down when Run's
 // context ends). Either way it hands each event over
 // as a chat.Update, one at a time: a message (the bot's @-mention cut; a
-// message that is not text names its type in Media), a rename
+// message that is not text names its type in Media, and an image, file,
+// audio or media message its file in File, which Download fetches with the
+// message resource API), a rename
 // (im.chat.updated_v1: Name with chat.NameEdited), a press
 // (card.action.trigger: Press.Data from the button's value, Press.ID the
 // event id, Press.Message the card) and a chat that ended (disbanded, the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/thatch-run/thatch/im/chat"
 )
 
 // Event is one decoded Feishu event: *MessageReceived, *ChatRenamed,
@@ -31,6 +33,9 @@ type MessageReceived struct {
 	// Text is the message's text with every @-mention of the bot cut and
 	// other mentions shown as @name; literal otherwise.
 	Text string
+	// File is the file an image, file, audio or media message carries
+	// (messageFile); nil for none.
+	File *chat.File
 }
 
 // ChatRenamed is im.chat.updated_v1 with a new name.
@@ -155,6 +160,7 @@ func decodeMessage(raw json.RawMessage, botOpenID string) (Event, error) {
 			return nil, fmt.Errorf("content: %w", err)
 		}
 	default:
+		ev.File = messageFile(m.MessageType, m.MessageID, m.Content)
 		return ev, nil
 	}
 	// Replace longer keys first: @_user_1 is a prefix of @_user_10.

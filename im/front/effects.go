@@ -56,6 +56,8 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.readHistory),
 		supervisor.Handle(f.listBindings),
 		supervisor.Handle(f.answerAgentPrompt),
+		// A download may take minutes (inbox.go).
+		supervisor.Handle(f.saveFile, supervisor.Lane(laneFiles)),
 		supervisor.Handle(f.listFreeWindows),
 		supervisor.Handle(f.adoptWindow),
 	}
@@ -428,6 +430,9 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, from actors.Identity, e
 		f.waitForAgent(ctx, e.WindowID, e.Agent)
 		if found, ok := f.findOnce(ctx, from.ID, a, e, started); ok {
 			out.SessionID, out.How = found.ID, found.How
+		} else if e.Known != "" {
+			// Resumed: mimo updates its session only at the next prompt.
+			out.SessionID = e.Known
 		}
 		out.Transcript = panePrefix + e.WindowID
 		return out

@@ -117,16 +117,20 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 		return f.tree.DeliverContext(ctx, bindingID(key), &messages.IMCommand{UpdateID: u.ID, User: u.User,
 			Name: c.Name, Args: cleanText(c.Args, maxName)}, deliverTimeout)
 	}
-	if u.Media != "" {
+	file := fileOf(u)
+	if u.Media != "" && file == nil {
 		u.Text = mediaCaption(u.Media, u.Caption) // the binding says the rest was not passed on
 	}
 	up := &messages.IMUpdate{UpdateID: u.ID, User: u.User,
 		Text: cleanText(u.Text, maxText), TopicName: cleanText(u.Name, maxName),
 		NameSource: nameSource(u.NameSrc), Media: cleanText(u.Media, maxName)}
+	if file != nil {
+		up.File, up.Caption, up.Text = file, cleanText(u.Caption, maxText), ""
+	}
 	if isStart(up.Text) {
 		up.Start, up.Text = true, ""
 	}
-	if up.Text == "" && up.TopicName == "" && !up.Start && up.Media == "" {
+	if up.Text == "" && up.TopicName == "" && !up.Start && up.Media == "" && up.File == nil {
 		return nil
 	}
 	return f.tree.DeliverContext(ctx, bindingID(key), up, deliverTimeout)

@@ -116,7 +116,7 @@ func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 // conversation (an inline query) has no Thread.
 func Update(in Inbound) chat.Update {
 	u := chat.Update{ID: in.UpdateID, Cursor: strconv.FormatInt(in.UpdateID+1, 10), Topic: in.Topic,
-		Text: in.Text, Media: in.Media, Caption: in.Caption, Name: in.TopicName, NameSrc: in.NameSrc, Other: in.Other}
+		Text: in.Text, Media: in.Media, Caption: in.Caption, File: in.File, Name: in.TopicName, NameSrc: in.NameSrc, Other: in.Other}
 	if in.ChatID != 0 && in.ThreadID != 0 {
 		u.Thread = ThreadKey(in.ChatID, in.ThreadID)
 	}

@@ -46,6 +46,10 @@
 // from forum_topic_created (chat.NameCreated), forum_topic_edited (chat.NameEdited)
 // and, on every message in a topic, reply_to_message.forum_topic_created
 // (chat.NameSeed, the topic's original name); ranking them is the caller's job.
+// A message's photo (its largest size), document, voice note, audio or
+// video comes as a chat.File (its file_id the Ref); Download asks getFile
+// for its path and reads <api_url>/file/bot<token>/<path>, up to
+// MaxDownload (20 MB, the Bot API's limit for bots).
 //
 // # Sending
 //

@@ -30,6 +30,9 @@ type Inbound struct {
 	// "document", "voice message", ...); Caption is its caption. Bindings
 	// pass text only: the caller says so, and may pass the caption on.
 	Media, Caption string
+	// File is the file the message carries that a binding may save (see
+	// fileOf); nil for none.
+	File *chat.File
 	// TopicName is a topic name the update teaches, with NameSrc saying how.
 	TopicName string
 	// NameSrc says where TopicName comes from (chat.NameNone when it is
@@ -67,6 +70,7 @@ func (b *Bot) inbound(u *models.Update) Inbound {
 		in.Text = u.Message.Text
 		if in.Text == "" {
 			in.Media, in.Caption = mediaOf(u.Message), u.Message.Caption
+			in.File = fileOf(u.Message)
 		}
 		teachName(&in, u.Message)
 		in.Closed, in.Reopened = u.Message.ForumTopicClosed != nil, u.Message.ForumTopicReopened != nil

@@ -38,8 +38,20 @@ func TestInboundReducesUpdatesTheFakeCannotMake(t *testing.T) {
 		}}, Inbound{UpdateID: 6, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, TopicName: "orig", NameSrc: chat.NameSeed}},
 		{"a photo is named, with its caption", models.Update{ID: 8, Message: &models.Message{
 			ID: 11, Chat: forumChat, From: &models.User{ID: 7}, MessageThreadID: 3, IsTopicMessage: true,
-			Photo: []models.PhotoSize{{FileID: "f"}}, Caption: "the failing screen",
-		}}, Inbound{UpdateID: 8, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, Media: "photo", Caption: "the failing screen"}},
+			Photo: []models.PhotoSize{{FileID: "small", Width: 90, Height: 60, FileSize: 900}, {FileID: "large", Width: 1280, Height: 960, FileSize: 90000},
+				{FileID: "medium", Width: 320, Height: 240, FileSize: 9000}}, Caption: "the failing screen",
+		}}, Inbound{UpdateID: 8, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, Media: "photo", Caption: "the failing screen",
+			File: &chat.File{Kind: chat.FilePhoto, Size: 90000, Mime: "image/jpeg", Ref: "large"}}},
+		{"a document keeps its name", models.Update{ID: 9, Message: &models.Message{
+			ID: 12, Chat: forumChat, From: &models.User{ID: 7}, MessageThreadID: 3, IsTopicMessage: true,
+			Document: &models.Document{FileID: "d", FileName: "../../etc/passwd", MimeType: "text/plain", FileSize: 12},
+		}}, Inbound{UpdateID: 9, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, Media: "document",
+			File: &chat.File{Kind: chat.FileDocument, Name: "../../etc/passwd", Size: 12, Mime: "text/plain", Ref: "d"}}},
+		{"a voice note", models.Update{ID: 10, Message: &models.Message{
+			ID: 13, Chat: forumChat, From: &models.User{ID: 7}, MessageThreadID: 3, IsTopicMessage: true,
+			Voice: &models.Voice{FileID: "v", MimeType: "audio/ogg", FileSize: 5},
+		}}, Inbound{UpdateID: 10, UserID: 7, ChatID: -100, ThreadID: 3, Topic: true, Media: "voice message",
+			File: &chat.File{Kind: chat.FileVoice, Size: 5, Mime: "audio/ogg", Ref: "v"}}},
 		{"press on an inaccessible message", models.Update{ID: 7, CallbackQuery: &models.CallbackQuery{
 			ID: "q", From: models.User{ID: 7}, Data: "d",
 			Message: models.MaybeInaccessibleMessage{Type: models.MaybeInaccessibleMessageTypeInaccessibleMessage,
