@@ -288,15 +288,7 @@ func (fw *FeishuWorld) Said(chatID string) func() []string {
 
 // Echoes returns the fake agents' replies ("echo: ...") the chat got, in
 // order.
-func (fw *FeishuWorld) Echoes(chatID string) []string {
-	var out []string
-	for _, s := range fw.Said(chatID)() {
-		if strings.HasPrefix(s, "echo: ") {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func (fw *FeishuWorld) Echoes(chatID string) []string { return echoes(fw.Said(chatID)()) }
 
 // Prompt waits for the newest card with buttons in the chat whose text
 // contains want, and returns it.

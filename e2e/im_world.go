@@ -470,9 +470,13 @@ func (iw *IMWorld) StatusTable() string {
 
 // Echoes returns the fake agents' replies ("echo: ...") the thread got, in
 // order.
-func (iw *IMWorld) Echoes(thread int64) []string {
+func (iw *IMWorld) Echoes(thread int64) []string { return echoes(iw.Said(thread)()) }
+
+// echoes keeps the fake agents' replies ("echo: ...") of what a chat
+// shows, in order.
+func echoes(said []string) []string {
 	var out []string
-	for _, s := range iw.Said(thread)() {
+	for _, s := range said {
 		if strings.HasPrefix(s, "echo: ") {
 			out = append(out, s)
 		}
