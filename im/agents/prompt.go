@@ -237,29 +237,49 @@ func (f *PromptFinder) Find(screen string) (Prompt, bool) {
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " \t\r")
 	}
-	// The last option, with only hints below it.
-	last, trailing := -1, 0
-	var lastOpt optionLine
+	last, lastOpt, ok := f.lastOption(lines)
+	if !ok {
+		return Prompt{}, false
+	}
+	first, byLine, ok := f.optionsAbove(lines, last, lastOpt)
+	if !ok {
+		return Prompt{}, false
+	}
+	p, ok := f.readOptions(lines, first, last, lastOpt, byLine)
+	if !ok || !f.readQuestion(lines, first, &p) {
+		return Prompt{}, false
+	}
+	p.Fingerprint = fingerprint(p)
+	return p, true
+}
+
+// lastOption finds the prompt's last option: the bottom option line of
+// the screen with at most maxTrailing hint lines below it, none of them
+// the agent's input line.
+func (f *PromptFinder) lastOption(lines []string) (int, optionLine, bool) {
+	trailing := 0
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.TrimSpace(lines[i]) == "" {
 			continue
 		}
 		if f.input != nil && f.input.MatchString(lines[i]) {
-			return Prompt{}, false
+			return -1, optionLine{}, false
 		}
 		if o, ok := f.parseOption(lines[i]); ok {
-			last, lastOpt = i, o
-			break
+			return i, o, true
 		}
 		if trailing++; trailing > maxTrailing {
-			return Prompt{}, false
+			return -1, optionLine{}, false
 		}
 	}
-	if last < 0 {
-		return Prompt{}, false
-	}
-	// Upwards to option 1: every line between options is blank, a rule,
-	// or indented deeper than the numbers (a description, a wrapped label).
+	return -1, optionLine{}, false
+}
+
+// optionsAbove walks upwards from the last option to option 1: every line
+// between options is blank, a rule, or indented deeper than the numbers
+// (a description, a wrapped label). It returns option 1's line and the
+// options by line.
+func (f *PromptFinder) optionsAbove(lines []string, last int, lastOpt optionLine) (int, map[int]optionLine, bool) {
 	byLine := map[int]optionLine{last: lastOpt}
 	first, lowest := last, lastOpt
 	for i := last - 1; i >= 0 && lowest.opt.Number > 1; i-- {
@@ -269,21 +289,26 @@ func (f *PromptFinder) Find(screen string) (Prompt, bool) {
 		}
 		if o, ok := f.parseOption(l); ok {
 			if o.opt.Number != lowest.opt.Number-1 || o.col != lowest.col {
-				return Prompt{}, false
+				return 0, nil, false
 			}
 			byLine[i] = o
 			first, lowest = i, o
 			continue
 		}
 		if (f.input != nil && f.input.MatchString(l)) || leadingSpaces(l) <= lowest.col {
-			return Prompt{}, false
+			return 0, nil, false
 		}
 	}
 	if lowest.opt.Number != 1 || len(byLine) < 2 {
-		return Prompt{}, false
+		return 0, nil, false
 	}
-	// Downwards: each option with the lines under it; under the last one,
-	// only lines indented to its label (the hints below are not).
+	return first, byLine, true
+}
+
+// readOptions reads the options downwards, each with the lines under it
+// (under the last one, only lines indented to its label: the hints below
+// are not); exactly one must be selected.
+func (f *PromptFinder) readOptions(lines []string, first, last int, lastOpt optionLine, byLine map[int]optionLine) (Prompt, bool) {
 	p := Prompt{Selected: -1}
 	var detail []string
 	var optText string // the line of the option being read
@@ -327,10 +352,12 @@ func (f *PromptFinder) Find(screen string) (Prompt, bool) {
 		detail = append(detail, strings.TrimSpace(l))
 	}
 	flush()
-	if p.Selected < 0 {
-		return Prompt{}, false
-	}
-	// The question, then the line that opens the prompt.
+	return p, p.Selected >= 0
+}
+
+// readQuestion finds the question above the options, then the line that
+// opens the prompt, and keeps the lines between as the context.
+func (f *PromptFinder) readQuestion(lines []string, first int, p *Prompt) bool {
 	q, seen := -1, 0
 	for i := first - 1; i >= 0 && seen < maxQuestionAbove; i-- {
 		if strings.TrimSpace(lines[i]) == "" {
@@ -344,7 +371,7 @@ func (f *PromptFinder) Find(screen string) (Prompt, bool) {
 		}
 	}
 	if q < 0 || p.Question == "" {
-		return Prompt{}, false
+		return false
 	}
 	top := q
 	if f.top != nil {
@@ -362,8 +389,7 @@ func (f *PromptFinder) Find(screen string) (Prompt, bool) {
 		}
 		p.Context = append(p.Context, l)
 	}
-	p.Fingerprint = fingerprint(p)
-	return p, true
+	return true
 }
 
 // parseOption matches one line against the option pattern.
