@@ -170,6 +170,39 @@ type param struct {
 // (as in "38:2::r:g:b" and "4:3"); an empty parameter is 0.
 func sgr(params []byte, p *pen) {
 	var arr [maxParams]param
+	list := sgrParams(params, &arr)
+	for k := 0; k < len(list); k++ {
+		q := list[k].v[:list[k].n]
+		switch v := q[0]; {
+		case v == 38, v == 48, v == 58:
+			var c tcolor
+			var ok bool
+			if len(q) > 1 {
+				c, ok = extColor(q[1:])
+			} else {
+				var used int
+				c, ok, used = extColorSemicolon(list[k+1:])
+				k += used
+			}
+			if !ok {
+				continue
+			}
+			switch v {
+			case 38:
+				p.fg = c
+			case 48:
+				p.bg = c
+			} // 58 is the underline colour, not drawn
+		default:
+			sgrOne(q, p)
+		}
+	}
+}
+
+// sgrParams splits an SGR sequence's parameters (";" between them, ":"
+// between a parameter's sub-parameters) into arr, and returns the ones
+// read.
+func sgrParams(params []byte, arr *[maxParams]param) []param {
 	count := 1
 	arr[0].n = 1
 	for _, b := range params {
@@ -192,77 +225,59 @@ func sgr(params []byte, p *pen) {
 			}
 		}
 	}
-	list := arr[:min(count, maxParams)]
+	return arr[:min(count, maxParams)]
+}
 
-	for k := 0; k < len(list); k++ {
-		q := list[k].v[:list[k].n]
-		switch v := q[0]; {
-		case v == 0:
-			*p = pen{}
-		case v == 1:
-			p.a |= attrBold
-		case v == 2:
-			p.a |= attrDim
-		case v == 3:
-			p.a |= attrItalic
-		case v == 4:
-			if len(q) > 1 && q[1] == 0 {
-				p.a &^= attrUnderline
-			} else {
-				p.a |= attrUnderline
-			}
-		case v == 7:
-			p.a |= attrReverse
-		case v == 8:
-			p.a |= attrHidden
-		case v == 9:
-			p.a |= attrStrike
-		case v == 21:
-			p.a |= attrUnderline // double underline, drawn single
-		case v == 22:
-			p.a &^= attrBold | attrDim
-		case v == 23:
-			p.a &^= attrItalic
-		case v == 24:
+// sgrOne applies one SGR parameter (with its sub-parameters q[1:]) that
+// is not an extended colour.
+func sgrOne(q []int, p *pen) {
+	switch v := q[0]; {
+	case v == 0:
+		*p = pen{}
+	case v == 1:
+		p.a |= attrBold
+	case v == 2:
+		p.a |= attrDim
+	case v == 3:
+		p.a |= attrItalic
+	case v == 4:
+		if len(q) > 1 && q[1] == 0 {
 			p.a &^= attrUnderline
-		case v == 27:
-			p.a &^= attrReverse
-		case v == 28:
-			p.a &^= attrHidden
-		case v == 29:
-			p.a &^= attrStrike
-		case v >= 30 && v <= 37:
-			p.fg = indexed(v - 30)
-		case v == 38, v == 48, v == 58:
-			var c tcolor
-			var ok bool
-			if len(q) > 1 {
-				c, ok = extColor(q[1:])
-			} else {
-				var used int
-				c, ok, used = extColorSemicolon(list[k+1:])
-				k += used
-			}
-			if !ok {
-				continue
-			}
-			switch v {
-			case 38:
-				p.fg = c
-			case 48:
-				p.bg = c
-			} // 58 is the underline colour, not drawn
-		case v == 39:
-			p.fg = colorDefault
-		case v >= 40 && v <= 47:
-			p.bg = indexed(v - 40)
-		case v == 49:
-			p.bg = colorDefault
-		case v >= 90 && v <= 97:
-			p.fg = indexed(v - 90 + 8)
-		case v >= 100 && v <= 107:
-			p.bg = indexed(v - 100 + 8)
+		} else {
+			p.a |= attrUnderline
 		}
+	case v == 7:
+		p.a |= attrReverse
+	case v == 8:
+		p.a |= attrHidden
+	case v == 9:
+		p.a |= attrStrike
+	case v == 21:
+		p.a |= attrUnderline // double underline, drawn single
+	case v == 22:
+		p.a &^= attrBold | attrDim
+	case v == 23:
+		p.a &^= attrItalic
+	case v == 24:
+		p.a &^= attrUnderline
+	case v == 27:
+		p.a &^= attrReverse
+	case v == 28:
+		p.a &^= attrHidden
+	case v == 29:
+		p.a &^= attrStrike
+	case v >= 30 && v <= 37:
+		p.fg = indexed(v - 30)
+	case v == 39:
+		p.fg = colorDefault
+	case v >= 40 && v <= 47:
+		p.bg = indexed(v - 40)
+	case v == 49:
+		p.bg = colorDefault
+	case v >= 90 && v <= 97:
+		p.fg = indexed(v - 90 + 8)
+	case v >= 100 && v <= 107:
+		p.bg = indexed(v - 100 + 8)
 	}
 }
 

@@ -141,44 +141,59 @@ func (c canvas) box(r rune, lw int) {
 // strokes; each stroke stops at the perpendicular stroke it meets on its
 // side, which gives the inner and outer corners of ╔, ╦ and ╬.
 func (c canvas) arms(l, r, u, d, lw int) {
-	mx, my := c.w/2, c.h/2
+	g := armGeom{l: l, r: r, u: u, d: d, lw: lw, mx: c.w / 2, my: c.h / 2}
 	// The x ranges of the vertical arms and the y ranges of the
 	// horizontal ones.
-	uLo, uHi := span(mx, u, lw)
-	dLo, dHi := span(mx, d, lw)
-	lLo, lHi := span(my, l, lw)
-	rLo, rHi := span(my, r, lw)
-	vLo, vHi, hasV := union(u, uLo, uHi, d, dLo, dHi)
-	hLo, hHi, hasH := union(l, lLo, lHi, r, rLo, rHi)
+	g.uLo, g.uHi = span(g.mx, u, lw)
+	g.dLo, g.dHi = span(g.mx, d, lw)
+	g.lLo, g.lHi = span(g.my, l, lw)
+	g.rLo, g.rHi = span(g.my, r, lw)
+	g.vLo, g.vHi, g.hasV = union(u, g.uLo, g.uHi, d, g.dLo, g.dHi)
+	g.hLo, g.hHi, g.hasH = union(l, g.lLo, g.lHi, r, g.rLo, g.rHi)
 	// A single or heavy arm that meets a double line running straight
 	// through (╟, ╤) stops at its near stroke; at a corner (╒, ╓) it runs
 	// on to the far stroke.
-	vThrough := u == armDouble && d == armDouble
-	hThrough := l == armDouble && r == armDouble
+	g.vThrough = u == armDouble && d == armDouble
+	g.hThrough = l == armDouble && r == armDouble
+	c.horizontalArms(g)
+	c.verticalArms(g)
+}
 
-	// Horizontal arms.
+// armGeom is where a box-drawing cell's arms go: their weights, the
+// line width, the cell's middle, and the spans arms computes.
+type armGeom struct {
+	l, r, u, d, lw, mx, my         int
+	uLo, uHi, dLo, dHi             int
+	lLo, lHi, rLo, rHi             int
+	vLo, vHi, hLo, hHi             int
+	hasV, hasH, vThrough, hThrough bool
+}
+
+// horizontalArms draws the left and right arms.
+func (c canvas) horizontalArms(g armGeom) {
+	l, r, u, d, lw, mx := g.l, g.r, g.u, g.d, g.lw, g.mx
 	for _, side := range []struct {
 		wt       int
 		lo, hi   int
 		leftward bool
-	}{{l, lLo, lHi, true}, {r, rLo, rHi, false}} {
+	}{{l, g.lLo, g.lHi, true}, {r, g.rLo, g.rHi, false}} {
 		switch side.wt {
 		case armLight, armHeavy:
 			if side.leftward {
 				end := mx
-				if hasV {
-					end = vHi
-					if vThrough && r == armNone {
-						end = vLo + lw
+				if g.hasV {
+					end = g.vHi
+					if g.vThrough && r == armNone {
+						end = g.vLo + lw
 					}
 				}
 				c.fill(0, side.lo, end, side.hi)
 			} else {
 				start := mx
-				if hasV {
-					start = vLo
-					if vThrough && l == armNone {
-						start = vHi - lw
+				if g.hasV {
+					start = g.vLo
+					if g.vThrough && l == armNone {
+						start = g.vHi - lw
 					}
 				}
 				c.fill(start, side.lo, c.w, side.hi)
@@ -186,37 +201,42 @@ func (c canvas) arms(l, r, u, d, lw int) {
 		case armDouble:
 			top, bottom := side.lo, side.hi-lw
 			if side.leftward {
-				c.fill(0, top, doubleEnd(u, uLo, d, dHi, mx), top+lw)
-				c.fill(0, bottom, doubleEnd(d, dLo, u, uHi, mx), bottom+lw)
+				c.fill(0, top, doubleEnd(u, g.uLo, d, g.dHi, mx), top+lw)
+				c.fill(0, bottom, doubleEnd(d, g.dLo, u, g.uHi, mx), bottom+lw)
 			} else {
-				c.fill(doubleEnd(u, uHi, d, dLo, mx), top, c.w, top+lw)
-				c.fill(doubleEnd(d, dHi, u, uLo, mx), bottom, c.w, bottom+lw)
+				c.fill(doubleEnd(u, g.uHi, d, g.dLo, mx), top, c.w, top+lw)
+				c.fill(doubleEnd(d, g.dHi, u, g.uLo, mx), bottom, c.w, bottom+lw)
 			}
 		}
 	}
-	// Vertical arms, the same with x and y exchanged.
+}
+
+// verticalArms draws the up and down arms, as horizontalArms with x and y
+// exchanged.
+func (c canvas) verticalArms(g armGeom) {
+	l, r, u, d, lw, my := g.l, g.r, g.u, g.d, g.lw, g.my
 	for _, side := range []struct {
 		wt     int
 		lo, hi int
 		upward bool
-	}{{u, uLo, uHi, true}, {d, dLo, dHi, false}} {
+	}{{u, g.uLo, g.uHi, true}, {d, g.dLo, g.dHi, false}} {
 		switch side.wt {
 		case armLight, armHeavy:
 			if side.upward {
 				end := my
-				if hasH {
-					end = hHi
-					if hThrough && d == armNone {
-						end = hLo + lw
+				if g.hasH {
+					end = g.hHi
+					if g.hThrough && d == armNone {
+						end = g.hLo + lw
 					}
 				}
 				c.fill(side.lo, 0, side.hi, end)
 			} else {
 				start := my
-				if hasH {
-					start = hLo
-					if hThrough && u == armNone {
-						start = hHi - lw
+				if g.hasH {
+					start = g.hLo
+					if g.hThrough && u == armNone {
+						start = g.hHi - lw
 					}
 				}
 				c.fill(side.lo, start, side.hi, c.h)
@@ -224,11 +244,11 @@ func (c canvas) arms(l, r, u, d, lw int) {
 		case armDouble:
 			left, right := side.lo, side.hi-lw
 			if side.upward {
-				c.fill(left, 0, left+lw, doubleEnd(l, lLo, r, rHi, my))
-				c.fill(right, 0, right+lw, doubleEnd(r, rLo, l, lHi, my))
+				c.fill(left, 0, left+lw, doubleEnd(l, g.lLo, r, g.rHi, my))
+				c.fill(right, 0, right+lw, doubleEnd(r, g.rLo, l, g.lHi, my))
 			} else {
-				c.fill(left, doubleEnd(l, lHi, r, rLo, my), left+lw, c.h)
-				c.fill(right, doubleEnd(r, rHi, l, lLo, my), right+lw, c.h)
+				c.fill(left, doubleEnd(l, g.lHi, r, g.rLo, my), left+lw, c.h)
+				c.fill(right, doubleEnd(r, g.rHi, l, g.lLo, my), right+lw, c.h)
 			}
 		}
 	}
