@@ -55,8 +55,13 @@ func TestImportBoundaries(t *testing.T) {
 		{"im/feishu", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		// The IM front end, like the opencode one, never imports another.
 		{"im/front/...", []string{mod + "/hosts/..."}},
+		// The web page is a front end like the others: it reads the status
+		// report through a function cmd gives it (as JSON), never another
+		// front end or the decision cores behind them.
+		{"ui/...", []string{mod + "/hosts/opencode", mod + "/hosts/opencode/...", mod + "/actors/ocfamily", mod + "/actors/ocregistry", mod + "/actors/sweeper", mod + "/actors/imbinding", mod + "/im/..."}},
 		{"config/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor, nethttp}},
-		// The shared helpers (the backoff, the tests' polling) are leaves:
+		// The shared helpers (the backoff, the tests' polling, the secret
+		// redactor internal/redact) are leaves:
 		// nothing of thatch, no storage, no actors runtime, no wire.
 		{"internal/...", []string{mod, pebble, protoactor, nethttp}},
 		// The root composes front ends it is given: it holds none itself.

@@ -113,6 +113,11 @@ func TestQuickRunMeasuresEverythingAndCleansUp(t *testing.T) {
 		"entity.durable.c1", "entity.durable.c1000",
 		"soak.heap", "soak.rss", "soak.goroutines",
 		"sweep.strand_plan.vs_limit",
+		"feishu.webhook_answer", "feishu.ws_event_to_keys",
+		"commands.screenshot_render", "commands.prompt_to_buttons", "commands.watch_cost",
+		"redact.tool_roundtrip.p99",
+		"recall.at5.hybrid", "recall.hybrid.p99",
+		"ui.list.p99",
 		"run.wall",
 	} {
 		if !slices.Contains(got, want) {

@@ -71,7 +71,8 @@ var sessionOutput = func() string {
 }()
 
 // sessionExecutor stands in for the daemon's executor: it runs no effect,
-// counts them, and hands every CreateChildSession to onCreate. Execute runs
+// counts them (but the toast the buffer limit shows once per session when
+// the load overflows it), and hands every CreateChildSession to onCreate. Execute runs
 // on the entity's goroutine and must not block.
 type sessionExecutor struct {
 	effects  atomic.Int64
@@ -80,6 +81,9 @@ type sessionExecutor struct {
 }
 
 func (x *sessionExecutor) Execute(_ actors.Identity, effect any) {
+	if _, toast := effect.(*messages.ShowToast); toast {
+		return // the buffer limit's one toast per session (its incident)
+	}
 	x.effects.Add(1)
 	c, ok := effect.(*messages.CreateChildSession)
 	if !ok {
@@ -226,7 +230,9 @@ func (r *sessionRig) pipelinedLoad(n, group, depth int, dur time.Duration) (load
 }
 
 // checkJournaled verifies that every parent journaled exactly one event per
-// acknowledged interaction.
+// acknowledged interaction, and at most one more: the incident the buffer
+// limit records once when it first drops the oldest (the load sends more
+// than a session buffers).
 func (r *sessionRig) checkJournaled() (int64, error) {
 	var total int64
 	for p := range r.parents {
@@ -236,15 +242,15 @@ func (r *sessionRig) checkJournaled() (int64, error) {
 		}
 		sent := r.sent[p].Load()
 		want := uint64(sent)
-		if pong.Seq != want {
-			return total, fmt.Errorf("bench: %s journaled %d events for %d interactions, want %d", r.parents[p], pong.Seq, sent, want)
+		if pong.Seq != want && pong.Seq != want+1 {
+			return total, fmt.Errorf("bench: %s journaled %d events for %d interactions, want %d (or one more: the buffer limit's incident)", r.parents[p], pong.Seq, sent, want)
 		}
 		high, err := r.st.Journal().HighestSeq(r.parents[p])
 		if err != nil {
 			return total, err
 		}
-		if high != want {
-			return total, fmt.Errorf("bench: journal of %s ends at %d, want %d", r.parents[p], high, want)
+		if high != pong.Seq {
+			return total, fmt.Errorf("bench: journal of %s ends at %d, want %d", r.parents[p], high, pong.Seq)
 		}
 		total += sent
 	}

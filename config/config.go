@@ -177,6 +177,34 @@ type Memory struct {
 	// StaleAfter is how long a memory may go unused before it is flagged
 	// stale in the hygiene report. Must be > 0. Default: 2160h (90 days).
 	StaleAfter time.Duration `koanf:"stale_after" usage:"time unused after which a memory is reported stale"`
+	// DailyBudgetTokens caps the estimated tokens (payload bytes/4) that
+	// extraction may send per memory store and UTC day; past it,
+	// extraction for the store pauses until the next day or `thatch
+	// extraction resume`. Must be >= 0; 0 turns the budget off. Default: 0.
+	DailyBudgetTokens int `koanf:"daily_budget_tokens" usage:"estimated tokens extraction may use per store and day (0: no budget)"`
+	// Redact says which secrets are cut from the agent's tool calls at
+	// the edge, before anything is journaled, and refused in memories.
+	Redact Redact `koanf:"redact"`
+}
+
+// Redact configures the secret redactor ([memory.redact]).
+type Redact struct {
+	// Enabled runs the redactor. false journals tool calls as they come
+	// (<private> spans are still dropped). Default: true.
+	Enabled bool `koanf:"enabled" usage:"cut secrets from tool calls before they are journaled, and refuse memories holding one"`
+	// Disable lists built-in kinds to switch off (aws_access_key, jwt,
+	// password, env_secret, ...; see thatch.example.toml). Default: [].
+	Disable []string `koanf:"disable" usage:"built-in secret kinds not to redact"`
+	// Patterns adds rules, each "kind=regexp" (RE2 syntax; a group named
+	// secret limits what is replaced). Default: [].
+	Patterns []string `koanf:"patterns" usage:"extra secret patterns, each kind=regexp"`
+}
+
+// RedactRule splits one of Redact.Patterns, "kind=regexp", at its first
+// "=" (ok is false when it has none).
+func RedactRule(p string) (kind, pattern string, ok bool) {
+	kind, pattern, ok = strings.Cut(p, "=")
+	return strings.TrimSpace(kind), pattern, ok
 }
 
 // Sweep configures the housekeeping sweepers.
@@ -503,6 +531,7 @@ func Defaults() *Config {
 			Embedder:       EmbedderLocal,
 			DedupThreshold: 0.85,
 			StaleAfter:     2160 * time.Hour,
+			Redact:         Redact{Enabled: true},
 		},
 		Sweep: Sweep{
 			Interval:          time.Minute,

@@ -121,6 +121,10 @@ func (c *Config) Validate() error {
 		v.add("memory.dedup_threshold", "must be > 0 and <= 1, got %v", t)
 	}
 	v.positive("memory.stale_after", c.Memory.StaleAfter)
+	if n := c.Memory.DailyBudgetTokens; n < 0 {
+		v.add("memory.daily_budget_tokens", "must be >= 0 (0: no budget), got %d", n)
+	}
+	v.redact(&c.Memory.Redact)
 
 	v.positive("sweep.interval", c.Sweep.Interval)
 	v.positive("sweep.runtime_state_ttl", c.Sweep.RuntimeStateTTL)
@@ -421,4 +425,40 @@ func formatDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// RedactKinds are the built-in secret kinds memory.redact.disable may
+// name. They are the redactor's (internal/redact.Kinds), which config may
+// not import; the opencode front end's tests keep the two lists equal.
+var RedactKinds = []string{"private_key", "aws_access_key", "aws_secret_key", "gcp_api_key",
+	"gcp_service_account", "azure_storage_key", "github_token", "gitlab_token", "slack_token",
+	"slack_webhook", "stripe_key", "anthropic_key", "openai_key", "huggingface_token", "npm_token",
+	"sendgrid_key", "jwt", "url_credentials", "bearer_token", "password", "token", "env_secret"}
+
+// redactKindRE is what an extra pattern's kind may be made of.
+var redactKindRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// redact checks [memory.redact]: every disabled kind is a built-in one and
+// every pattern is "kind=regexp" with a kind of letters, digits, '_' and
+// '-' and a regexp that compiles and matches no empty string.
+func (v *validator) redact(r *Redact) {
+	for _, k := range r.Disable {
+		if !slices.Contains(RedactKinds, k) {
+			v.add("memory.redact.disable", "names %q, which is no secret kind (known: %s)", k, strings.Join(RedactKinds, ", "))
+		}
+	}
+	for _, p := range r.Patterns {
+		kind, pattern, ok := RedactRule(p)
+		if !ok || !redactKindRE.MatchString(kind) {
+			v.add("memory.redact.patterns", "must hold kind=regexp entries (a kind of letters, digits, '_' or '-'), got %q", p)
+			continue
+		}
+		re, err := regexp.Compile(pattern)
+		switch {
+		case err != nil:
+			v.add("memory.redact.patterns", "%q: %v", p, err)
+		case re.MatchString(""):
+			v.add("memory.redact.patterns", "%q matches the empty string", p)
+		}
+	}
 }

@@ -213,6 +213,37 @@ func TestOpenAIWithoutURLAndModelReportsBoth(t *testing.T) {
 	}
 }
 
+func TestRedactRules(t *testing.T) {
+	c := valid(t)
+	c.Memory.Redact.Disable = []string{"jwt", "env_secret"}
+	c.Memory.Redact.Patterns = []string{`acme=acme_(?P<secret>[a-z0-9]{12})`, "pin = PIN [0-9]{4}"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("valid rules refused: %v", err)
+	}
+	for _, tc := range []struct {
+		disable, pattern string
+		want             []string
+	}{
+		{"nope", "", []string{"memory.redact.disable"}},
+		{"", "no-equals-sign", []string{"memory.redact.patterns"}},
+		{"", "a b=x", []string{"memory.redact.patterns"}},
+		{"", "k=(", []string{"memory.redact.patterns"}},
+		{"", "k=x*", []string{"memory.redact.patterns"}},
+		{"jwt2", "=x", []string{"memory.redact.disable", "memory.redact.patterns"}},
+	} {
+		c := valid(t)
+		if tc.disable != "" {
+			c.Memory.Redact.Disable = []string{tc.disable}
+		}
+		if tc.pattern != "" {
+			c.Memory.Redact.Patterns = []string{tc.pattern}
+		}
+		if got := problemKeys(t, c.Validate()); !slices.Equal(got, tc.want) {
+			t.Errorf("disable %q, pattern %q: problems %v, want %v", tc.disable, tc.pattern, got, tc.want)
+		}
+	}
+}
+
 // TestEveryProblemAtOnce loads a file, environment and flags that are wrong
 // in many ways and expects one error naming each problem, and nothing else.
 func TestEveryProblemAtOnce(t *testing.T) {

@@ -82,6 +82,9 @@ type FetchPayload struct {
 type PayloadFetched struct {
 	ParentID     string        `json:"parentID"`
 	Interactions []Interaction `json:"interactions"`
+	// Note, when not empty, tells the extractor that it sees only the
+	// newest interactions: older ones were dropped by the buffer limit.
+	Note string `json:"note,omitempty"`
 }
 
 // ExtractionDone is the thatch_extraction_done tool, called in CallerID.
@@ -154,6 +157,10 @@ const (
 	FailUnsupported FailReason = "unsupported"
 	// FailOther: any other failure; Err says what.
 	FailOther FailReason = "other"
+	// FailPaused: the call was not made: extraction is paused for the
+	// session's memory store (its daily token budget is reached). Nothing
+	// failed; the work waits.
+	FailPaused FailReason = "paused"
 )
 
 // ChildSessionCreated answers CreateChildSession. Err is set on failure.

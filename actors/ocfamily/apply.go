@@ -33,6 +33,8 @@ func (f *Family) Apply(s *State, ev any) *State {
 			s.LastSeq = e.Seq
 		}
 		if e.SessionID == s.ID {
+			s.Dropped += uint64(len(e.Dropped))
+			s.DroppedSinceFetch += uint64(len(e.Dropped))
 			s.Pending = append(removeSeqs(s.Pending, e.Dropped), entry)
 		} else if c := s.Children[e.SessionID]; c != nil {
 			c.Buffer = append(removeSeqs(c.Buffer, e.Dropped), entry)
@@ -41,6 +43,11 @@ func (f *Family) Apply(s *State, ev any) *State {
 		if c := s.Children[e.FetcherID]; c != nil {
 			c.Fetched = true
 			c.ActiveAt = e.At
+		}
+		if len(e.Seqs) > 0 {
+			// The fetcher was told what the buffer limit dropped.
+			s.DroppedSinceFetch = 0
+			s.closeIncidents(IncidentBufferDrop)
 		}
 		if len(e.Seqs) == 0 {
 			break
@@ -58,6 +65,16 @@ func (f *Family) Apply(s *State, ev any) *State {
 		s.Pending = nilIfEmpty(keep)
 	case *messages.FamilyClaimCompleted:
 		s.takeAccepted(e.Seqs)
+		if c := s.Children[e.FetcherID]; c != nil && c.Kind == ChildExtraction {
+			s.closeIncidents(failureKinds...) // an extraction went through
+		}
+	case *IncidentRecorded:
+		s.applyIncident(e)
+	case *PayloadMeasured:
+		s.PayloadBytes += e.Bytes
+		if c := s.Children[e.FetcherID]; c != nil {
+			c.PayloadBytes += e.Bytes
+		}
 	case *messages.FamilyEntriesRequeued:
 		back := s.takeAccepted(e.Seqs)
 		for i := range back {

@@ -42,6 +42,24 @@
 // exception is the explicit done-ack of a child that never fetched, which
 // completes the parent's whole accepted set.
 //
+// # Incidents and cost
+//
+// What goes wrong with extraction is shown to the user once per incident
+// (IncidentRecorded, journaled with its toast): an extraction that could
+// not start (the child's create or prompt failed, or no child came within
+// the stale window), an extraction child that errored or was given up on
+// as hung, and interactions the buffer limit dropped. While an incident
+// of a kind is open, retries failing the same way record nothing more; a
+// completed extraction (or, for drops, the next fetch) closes it. The
+// parent's drops are counted (Dropped, DroppedSinceFetch), and the next
+// extractor is told it sees only a tail, in its prompt and its payload's
+// Note. Each payload's size is journaled (PayloadMeasured) and handed to
+// the front end (RecordExtractionCost), which keeps the cost per store and
+// enforces memory.daily_budget_tokens: a create it refuses for the budget
+// (messages.FailPaused) stops the extraction with everything still
+// pending, and records no incident (the front end toasts once per store
+// and day).
+//
 // # Example
 //
 //	k := ocfamily.New(ocfamily.Config{})

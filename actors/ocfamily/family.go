@@ -214,6 +214,7 @@ func (d *decider) live(msg any) bool {
 	case *messages.SessionPrompted:
 		if m.Err != "" && s.Extracting && s.ExtractionChild != "" && m.SessionID == s.ExtractionChild {
 			d.emit(&messages.FamilyExtractionStopped{Cause: "prompt failed: " + m.Err})
+			d.incident(IncidentStartFailed, "extraction could not start: prompt failed: "+m.Err, d.s.kept())
 		}
 	case *messages.FamilyReconciled:
 		d.reconciled(m)
@@ -315,6 +316,15 @@ func (d *decider) toolExecuted(m *messages.ToolExecuted) {
 		Interaction: forJournal(in, d.f.cfg.JournalOutputLimit),
 		Dropped:     dropped,
 	})
+	if len(dropped) > 0 && in.SessionID == d.s.ID {
+		// Only the parent's drops lose facts: a child's buffer is never
+		// extracted. The buffered event is not applied (emitLast), so the
+		// counts below add this drop by hand.
+		total := d.s.DroppedSinceFetch + uint64(len(dropped))
+		d.incident(IncidentBufferDrop,
+			fmt.Sprintf("buffer full: %d older interactions dropped before extraction", total),
+			fmt.Sprintf("the last %d kept", d.f.cfg.BufferLimit))
+	}
 }
 
 // holds reports whether the buffer of session (or, for the parent, a
@@ -379,9 +389,13 @@ func (d *decider) fetch(m *messages.FetchPayload) {
 		seqs = append(seqs, e.Seq)
 		payload = append(payload, forPayload(e.Interaction, d.f.cfg.PayloadOutputLimit, d.f.cfg.PayloadArgsLimit))
 	}
+	reply.Note = tailNote(len(payload), s.DroppedSinceFetch)
 	d.emit(&messages.FamilyPayloadClaimed{FetcherID: m.CallerID, Seqs: seqs, At: d.now})
 	if len(payload) > 0 {
 		reply.Interactions = payload
+		n := payloadBytes(payload)
+		d.emit(&PayloadMeasured{FetcherID: m.CallerID, Bytes: n})
+		d.effect(&RecordExtractionCost{FetcherID: m.CallerID, Bytes: n, At: d.now})
 	}
 }
 
@@ -476,6 +490,7 @@ func (d *decider) giveUpStaleExtraction() {
 	id := s.ExtractionChild
 	if id == "" {
 		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
+		d.incident(IncidentNoChild, "extraction could not start: no child within the stale window (host gone?)", d.s.kept())
 		return
 	}
 	if c := s.Children[id]; c != nil && (c.Finishing || d.now.Sub(c.ActiveAt) < d.f.cfg.StaleAfter) {
@@ -486,6 +501,7 @@ func (d *decider) giveUpStaleExtraction() {
 	}
 	d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child hangs"})
 	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "hangs"})
+	d.incident(IncidentChildHung, "extraction child "+id+" given up on: idle for the stale window", d.s.kept())
 	d.effect(&messages.DeleteSession{SessionID: id})
 }
 
@@ -584,6 +600,13 @@ func (d *decider) errored(m *messages.SessionErrored) {
 		d.emit(&messages.FamilyExtractionStopped{Cause: "child error"})
 	}
 	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "error"})
+	if kind == ChildExtraction {
+		reason := "extraction child " + id + " errored"
+		if m.Error != "" {
+			reason += ": " + m.Error
+		}
+		d.incident(IncidentChildError, reason, d.s.kept())
+	}
 	if finishing {
 		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 	}
@@ -762,12 +785,17 @@ func (d *decider) abandonExit(cause string) {
 	d.warn(fmt.Sprintf("thatch could not close this session after /thatch/exit was greenlit (%s ago), and left it open; Run /thatch/exit again to close it.", ago))
 }
 
-// extractionPrompt is the prompt an extraction child of parentID receives.
-func extractionPrompt(parentID string) string {
-	return fmt.Sprintf(`Load the thatch-fact-extractor skill and use it for this task.
+// extractionPrompt is the prompt an extraction child of parentID receives;
+// note, when not empty, tells it that it sees only a tail (tailNote).
+func extractionPrompt(parentID, note string) string {
+	p := fmt.Sprintf(`Load the thatch-fact-extractor skill and use it for this task.
 1. Call thatch_get_extraction_payload with session_id %q to receive the tool interactions to review.
 2. Save every durable fact you find with memory_remember.
 3. Always call thatch_extraction_done when you are finished, even if you saved nothing.`, parentID)
+	if note != "" {
+		p += "\nNote: " + note + "."
+	}
+	return p
 }
 
 func (d *decider) childCreated(m *messages.ChildSessionCreated) {
@@ -776,8 +804,16 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 		return
 	}
 	if m.Err != "" {
+		if s.Extracting && s.ExtractionChild == "" && m.Reason == messages.FailPaused {
+			// The store's budget is spent: everything stays pending for
+			// the next idle after the pause ends. The front end tells the
+			// user, once per store and day.
+			d.emit(&messages.FamilyExtractionStopped{Cause: "paused: " + m.Err})
+			return
+		}
 		if s.Extracting && s.ExtractionChild == "" {
 			d.emit(&messages.FamilyExtractionStopped{Cause: "create failed: " + m.Err})
+			d.incident(IncidentStartFailed, "extraction could not start: child create failed: "+m.Err, d.s.kept())
 		}
 		return
 	}
@@ -793,7 +829,7 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 			d.emit(&messages.FamilyFinishCancelled{ChildID: m.ChildID})
 			d.effect(&actors.CancelTimer{Name: finishTimerPrefix + m.ChildID})
 		}
-		d.effect(&messages.PromptSession{SessionID: m.ChildID, Text: extractionPrompt(s.ID)})
+		d.effect(&messages.PromptSession{SessionID: m.ChildID, Text: extractionPrompt(s.ID, tailNote(len(s.Pending), s.DroppedSinceFetch))})
 		return
 	}
 	// An extraction child nobody waits for (a create repeated after a

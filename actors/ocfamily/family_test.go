@@ -39,7 +39,10 @@ func runCases(t *testing.T, cases []decideCase) {
 				wantIDs(t, "events", eventNames(d.Events), tc.events...)
 			}
 			if !tc.anyEffects {
-				wantEffects(t, d.Effects, tc.effects...)
+				// A fetch's cost record is pinned by its own case
+				// (TestFetchRecordsItsCost), not by every fetch's.
+				effects := slices.DeleteFunc(slices.Clone(d.Effects), func(e any) bool { _, ok := e.(*RecordExtractionCost); return ok })
+				wantEffects(t, effects, tc.effects...)
 			}
 			if tc.check != nil {
 				tc.check(t, d, f.s)
@@ -75,16 +78,74 @@ func TestToolExecuted(t *testing.T) {
 		{name: "task is not buffered", msg: toolNamed(parent, "c", "task"), events: []string{}},
 		{name: "subagent is not buffered", msg: toolNamed(parent, "c", "subagent"), events: []string{}},
 		{
-			name:  "a full buffer drops its oldest entry",
-			cfg:   Config{BufferLimit: 3},
-			setup: []any{tool(parent, "c1"), tool(parent, "c2"), tool(parent, "c3")},
-			msg:   tool(parent, "c4"),
+			name:    "a full buffer drops its oldest entry",
+			cfg:     Config{BufferLimit: 3},
+			setup:   []any{tool(parent, "c1"), tool(parent, "c2"), tool(parent, "c3")},
+			msg:     tool(parent, "c4"),
+			events:  []string{"interaction_buffered", "incident_recorded"},
+			effects: []any{warning("buffer full: 1 older interactions dropped before extraction; the last 3 kept")},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				ev := eventOf[messages.FamilyInteractionBuffered](t, d.Events)
 				if !slices.Equal(ev.Dropped, []uint64{1}) {
 					t.Errorf("dropped %v, want [1]", ev.Dropped)
 				}
 				wantIDs(t, "pending", callIDs(s.Pending), "c2", "c3", "c4")
+				if s.Dropped != 1 || s.DroppedSinceFetch != 1 {
+					t.Errorf("dropped %d, since fetch %d; want 1, 1", s.Dropped, s.DroppedSinceFetch)
+				}
+			},
+		},
+		{
+			name:   "further drops before a fetch are counted without another toast",
+			cfg:    Config{BufferLimit: 3},
+			setup:  []any{tool(parent, "c1"), tool(parent, "c2"), tool(parent, "c3"), tool(parent, "c4")},
+			msg:    tool(parent, "c5"),
+			events: []string{"interaction_buffered"},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				if s.Dropped != 2 || s.DroppedSinceFetch != 2 {
+					t.Errorf("dropped %d, since fetch %d; want 2, 2", s.Dropped, s.DroppedSinceFetch)
+				}
+			},
+		},
+		{
+			name:  "the extractor is told it sees a tail, and its fetch resets the count",
+			cfg:   Config{BufferLimit: 3},
+			setup: []any{tool(parent, "c1"), tool(parent, "c2"), tool(parent, "c3"), tool(parent, "c4"), tool(parent, "c5"), idle(parent), childOK(ext)},
+			msg:   fetch(ext, ""),
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				r := d.Reply.(*messages.PayloadFetched)
+				want := "you see the last 3 of 5 interactions (2 older ones were dropped by the buffer limit)"
+				if r.Note != want {
+					t.Errorf("note %q, want %q", r.Note, want)
+				}
+				if s.Dropped != 2 || s.DroppedSinceFetch != 0 || s.OpenIncidents[IncidentBufferDrop] {
+					t.Errorf("dropped %d, since fetch %d, open %v", s.Dropped, s.DroppedSinceFetch, s.OpenIncidents)
+				}
+			},
+		},
+		{
+			name:       "the extraction prompt says so too",
+			cfg:        Config{BufferLimit: 3},
+			setup:      []any{tool(parent, "c1"), tool(parent, "c2"), tool(parent, "c3"), tool(parent, "c4"), idle(parent)},
+			msg:        childOK(ext),
+			anyEffects: true,
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				p := effectsOf[messages.PromptSession](d.Effects)
+				if len(p) != 1 || !strings.Contains(p[0].Text, "you see the last 3 of 4 interactions (1 older ones were dropped by the buffer limit)") {
+					t.Errorf("prompt %+v", p)
+				}
+			},
+		},
+		{
+			name:   "a child's own buffer drops silently: it is never extracted",
+			cfg:    Config{BufferLimit: 1},
+			setup:  []any{taskChild(task), tool(task, "t1")},
+			msg:    tool(task, "t2"),
+			events: []string{"interaction_buffered"},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				if s.Dropped != 0 {
+					t.Errorf("dropped %d", s.Dropped)
+				}
 			},
 		},
 		{
@@ -168,10 +229,10 @@ func TestFetchPayload(t *testing.T) {
 	long := strings.Repeat("x", 900)
 	runCases(t, []decideCase{
 		{
-			name:   "a child's fetch claims everything pending",
+			name:   "a child's fetch claims everything pending and measures it",
 			setup:  []any{tool(parent, "c1"), tool(parent, "c2"), extChild(ext)},
 			msg:    fetch(ext, ""),
-			events: []string{"payload_claimed"},
+			events: []string{"payload_claimed", "payload_measured"},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "payload", payloadIDs(d.Reply), "c1", "c2")
 				if d.Reply.(*messages.PayloadFetched).ParentID != parent {
@@ -204,10 +265,10 @@ func TestFetchPayload(t *testing.T) {
 			check:  func(t *testing.T, d actors.Decision, s *State) { wantIDs(t, "payload", payloadIDs(d.Reply)) },
 		},
 		{
-			name:   "a second fetcher sees only what is still pending",
+			name:   "a second fetcher sees only what is still pending and measures it",
 			setup:  []any{tool(parent, "c1"), extChild(ext), extChild(ext2), fetch(ext, ""), tool(parent, "c2")},
 			msg:    fetch(ext2, ""),
-			events: []string{"payload_claimed"},
+			events: []string{"payload_claimed", "payload_measured"},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "payload", payloadIDs(d.Reply), "c2")
 				wantIDs(t, "first claim", claimIDs(s, ext), "c1")
@@ -495,10 +556,32 @@ func TestParentIdle(t *testing.T) {
 			},
 		},
 		{
-			name:   "a failed create clears the flag and does nothing else",
-			setup:  []any{tool(parent, "c1"), idle(parent)},
+			name:    "a failed create clears the flag and tells the user once",
+			setup:   []any{tool(parent, "c1"), idle(parent)},
+			msg:     &messages.ChildSessionCreated{ParentID: parent, Err: "500"},
+			events:  []string{"extraction_stopped", "incident_recorded"},
+			effects: []any{warning("extraction could not start: child create failed: 500; 1 interactions kept for the next extraction")},
+			check: func(t *testing.T, d actors.Decision, s *State) {
+				if len(s.Incidents) != 1 || s.Incidents[0].Kind != IncidentStartFailed || !s.OpenIncidents[IncidentStartFailed] {
+					t.Errorf("incidents %+v open %v", s.Incidents, s.OpenIncidents)
+				}
+			},
+		},
+		{
+			name: "a retry failing the same way records and shows nothing more",
+			setup: []any{tool(parent, "c1"), idle(parent), &messages.ChildSessionCreated{ParentID: parent, Err: "500"},
+				idle(parent)},
 			msg:    &messages.ChildSessionCreated{ParentID: parent, Err: "500"},
 			events: []string{"extraction_stopped"},
+		},
+		{
+			name: "a completed extraction closes the incident: the next failure is shown again",
+			setup: []any{tool(parent, "c1"), idle(parent), &messages.ChildSessionCreated{ParentID: parent, Err: "500"},
+				idle(parent), childOK(ext), fetch(ext, ""), remember(ext, messages.MemoryCreated), idle(ext),
+				tool(parent, "c2"), idle(parent)},
+			msg:     &messages.ChildSessionCreated{ParentID: parent, Err: "502"},
+			events:  []string{"extraction_stopped", "incident_recorded"},
+			effects: []any{warning("extraction could not start: child create failed: 502; 1 interactions kept for the next extraction")},
 		},
 		{
 			name:    "so the next idle retries",
@@ -507,10 +590,11 @@ func TestParentIdle(t *testing.T) {
 			effects: []any{create},
 		},
 		{
-			name:   "a failed prompt clears the flag and does nothing else",
-			setup:  []any{tool(parent, "c1"), idle(parent), childOK(ext)},
-			msg:    &messages.SessionPrompted{SessionID: ext, Err: "timeout"},
-			events: []string{"extraction_stopped"},
+			name:    "a failed prompt clears the flag and tells the user",
+			setup:   []any{tool(parent, "c1"), idle(parent), childOK(ext)},
+			msg:     &messages.SessionPrompted{SessionID: ext, Err: "timeout"},
+			events:  []string{"extraction_stopped", "incident_recorded"},
+			effects: []any{warning("extraction could not start: prompt failed: timeout; 1 interactions kept for the next extraction")},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if s.Extracting {
 					t.Error("still extracting")
@@ -536,7 +620,7 @@ func TestParentIdle(t *testing.T) {
 				reconciled(true, hs(ext, ExtractionTitle, false))},
 			msg:     childOK(ext),
 			events:  []string{"extraction_child_attached", "finish_cancelled"},
-			effects: []any{&actors.CancelTimer{Name: "finish:" + ext}, &messages.PromptSession{SessionID: ext, Text: extractionPrompt(parent)}},
+			effects: []any{&actors.CancelTimer{Name: "finish:" + ext}, &messages.PromptSession{SessionID: ext, Text: extractionPrompt(parent, "")}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				if s.Children[ext].Finishing || s.ExtractionChild != ext {
 					t.Errorf("child %+v attached %q", s.Children[ext], s.ExtractionChild)
@@ -576,8 +660,9 @@ func TestParentIdle(t *testing.T) {
 			// c1 went stale twice, under two fetchers; c2 once. The second
 			// extractor has run for the whole window: it is deleted and a
 			// new one asked for.
-			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared", "extraction_started"},
-			effects: []any{&messages.DeleteSession{SessionID: ext2}, create},
+			events: []string{"entries_requeued", "extraction_stopped", "child_cleared", "incident_recorded", "extraction_started"},
+			effects: []any{warning("extraction child ses_ext2 given up on: idle for the stale window; 2 interactions kept for the next extraction"),
+				&messages.DeleteSession{SessionID: ext2}, create},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c1", "c2")
 				if len(s.Claims) != 0 {
@@ -586,11 +671,12 @@ func TestParentIdle(t *testing.T) {
 			},
 		},
 		{
-			name:    "an extractor still running after the stale window is deleted, its claim goes back, and a new one is asked for",
-			setup:   append(startExtraction(ext), fetch(ext, ""), tool(parent, "c1"), tool(ext, "own"), advance(15*time.Minute)),
-			msg:     idle(parent),
-			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared", "extraction_started"},
-			effects: []any{&messages.DeleteSession{SessionID: ext}, create},
+			name:   "an extractor still running after the stale window is deleted, its claim goes back, and a new one is asked for",
+			setup:  append(startExtraction(ext), fetch(ext, ""), tool(parent, "c1"), tool(ext, "own"), advance(15*time.Minute)),
+			msg:    idle(parent),
+			events: []string{"entries_requeued", "extraction_stopped", "child_cleared", "incident_recorded", "extraction_started"},
+			effects: []any{warning("extraction child ses_ext given up on: idle for the stale window; 2 interactions kept for the next extraction"),
+				&messages.DeleteSession{SessionID: ext}, create},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1")
 				if s.Children[ext] != nil || len(s.Claims) != 0 {
@@ -635,8 +721,8 @@ func TestParentIdle(t *testing.T) {
 			name:    "a create whose answer never came is given up after the stale window",
 			setup:   []any{tool(parent, "c1"), idle(parent), advance(15 * time.Minute)},
 			msg:     idle(parent),
-			events:  []string{"extraction_stopped", "extraction_started"},
-			effects: []any{create},
+			events:  []string{"extraction_stopped", "incident_recorded", "extraction_started"},
+			effects: []any{warning("extraction could not start: no child within the stale window (host gone?); 1 interactions kept for the next extraction"), create},
 		},
 		{
 			name:   "a create still unanswered within the stale window is waited for",
@@ -653,8 +739,8 @@ func TestChildError(t *testing.T) {
 			name:    "a child that fetched hands back its claim only",
 			setup:   append(startExtraction(ext), tool(parent, "c1"), fetch(ext, ""), tool(parent, "c2"), extChild(ext2), fetch(ext2, ""), tool(ext, "own")),
 			msg:     errored(ext),
-			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
-			effects: []any{&messages.DeleteSession{SessionID: ext}},
+			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared", "incident_recorded"},
+			effects: []any{warning("extraction child ses_ext errored: boom; 3 interactions kept for the next extraction"), &messages.DeleteSession{SessionID: ext}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1")
 				wantIDs(t, "other claim", claimIDs(s, ext2), "c2")
@@ -667,8 +753,8 @@ func TestChildError(t *testing.T) {
 			name:    "a child that never fetched hands back the whole accepted set",
 			setup:   append(startExtraction(ext), tool(parent, "c1"), fetch(parent, ""), tool(parent, "c2"), extChild(ext2), fetch(ext2, "")),
 			msg:     errored(ext),
-			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
-			effects: []any{&messages.DeleteSession{SessionID: ext}},
+			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared", "incident_recorded"},
+			effects: []any{warning("extraction child ses_ext errored: boom; 3 interactions kept for the next extraction"), &messages.DeleteSession{SessionID: ext}},
 			check: func(t *testing.T, d actors.Decision, s *State) {
 				wantIDs(t, "pending", callIDs(s.Pending), "c0", "c1", "c2")
 				if len(s.Claims) != 0 {
@@ -1375,10 +1461,12 @@ func TestStatus(t *testing.T) {
 		Extracting:      true,
 		ExtractionChild: ext,
 		Children: []ChildView{
-			{SessionID: ext, Kind: ChildExtraction, Claimed: 3},
+			{SessionID: ext, Kind: ChildExtraction, Claimed: 3, PayloadTokens: 289 / 4},
 			{SessionID: task, Kind: ChildTask, Buffered: 1},
 		},
-		WrapUp: &WrapUpView{Kind: WrapUpCompact, Token: TokenCompact},
+		WrapUp:        &WrapUpView{Kind: WrapUpCompact, Token: TokenCompact},
+		PayloadBytes:  289,
+		PayloadTokens: 289 / 4,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("status\n got %+v\nwant %+v", got, want)
@@ -1454,7 +1542,8 @@ func TestStaleSweepGivesUpLostHostCalls(t *testing.T) {
 		after   func(t *testing.T, f *fam)
 	}{
 		{
-			name: "a child create", setup: []any{tool(parent, "c1"), idle(parent)}, events: []string{"extraction_stopped"},
+			name: "a child create", setup: []any{tool(parent, "c1"), idle(parent)}, events: []string{"extraction_stopped", "incident_recorded"},
+			effects: []any{warning("extraction could not start: no child within the stale window (host gone?); 1 interactions kept for the next extraction")},
 			after: func(t *testing.T, f *fam) {
 				if f.s.Extracting {
 					t.Error("still extracting")
@@ -1463,8 +1552,9 @@ func TestStaleSweepGivesUpLostHostCalls(t *testing.T) {
 		},
 		{
 			name: "a hung extractor", setup: append(startExtraction(ext), fetch(ext, "")),
-			events:  []string{"entries_requeued", "extraction_stopped", "child_cleared"},
-			effects: []any{&messages.DeleteSession{SessionID: ext}},
+			events: []string{"entries_requeued", "extraction_stopped", "child_cleared", "incident_recorded"},
+			effects: []any{warning("extraction child ses_ext given up on: idle for the stale window; 1 interactions kept for the next extraction"),
+				&messages.DeleteSession{SessionID: ext}},
 			after: func(t *testing.T, f *fam) {
 				wantIDs(t, "pending", callIDs(f.s.Pending), "c0")
 			},
@@ -1511,4 +1601,37 @@ func TestNewFillsDefaultsAndKeepsNoGrace(t *testing.T) {
 	if cfg.BufferLimit != 5 || cfg.FinishGrace != 0 || cfg.StaleAfter != DefaultConfig().StaleAfter {
 		t.Errorf("New kept %+v", cfg)
 	}
+}
+
+func TestFetchRecordsItsCost(t *testing.T) {
+	f := newFam(t, Config{})
+	f.sendAll(append(startExtraction(ext), tool(parent, "c1"))...)
+	d := f.send(fetch(ext, ""))
+	r := d.Reply.(*messages.PayloadFetched)
+	b, err := json.Marshal(r.Interactions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(b))
+	wantEffects(t, d.Effects, &RecordExtractionCost{FetcherID: ext, Bytes: n, At: f.now})
+	if v := f.s.Status(); v.PayloadBytes != n || v.PayloadTokens != n/4 || v.Children[0].PayloadTokens != n/4 {
+		t.Errorf("status %+v: want %d bytes, %d tokens", v, n, n/4)
+	}
+	// A child that fetches nothing costs nothing.
+	f.sendAll(extChild(ext2))
+	wantEffects(t, f.send(fetch(ext2, "")).Effects)
+}
+
+func TestPausedCreateKeepsEverythingAndRecordsNoIncident(t *testing.T) {
+	f := newFam(t, Config{})
+	f.sendAll(tool(parent, "c1"), tool(parent, "c2"), idle(parent))
+	d := f.send(&messages.ChildSessionCreated{ParentID: parent, Err: "budget reached", Reason: messages.FailPaused})
+	wantIDs(t, "events", eventNames(d.Events), "extraction_stopped")
+	wantEffects(t, d.Effects)
+	if f.s.Extracting || len(f.s.Pending) != 2 || len(f.s.Incidents) != 0 {
+		t.Errorf("extracting %v pending %d incidents %+v", f.s.Extracting, len(f.s.Pending), f.s.Incidents)
+	}
+	// The next idle asks again: the front end decides whether the pause
+	// still holds.
+	wantEffects(t, f.send(idle(parent)).Effects, &messages.CreateChildSession{ParentID: parent, Title: ExtractionTitle})
 }

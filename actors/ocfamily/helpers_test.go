@@ -159,6 +159,11 @@ func remember(caller string, op messages.MemoryOp) *messages.MemoryWritten {
 	return &messages.MemoryWritten{CallerID: caller, Op: op}
 }
 
+// warning is the toast an incident shows.
+func warning(msg string) *messages.ShowToast {
+	return &messages.ShowToast{Title: "thatch", Message: msg, Variant: "warning"}
+}
+
 func errored(id string) *messages.SessionErrored {
 	return &messages.SessionErrored{Host: host, SessionID: id, Error: "boom"}
 }

@@ -71,6 +71,33 @@ func TestReplayOfAnOlderJournalIgnoresItsHostAndDirectory(t *testing.T) {
 	}
 }
 
+// A journal written before incidents and drop counts existed has no
+// incident events, and its snapshot no counts: the drops it journaled are
+// counted on replay, and an older snapshot reads with no incidents.
+func TestReplayOfAJournalBeforeIncidentsCountsItsDrops(t *testing.T) {
+	k := New(Config{})
+	in := func(id string) messages.Interaction {
+		return messages.Interaction{ID: id, SessionID: parent, Tool: "bash"}
+	}
+	older := [][]byte{
+		encodeEvent(t, &messages.FamilyParentCreated{}),
+		encodeEvent(t, &messages.FamilyInteractionBuffered{SessionID: parent, Seq: 1, Interaction: in("c1")}),
+		encodeEvent(t, &messages.FamilyInteractionBuffered{SessionID: parent, Seq: 2, Interaction: in("c2")}),
+		encodeEvent(t, &messages.FamilyInteractionBuffered{SessionID: parent, Seq: 3, Interaction: in("c3"), Dropped: []uint64{1}}),
+	}
+	s := replayOnto(t, k, k.Initial(parent), older)
+	if s.Dropped != 1 || s.DroppedSinceFetch != 1 || len(s.Incidents) != 0 {
+		t.Fatalf("dropped %d since fetch %d incidents %+v: want 1, 1, none", s.Dropped, s.DroppedSinceFetch, s.Incidents)
+	}
+	snap, err := messages.DecodeAs[State](messages.Envelope("session.state", 1, []byte(`{"id":"`+parent+`","created":true,"lastSeq":3}`)))
+	if err != nil {
+		t.Fatalf("an older snapshot does not decode: %v", err)
+	}
+	if v := snap.Status(); v.Dropped != 0 || v.Incidents != nil || v.PayloadTokens != 0 {
+		t.Fatalf("older snapshot status %+v", v)
+	}
+}
+
 func replayOnto(t *testing.T, k *Family, s *State, journal [][]byte) *State {
 	t.Helper()
 	for _, b := range journal {

@@ -71,6 +71,8 @@ type Child struct {
 	// Finishing is true while a finish timer (set after a reconnect found
 	// the child idle) is pending.
 	Finishing bool `json:"finishing,omitempty"`
+	// PayloadBytes is the size of the payloads the child fetched.
+	PayloadBytes int64 `json:"payloadBytes,omitempty"`
 }
 
 // WrapUp kinds and their tokens.
@@ -137,6 +139,18 @@ type State struct {
 	// issued. A close that did not go out is issued again when the host
 	// reconnects within ExitRetryWindow of it.
 	ExitingSince time.Time `json:"exitingSince,omitzero"`
+	// Dropped counts the parent's interactions the buffer limit dropped,
+	// ever; DroppedSinceFetch those dropped since the last payload fetch,
+	// which the next extractor is told about.
+	Dropped           uint64 `json:"dropped,omitempty"`
+	DroppedSinceFetch uint64 `json:"droppedSinceFetch,omitempty"`
+	// PayloadBytes is the size of every payload fetched from the family.
+	PayloadBytes int64 `json:"payloadBytes,omitempty"`
+	// Incidents are the last few extraction incidents, oldest first.
+	Incidents []Incident `json:"incidents,omitempty"`
+	// OpenIncidents holds the kinds of incidents shown and not yet closed:
+	// a repeat of one is not shown again.
+	OpenIncidents map[string]bool `json:"openIncidents,omitempty"`
 }
 
 // Clone returns a deep copy of s. Interactions share their immutable
@@ -144,6 +158,13 @@ type State struct {
 func (s *State) Clone() *State {
 	c := *s
 	c.Pending = slices.Clone(s.Pending)
+	c.Incidents = slices.Clone(s.Incidents)
+	if s.OpenIncidents != nil {
+		c.OpenIncidents = make(map[string]bool, len(s.OpenIncidents))
+		for k, v := range s.OpenIncidents {
+			c.OpenIncidents[k] = v
+		}
+	}
 	if s.Claims != nil {
 		c.Claims = make(map[string]*Claim, len(s.Claims))
 		for k, v := range s.Claims {
@@ -227,6 +248,14 @@ type StatusView struct {
 	// ExitingSince is set while a greenlit /thatch/exit waits for its close
 	// to be issued.
 	ExitingSince *time.Time `json:"exitingSince,omitempty"`
+	// Dropped counts the interactions the buffer limit dropped, ever.
+	Dropped uint64 `json:"dropped,omitempty"`
+	// PayloadBytes is the size of every payload fetched, and
+	// PayloadTokens its estimate in tokens (bytes/4).
+	PayloadBytes  int64 `json:"payloadBytes,omitempty"`
+	PayloadTokens int64 `json:"payloadTokens,omitempty"`
+	// Incidents are the last few extraction incidents, oldest first.
+	Incidents []Incident `json:"incidents,omitempty"`
 }
 
 // ChildView is one child in a StatusView.
@@ -236,6 +265,9 @@ type ChildView struct {
 	Claimed   int       `json:"claimed"`
 	Buffered  int       `json:"buffered"`
 	Finishing bool      `json:"finishing,omitempty"`
+	// PayloadTokens estimates the tokens of what the child fetched
+	// (bytes/4).
+	PayloadTokens int64 `json:"payloadTokens,omitempty"`
 }
 
 // WrapUpView is the armed wrap-up in a StatusView.
@@ -254,6 +286,10 @@ func (s *State) Status() StatusView {
 		Extracting:      s.Extracting,
 		ExtractionChild: s.ExtractionChild,
 		Compacting:      s.Compacting,
+		Dropped:         s.Dropped,
+		PayloadBytes:    s.PayloadBytes,
+		PayloadTokens:   EstimateTokens(s.PayloadBytes),
+		Incidents:       slices.Clone(s.Incidents),
 	}
 	for id, c := range s.Claims {
 		if v.Claims == nil {
@@ -269,6 +305,8 @@ func (s *State) Status() StatusView {
 			Claimed:   s.claimLen(c.ID),
 			Buffered:  len(c.Buffer),
 			Finishing: c.Finishing,
+
+			PayloadTokens: EstimateTokens(c.PayloadBytes),
 		})
 	}
 	sort.Slice(v.Children, func(i, j int) bool { return v.Children[i].SessionID < v.Children[j].SessionID })

@@ -26,6 +26,7 @@ import (
 	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/hosts/opencode/front"
 	imfront "github.com/thatch-run/thatch/im/front"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/supervisor/frontend"
@@ -72,11 +73,13 @@ func runServe(args []string) int {
 		return 1
 	}
 	defer stopProfile()
-	rt, err := thatch.New(cfg, thatch.Options{FrontEnds: frontEnds(cfg)})
+	fes, wireUI := withUI(frontEnds(cfg))
+	rt, err := thatch.New(cfg, thatch.Options{FrontEnds: fes})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch serve: %v\n", err)
 		return 1
 	}
+	wireUI(rt)
 	log := rt.Logger()
 	if src := cfg.Source(); src != "" {
 		log.Info("config loaded", "file", src)
@@ -227,9 +230,27 @@ func printStatus(st *thatch.Status, all bool) {
 			fmt.Printf("\nsweepers:\n")
 			writeSweepers(os.Stdout, sweeps)
 		}
+		var redacted map[string]uint64
+		if err := detail(oc, "redactions", &redacted); err != nil {
+			fmt.Printf("\nredactions: %v\n", err)
+		} else if len(redacted) > 0 {
+			// Counts only: what was redacted is never kept.
+			fmt.Printf("\nsecrets redacted from tool calls since start:\n")
+			for _, kind := range slices.Sorted(maps.Keys(redacted)) {
+				fmt.Printf("  %-20s %d\n", kind, redacted[kind])
+			}
+		}
 		if len(oc.Entities) > 0 {
 			fmt.Printf("\nsessions: %d (--json shows every field):\n", oc.Total)
 			writeSessions(os.Stdout, oc.Entities, all)
+			writeIncidents(os.Stdout, oc.Entities)
+		}
+		var costs []front.StoreCost
+		if err := detail(oc, "extraction", &costs); err != nil {
+			fmt.Printf("\nextraction cost: %v\n", err)
+		} else if len(costs) > 0 {
+			fmt.Printf("\nextraction cost (estimated tokens: payload bytes / 4):\n")
+			writeCosts(os.Stdout, costs)
 		}
 	}
 	if im, ok := st.FrontEnds["im"]; ok && len(im.Entities) > 0 {

@@ -5,57 +5,78 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/hosts/opencode/install"
 )
 
-const usage = `thatch: a runtime for the sessions of AI coding agents
+// commands is the command table: `thatch help`, every command's --help
+// and the completion scripts come from it. Adding a command is adding one
+// entry here (see command in cli.go for the fields).
+func commands() []*command {
+	return []*command{
+		{name: "serve", args: "[--config FILE] [flags]", summary: "run the daemon", config: true, run: runServe,
+			flags: func(fs *pflag.FlagSet) {
+				config.RegisterFlags(fs)
+				fs.String("profile-start", "", "write a CPU profile of the start (store open, rehydration, mount) to this file, to see why a start is slow")
+			}},
+		{name: "check-config", args: "[--config FILE]", summary: "print the effective config (secrets redacted) or every error", config: true, run: runCheckConfig},
+		{name: "status", args: "[--all] [--json] [--config FILE]", summary: "ask the running daemon for its status", config: true, run: runStatus,
+			flags: func(fs *pflag.FlagSet) {
+				fs.Bool("json", false, "print the raw JSON status (every session)")
+				fs.Bool("all", false, "list every session, also those at rest and deleted ones")
+			}},
+		{name: "install", summary: "install thatch into an agent host", run: runInstall, subs: []*command{
+			{name: "opencode", args: "[--global | --project DIR] [--config FILE] [flags]", config: true,
+				long:    installLong,
+				summary: "install the opencode plugin, wrap-up commands and skill",
+				flags: func(fs *pflag.FlagSet) {
+					fs.Bool("global", false, "install into $XDG_CONFIG_HOME/opencode, for every project (the default)")
+					fs.String("project", "", "install into DIR/.opencode, for that project only")
+					fs.Bool("skip-npm", false, "do not npm-install @opencode-ai/plugin; opencode then installs it at its first start")
+					fs.String("opencode-version", "", "opencode version whose @opencode-ai/plugin to install (default: `opencode --version`, else "+install.DefaultOpenCodeVersion+")")
+				}},
+		}},
+		memoryCommand(),
+		extractionCommand(),
+		{name: "hygiene", args: "[--json] [--resolve SLUG_A,SLUG_B --verdict duplicate|distinct --store S]",
+			summary: "the memory hygiene report; judge reported pairs", config: true, flags: hygieneFlags, run: runHygiene},
+		{name: "ui", args: "[--config FILE]", summary: "print a one-time login URL of the daemon's web page", long: uiLong, config: true, run: runUI},
+		{name: "repair", args: "[list|drop|release KIND/ID]", summary: "look at and repair entities that cannot recover", config: true, run: runRepair, subs: []*command{
+			{name: "list", summary: "list the quarantined entities and why", config: true},
+			{name: "drop", args: "KIND/ID", summary: "delete the entity's journal; it starts afresh (what it held is lost)", config: true},
+			{name: "release", args: "KIND/ID", summary: "try the entity again (after its journal or thatch was fixed)", config: true},
+		}},
+		{name: "hook", summary: "agent hooks thatch installs", run: runHook, subs: []*command{
+			{name: "claude", args: "[--settings]", summary: "record a starting claude's session (Claude Code SessionStart hook, JSON on stdin)",
+				flags: func(fs *pflag.FlagSet) {
+					fs.Bool("settings", false, "print the settings.json snippet that registers the hook")
+				}},
+		}},
+		completionCommand(),
+		{name: "version", summary: "print the version", run: func(args []string) int {
+			if code, ok := noArgs("version", args); !ok {
+				return code
+			}
+			fmt.Println(versionString())
+			return 0
+		}},
+		{name: "help", args: "[COMMAND]", summary: "list the commands, or print a command's help"},
+	}
+}
 
-Usage:
-  thatch serve [--config FILE] [flags]      run the daemon
-  thatch check-config [--config FILE]        print the effective config (secrets redacted) or every error
-  thatch status [--all] [--json] [--config FILE]
-                                             ask the running daemon for its status
-  thatch install opencode [--global | --project DIR]
-                                             install the opencode plugin, wrap-up commands and skill
-  thatch memory list|search|show|forget      read and edit the memory store (--json for JSON)
-  thatch hygiene [--resolve A,B --verdict V]  the memory hygiene report; judge reported pairs
-  thatch repair [list|drop|release KIND/ID]  look at and repair entities that cannot recover
-  thatch hook claude                         record a starting claude's session (Claude Code SessionStart hook)
-  thatch version                             print the version
-
-Run 'thatch COMMAND --help' for a command's flags.
+const installLong = `Writes the thatch plugin, the /thatch/compact and /thatch/exit commands and the
+thatch-fact-extractor skill into an opencode config directory, and installs the
+npm package the plugin needs. The plugin finds the daemon through the control
+files of the config given here (--config, THATCH_* variables, flags).
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	args := os.Args[1:]
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-v") {
+		args[0] = "version"
 	}
-	cmd, args := os.Args[1], os.Args[2:]
-	var code int
-	switch cmd {
-	case "serve":
-		code = runServe(args)
-	case "check-config":
-		code = runCheckConfig(args)
-	case "status":
-		code = runStatus(args)
-	case "memory":
-		code = runMemory(args)
-	case "hygiene":
-		code = runHygiene(args)
-	case "install":
-		code = runInstall(args)
-	case "repair":
-		code = runRepair(args)
-	case "hook":
-		code = runHook(args)
-	case "version", "--version", "-v":
-		fmt.Println(versionString())
-	case "help", "--help", "-h":
-		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "thatch: unknown command %q\n\n%s", cmd, usage)
-		code = 2
-	}
-	os.Exit(code)
+	os.Exit(dispatch(commands(), args, os.Stdout, os.Stderr))
 }

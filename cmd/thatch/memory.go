@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,16 +22,48 @@ import (
 	"github.com/thatch-run/thatch/persistence/memory"
 )
 
-const memoryUsage = `Usage:
-  thatch memory list [--store S] [--branch B] [--json]
-  thatch memory search QUERY [--store S] [--branch B] [--limit N] [--json]
-  thatch memory show LABEL|SLUG [--store S] [--json]
-  thatch memory forget LABEL|SLUG [--store S] [--json]
-  thatch hygiene [--json] [--resolve SLUG_A,SLUG_B --verdict duplicate|distinct --store S]
-
-The commands talk to the running daemon; with no daemon (or only the stale
+const memoryLong = `The commands talk to the running daemon; with no daemon (or only the stale
 control.json of one that crashed) they open the data directory themselves.
 `
+
+// memoryCommand is the memory entry of the command table; each subcommand
+// declares its own flags, which its run parses.
+func memoryCommand() *command {
+	store := func(fs *pflag.FlagSet) {
+		fs.String("store", "", "store (owner/repo or global); default: every store")
+	}
+	storeOne := func(fs *pflag.FlagSet) {
+		fs.String("store", "", "store (owner/repo or global); default: global")
+	}
+	branch := func(fs *pflag.FlagSet) {
+		fs.String("branch", "", "git branch of branch-specific memories")
+	}
+	asJSON := func(fs *pflag.FlagSet) { fs.Bool("json", false, "print JSON") }
+	with := func(fns ...func(*pflag.FlagSet)) func(*pflag.FlagSet) {
+		return func(fs *pflag.FlagSet) {
+			for _, f := range fns {
+				f(fs)
+			}
+		}
+	}
+	mem := &command{name: "memory", summary: "read, edit, export and import the memory store", long: memoryLong, subs: []*command{
+		{name: "list", args: "[--store S] [--branch B] [--json]", summary: "list memories", flags: with(store, branch, asJSON)},
+		{name: "search", args: "QUERY [--store S] [--branch B] [--limit N] [--json]", summary: "search memories as a recall does",
+			flags: with(store, branch, func(fs *pflag.FlagSet) { fs.Int("limit", 10, "most results of a search") }, asJSON)},
+		{name: "show", args: "LABEL|SLUG [--store S] [--json]", summary: "print one memory", flags: with(storeOne, asJSON)},
+		{name: "forget", args: "LABEL|SLUG [--store S] [--json]", summary: "delete one memory", flags: with(storeOne, asJSON)},
+		{name: "export", args: "[--store S] > FILE.jsonl", summary: "write every memory as JSON lines, to restore with import",
+			long: exportLong, flags: store},
+		{name: "import", args: "FILE.jsonl|- [--json]", summary: "add or update the memories of an export, by label",
+			long: importLong, files: true, flags: asJSON},
+	}}
+	for _, sub := range mem.subs {
+		sub.config = true
+		sub.run = func(args []string) int { return runMemory(sub, args) }
+	}
+	mem.run = func(args []string) int { return runSub(mem, args) }
+	return mem
+}
 
 // memoryBackend runs memory commands either through the daemon's control
 // API or, with no daemon, on the store opened in this process. A state file
@@ -73,31 +106,49 @@ func (b *memoryBackend) call(path string, in any, out any) error {
 	return b.client.Do(ctx, "POST", path, in, out)
 }
 
-func runMemory(args []string) int {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprint(os.Stderr, memoryUsage)
-		return 2
-	}
-	sub, rest := args[0], args[1:]
-	var store, branch string
-	var limit int
-	var asJSON bool
+// runMemory runs the memory subcommand sub with the arguments after its
+// name.
+func runMemory(sub *command, args []string) int {
 	var flags *pflag.FlagSet
-	cfg, code, err := loadConfig("memory "+sub, rest, func(fs *pflag.FlagSet) {
+	cfg, code, err := loadConfig("memory "+sub.name, args, func(fs *pflag.FlagSet) {
 		flags = fs
-		fs.StringVar(&store, "store", "", "store (owner/repo or global); default: every store")
-		fs.StringVar(&branch, "branch", "", "git branch of branch-specific memories")
-		fs.IntVar(&limit, "limit", 10, "most results of a search")
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
+		sub.flags(fs)
 	})
 	if cfg == nil && err == nil {
 		return code
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "thatch memory: %v\n", err)
+		fmt.Fprintf(os.Stderr, "thatch memory %s: %v\n", sub.name, err)
+		if code == 2 {
+			fmt.Fprintf(os.Stderr, "'thatch memory %s --help' lists its flags\n", sub.name)
+		}
 		return code
 	}
+	str := func(name string) string { v, _ := flags.GetString(name); return v }
+	asJSON, _ := flags.GetBool("json")
+	store, branch := str("store"), str("branch")
 	positional := flags.Args()
+	if (sub.name == "list" || sub.name == "export") && len(positional) > 0 {
+		fmt.Fprintf(os.Stderr, "thatch memory %s: takes no arguments, got %q ('thatch memory %s --help')\n", sub.name, strings.Join(positional, " "), sub.name)
+		return 2
+	}
+	var in io.Reader
+	if sub.name == "import" {
+		if len(positional) != 1 {
+			fmt.Fprintln(os.Stderr, "thatch memory import: name one file (- for stdin)")
+			return 2
+		}
+		in = os.Stdin
+		if positional[0] != "-" {
+			f, err := os.Open(positional[0])
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "thatch memory import: %v\n", err)
+				return 1
+			}
+			defer f.Close()
+			in = f
+		}
+	}
 	b, err := openMemoryBackend(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch memory: %v\n", err)
@@ -105,7 +156,7 @@ func runMemory(args []string) int {
 	}
 	defer b.close()
 	var out any
-	switch sub {
+	switch sub.name {
 	case "list":
 		out, err = b.list(store, branch)
 	case "search":
@@ -113,30 +164,48 @@ func runMemory(args []string) int {
 			err = errors.New("search needs a QUERY")
 			break
 		}
+		limit, _ := flags.GetInt("limit")
 		out, err = b.search(strings.Join(positional, " "), store, branch, limit)
 	case "show", "forget":
 		if len(positional) != 1 {
-			err = fmt.Errorf("%s needs one LABEL or SLUG", sub)
+			err = fmt.Errorf("%s needs one LABEL or SLUG", sub.name)
 			break
 		}
-		if sub == "show" {
+		if sub.name == "show" {
 			out, err = b.show(store, positional[0])
 		} else {
 			out, err = b.forget(store, positional[0])
 		}
-	default:
-		fmt.Fprintf(os.Stderr, "thatch memory: unknown subcommand %q\n\n%s", sub, memoryUsage)
-		return 2
+	case "export":
+		err = b.export(os.Stdout, store)
+		if err == nil {
+			return 0
+		}
+	case "import":
+		rep, err := b.importFrom(in)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "thatch memory import: %v\n", err)
+			return 1
+		}
+		if asJSON {
+			printJSON(rep)
+		} else {
+			rep.print(os.Stdout, os.Stderr)
+		}
+		if len(rep.Refused) > 0 {
+			return 1
+		}
+		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "thatch memory %s: %v\n", sub, err)
+		fmt.Fprintf(os.Stderr, "thatch memory %s: %v\n", sub.name, err)
 		return 1
 	}
 	if asJSON {
 		printJSON(out)
 		return 0
 	}
-	printMemory(sub, out)
+	printMemory(sub.name, out)
 	return 0
 }
 
@@ -252,22 +321,34 @@ func oneLine(s string, n int) string {
 	return s
 }
 
+// hygieneFlags are the flags of thatch hygiene.
+func hygieneFlags(fs *pflag.FlagSet) {
+	fs.Bool("json", false, "print JSON")
+	fs.String("resolve", "", "a reported pair to judge, as SLUG_A,SLUG_B")
+	fs.String("verdict", "", "the judgement of --resolve: duplicate or distinct")
+	fs.String("store", "", "the store of the pair")
+}
+
 func runHygiene(args []string) int {
-	var asJSON bool
-	var resolve, verdict, store string
+	var flags *pflag.FlagSet
 	cfg, code, err := loadConfig("hygiene", args, func(fs *pflag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
-		fs.StringVar(&resolve, "resolve", "", "a reported pair to judge, as SLUG_A,SLUG_B")
-		fs.StringVar(&verdict, "verdict", "", "the judgement of --resolve: duplicate or distinct")
-		fs.StringVar(&store, "store", "", "the store of the pair")
+		flags = fs
+		hygieneFlags(fs)
 	})
 	if cfg == nil && err == nil {
 		return code
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch hygiene: %v\n", err)
+		if code == 2 {
+			fmt.Fprintln(os.Stderr, "'thatch hygiene --help' lists its flags")
+		}
 		return code
 	}
+	asJSON, _ := flags.GetBool("json")
+	resolve, _ := flags.GetString("resolve")
+	verdict, _ := flags.GetString("verdict")
+	store, _ := flags.GetString("store")
 	b, err := openMemoryBackend(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch hygiene: %v\n", err)

@@ -15,6 +15,14 @@
 // port, and any request that carries an Origin header, which browsers add
 // and local clients do not.
 //
+// The one exception is thatch's own web page (package ui), mounted with
+// MountBrowser under BrowserPrefix (/ui/) and authenticated by its own
+// session cookie instead of the token: there, and only there, a request
+// may carry an Origin header, and only the origin it was sent to
+// (http://HOST:PORT with the Host the guard accepted), as a same-origin
+// form POST from the page does. A path that merely starts with /ui/ but
+// cleans to another route does not count.
+//
 // # Handlers
 //
 // Handlers answer with WriteJSON and WriteError, and read a JSON body with

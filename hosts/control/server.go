@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -120,27 +121,70 @@ func (s *Server) auth(h http.Handler) http.Handler {
 	})
 }
 
+// BrowserPrefix is the path under which MountBrowser routes live: the only
+// paths a request with an Origin header may reach.
+const BrowserPrefix = "/ui/"
+
+// MountBrowser registers a handler for a web page of the control API's own
+// (thatch ui): a ServeMux pattern under BrowserPrefix, not behind the
+// bearer token (the handler authenticates its requests itself, with a
+// session cookie). Host is checked as on every route; an Origin header is
+// accepted on these routes only, and only when it names the very origin the
+// request was sent to (http://HOST:PORT, HOST one of the loopback names the
+// guard accepts). It panics on a pattern outside BrowserPrefix: a mistake
+// of the caller's that would put a browser on a token route.
+func (s *Server) MountBrowser(pattern string, h http.Handler) {
+	p := pattern
+	if _, rest, ok := strings.Cut(p, " "); ok {
+		p = rest
+	}
+	if !strings.HasPrefix(p, BrowserPrefix) {
+		panic(fmt.Sprintf("control: MountBrowser pattern %q is not under %s", pattern, BrowserPrefix))
+	}
+	s.mux.Handle(pattern, h)
+}
+
 // guard refuses, before any route (also the unauthenticated ones), what can
 // only come from a web browser: a request whose Host is not one of this
 // server's own loopback names with its port, and a request that carries an
 // Origin header. A page that rebinds its own DNS name to 127.0.0.1 sends
 // that name as Host; a cross-origin fetch sends Origin. Local clients (the
 // plugin, the CLI, Go's and Node's HTTP clients) send neither.
+//
+// The one exception is thatch's own page (MountBrowser): a same-origin form
+// POST from it carries Origin http://HOST:PORT, which is accepted on the
+// paths under BrowserPrefix when it equals "http://" + Host exactly.
 func (s *Server) guard(addr string, h http.Handler) http.Handler {
 	allowed := allowedHosts(addr)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.Header["Origin"]; ok {
-			s.log.Debug("refused a request with an Origin header", "origin", r.Header.Get("Origin"), "path", r.URL.Path)
-			WriteError(w, http.StatusForbidden, "requests with an Origin header are refused: the control API serves local programs, not web pages")
-			return
-		}
 		if !allowed[strings.ToLower(r.Host)] {
 			s.log.Debug("refused a request for a foreign host", "host", r.Host, "path", r.URL.Path)
 			WriteError(w, http.StatusForbidden, fmt.Sprintf("Host %q is refused: the control API answers only to its loopback address (%s)", r.Host, addr))
 			return
 		}
+		if origins, ok := r.Header["Origin"]; ok && !ownOrigin(origins, r) {
+			s.log.Debug("refused a request with an Origin header", "origin", r.Header.Get("Origin"), "path", r.URL.Path)
+			WriteError(w, http.StatusForbidden, "requests with an Origin header are refused: the control API serves local programs, not web pages")
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// ownOrigin reports whether a request's Origin header values name the
+// server's own origin on a browser path: exactly one value, equal to
+// "http://" + Host (Host already checked), and a path that is under
+// BrowserPrefix both as sent and once cleaned, so that /ui/../v1/status
+// does not count.
+func ownOrigin(origins []string, r *http.Request) bool {
+	if len(origins) != 1 || !strings.EqualFold(origins[0], "http://"+r.Host) {
+		return false
+	}
+	p := r.URL.Path
+	if strings.Contains(r.URL.RawPath, "%") || strings.Contains(p, "..") {
+		return false
+	}
+	return strings.HasPrefix(p, BrowserPrefix) && strings.HasPrefix(path.Clean(p)+"/", BrowserPrefix)
 }
 
 // allowedHosts lists, lower case, the Host values a local client may send to

@@ -47,6 +47,9 @@ type shard struct {
 	verdicts map[pairKey]Verdict
 	vadj     map[string]map[string]struct{}
 	unjudged int // pairs without a verdict
+
+	// text is the BM25 index of the live entries' label and content.
+	text *textIndex
 }
 
 func newShard(name string, dim int) *shard {
@@ -60,6 +63,7 @@ func newShard(name string, dim int) *shard {
 		adj:        map[string]map[string]struct{}{},
 		verdicts:   map[pairKey]Verdict{},
 		vadj:       map[string]map[string]struct{}{},
+		text:       newTextIndex(),
 	}
 }
 
@@ -104,6 +108,7 @@ func (sh *shard) remove(slug string) {
 		sh.removeSlot(m.slot)
 	}
 	delete(sh.metas, slug)
+	sh.text.remove(slug)
 	sh.dropPairs(slug)
 	sh.dropVerdicts(slug)
 }

@@ -127,35 +127,19 @@ func benchQueries(c *corpus, entries []Entry, n int) []string {
 	return qs
 }
 
-// BenchmarkRecall100k: one recall over the project and global stores,
-// including the synced write of recall stats. Also reports how much of the
-// exact top 5 the sketch-narrowed search returns ("top5-agreement").
+// BenchmarkRecall100k: one recall (the default, hybrid) over the project
+// and global stores, including the synced write of recall stats. Also
+// reports how much of the exact top 5 the sketch-narrowed vector search
+// returns ("top5-agreement").
 func BenchmarkRecall100k(b *testing.B) {
-	ms := benchStoreFixture(b)
-	qs := benchQueries(benchFix.c, benchFix.entries, 512)
+	ms := benchRecallMode(b, "")
 	ctx := context.Background()
-	var ds []time.Duration
-	i := 0
-	for b.Loop() {
-		in := RecallInput{Query: qs[i%len(qs)], Stores: SessionStores(benchStore), Limit: 5}
-		if i%4 == 0 {
-			in.Branch = "b3"
-		}
-		start := time.Now()
-		if _, err := ms.Recall(ctx, in); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(start))
-		i++
-	}
-	b.StopTimer()
-	reportLatencies(b, ds)
-
+	qs := benchQueries(newCorpus(43), benchFix.entries, 60)
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	shards := ms.searchShards(SessionStores(benchStore))
 	found, total := 0, 0
-	for _, q := range qs[:60] {
+	for _, q := range qs {
 		vs, err := ms.embed(ctx, []string{q})
 		if err != nil {
 			b.Fatal(err)
@@ -172,6 +156,37 @@ func BenchmarkRecall100k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(found)/float64(total), "top5-agreement")
+}
+
+// BenchmarkRecallVector100k is BenchmarkRecall100k ranking by vector alone.
+func BenchmarkRecallVector100k(b *testing.B) { benchRecallMode(b, RecallVector) }
+
+// BenchmarkRecallText100k is BenchmarkRecall100k ranking by BM25 alone.
+func BenchmarkRecallText100k(b *testing.B) { benchRecallMode(b, RecallText) }
+
+// benchRecallMode times recalls in mode over the fixture, one in four on a
+// branch, and reports their latencies.
+func benchRecallMode(b *testing.B, mode RecallMode) *Store {
+	ms := benchStoreFixture(b)
+	qs := benchQueries(benchFix.c, benchFix.entries, 512)
+	ctx := context.Background()
+	var ds []time.Duration
+	i := 0
+	for b.Loop() {
+		in := RecallInput{Query: qs[i%len(qs)], Stores: SessionStores(benchStore), Limit: 5, Mode: mode}
+		if i%4 == 0 {
+			in.Branch = "b3"
+		}
+		start := time.Now()
+		if _, err := ms.Recall(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		i++
+	}
+	b.StopTimer()
+	reportLatencies(b, ds)
+	return ms
 }
 
 // BenchmarkRemember100k: one new memory, with its duplicate search and its
@@ -246,4 +261,38 @@ func BenchmarkHeartbeat100k(b *testing.B) {
 	if sig[benchStore].Stale == 0 || sig[benchStore].Orphaned == 0 {
 		b.Fatalf("fixture raised no signal: %+v", sig)
 	}
+}
+
+// BenchmarkRecallRank100k: what a hybrid recall spends before its synced
+// write of recall stats: embedding the query, the vector and BM25 searches,
+// their fusion and reading the top 5 entries. The fsync is the rest of
+// BenchmarkRecall100k.
+func BenchmarkRecallRank100k(b *testing.B) {
+	ms := benchStoreFixture(b)
+	qs := benchQueries(benchFix.c, benchFix.entries, 512)
+	ctx := context.Background()
+	var ds []time.Duration
+	i := 0
+	for b.Loop() {
+		q := qs[i%len(qs)]
+		branch := ""
+		if i%4 == 0 {
+			branch = "b3"
+		}
+		start := time.Now()
+		vs, err := ms.embed(ctx, []string{q})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms.mu.Lock()
+		_, err = ms.recallHybrid(vs[0], q, ms.searchShards(SessionStores(benchStore)), branch, 5)
+		ms.mu.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		i++
+	}
+	b.StopTimer()
+	reportLatencies(b, ds)
 }

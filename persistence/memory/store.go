@@ -186,7 +186,38 @@ func (s *Store) load() error {
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("memory: load index: %w", err)
 	}
+	if err := s.loadText(); err != nil {
+		return err
+	}
 	return s.loadPairs()
+}
+
+// loadText builds the full-text index from the entries themselves, so it
+// is always what Pebble holds: entries without an index record or archived
+// ones are left out, as recall leaves them out.
+func (s *Store) loadText() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEntry, kindEntry}, UpperBound: []byte{prefixEntry, kindEntry + 1}})
+	if err != nil {
+		return fmt.Errorf("memory: load text index: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		var e Entry
+		if err := json.Unmarshal(it.Value(), &e); err != nil {
+			it.Close()
+			return fmt.Errorf("memory: decode %s: %w", it.Key(), err)
+		}
+		sh := s.shards[e.Store]
+		if sh == nil {
+			continue
+		}
+		if m := sh.metas[e.Slug]; m != nil && !m.archived {
+			sh.text.put(e.Slug, e.Branch, e.Label, e.Content)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("memory: load text index: %w", err)
+	}
+	return nil
 }
 
 func (s *Store) loadPairs() error {
@@ -524,6 +555,13 @@ func (s *Store) commit(sh *shard, slug string, e *Entry, m meta, v *vecData, cle
 		sh.dropVerdicts(slug)
 	}
 	sh.put(slug, m, v)
+	if e != nil {
+		if e.Archived {
+			sh.text.remove(slug)
+		} else {
+			sh.text.put(slug, e.Branch, e.Label, e.Content)
+		}
+	}
 	for _, sim := range paired {
 		sh.addPair(makePair(slug, sim.Slug), sim.Score)
 	}

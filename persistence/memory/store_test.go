@@ -278,7 +278,8 @@ func TestRecallRanksAndFilters(t *testing.T) {
 				if i > 0 && h.Score > hits[i-1].Score {
 					t.Fatalf("hits not sorted by score: %v", hits)
 				}
-				if h.Similarity <= 0 || h.Score < h.Similarity {
+				// Hybrid scores are reciprocal-rank-fusion sums, at most 2/(rrfK+1).
+				if h.Score <= 0 || h.Score > 2.0/(rrfK+1)+1e-12 {
 					t.Fatalf("hit %+v has bad scores", h)
 				}
 			}
@@ -299,7 +300,7 @@ func TestRecallExactWordBoost(t *testing.T) {
 	e := newEnv(t, Options{})
 	e.remember(RememberInput{Label: "wal", Content: "the wal file is fsynced on every commit"})
 	e.remember(RememberInput{Label: "walls", Content: "walls and wallets: walking the wall of walnuts"})
-	hits := e.recall(RecallInput{Query: "The WAL?"})
+	hits := e.recall(RecallInput{Query: "The WAL?", Mode: RecallVector})
 	if len(hits) != 2 {
 		t.Fatalf("hits = %v", slugsOf(hits))
 	}
@@ -653,8 +654,14 @@ func TestEmbedderChangeReembeds(t *testing.T) {
 		t.Fatalf("Unindexed = %d, want 3", n)
 	}
 	down.fail.Store(false)
-	if hits := e.recall(RecallInput{Query: "tmux window forum topic", Stores: SessionStores(proj)}); len(hits) != 0 {
-		t.Fatalf("entries without a current vector were recalled: %v", slugsOf(hits))
+	if hits := e.recall(RecallInput{Query: "tmux window forum topic", Stores: SessionStores(proj), Mode: RecallVector}); len(hits) != 0 {
+		t.Fatalf("entries without a current vector were recalled by vector: %v", slugsOf(hits))
+	}
+	// Full text does not need vectors: the hybrid still finds them, with
+	// no similarity, and recording that recall keeps them for Reindex.
+	hits := e.recall(RecallInput{Query: "tmux window forum topic", Stores: SessionStores(proj)})
+	if len(hits) == 0 || hits[0].Entry.Slug != "tmux-window-naming" || hits[0].Similarity != 0 {
+		t.Fatalf("hybrid recall without vectors = %+v", hits)
 	}
 	if all, _ := e.ms.List(proj, ""); len(all) != 3 {
 		t.Fatalf("unindexed entries missing from List: %d", len(all))

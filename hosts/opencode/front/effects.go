@@ -60,6 +60,7 @@ func (o *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(o.compact),
 		supervisor.Handle(o.exit),
 		supervisor.Handle(o.recordFamilyDeleted),
+		supervisor.Handle(o.recordCost),
 		// The registry's: reconciles of families that moved to a new host
 		// run one at a time, apart from any other effect.
 		supervisor.Handle(o.reconcileFamily, supervisor.Lane("reconcile")),
@@ -106,6 +107,17 @@ func (o *FrontEnd) createChild(ctx context.Context, from actors.Identity, e *mes
 	ctx, cancel := o.call(ctx)
 	defer cancel()
 	res := &messages.ChildSessionCreated{ParentID: e.ParentID}
+	if store, used, paused, toast, berr := o.budgetPause(from.ID); berr != nil {
+		// The budget cannot be read: extraction goes on rather than stall.
+		o.effectLog(from, e).Warn("cannot check the extraction budget", "error", berr)
+	} else if paused {
+		res.Err, res.Reason = o.pausedText(store), messages.FailPaused
+		o.effectLog(from, e).Info("extraction paused: budget reached", "store", store, "used", used)
+		if toast {
+			o.pauseToast(ctx, from, store)
+		}
+		return res
+	}
 	h, err := o.familyHost(from, e.Host)
 	if err == nil {
 		// A repeat after a crash must not make a second child.
@@ -176,6 +188,16 @@ func (o *FrontEnd) deleteSession(ctx context.Context, from actors.Identity, e *m
 		o.effectLog(from, e).Warn("cannot delete session", "session", e.SessionID, "error", err)
 	}
 	return nil
+}
+
+// pauseToast tells the user, once per store and day, that extraction for
+// store paused.
+func (o *FrontEnd) pauseToast(ctx context.Context, from actors.Identity, store string) {
+	o.toast(ctx, from, &messages.ShowToast{
+		Title:   "thatch",
+		Message: o.pausedText(store) + "; nothing buffered is lost. It resumes tomorrow (UTC), or run `thatch extraction resume`.",
+		Variant: "warning",
+	})
 }
 
 func (o *FrontEnd) toast(ctx context.Context, from actors.Identity, e *messages.ShowToast) any {
@@ -261,6 +283,7 @@ func (o *FrontEnd) sweepRuntimeState(ctx context.Context, _ actors.Identity, e *
 	}
 	rep := o.sweepRuntime(ctx, e.Cutoff, deleted)
 	rep.Round = true
+	o.forgetOldCosts()
 	return rep
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/opencode"
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/supervisor"
@@ -67,6 +68,9 @@ type FrontEnd struct {
 	now    func() time.Time
 	dir    *sessionDirectory
 	memSvc *memoryService
+	// red cuts secrets from plugin calls before they are journaled (nil:
+	// memory.redact.enabled is false).
+	red *redact.Redactor
 	// Set by Mount.
 	tree frontend.Tree
 
@@ -77,6 +81,9 @@ type FrontEnd struct {
 
 	// strandMu keeps strand rounds from overlapping.
 	strandMu sync.Mutex
+	// costMu serializes the read-modify-writes of the extraction cost and
+	// pause rows (budget.go).
+	costMu sync.Mutex
 	// touched rate-limits the runtime-state stamps; inherit is what
 	// resumed opencode processes inherited.
 	touched touches
@@ -106,6 +113,9 @@ func (o *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	o.now = c.Clock.Now
 	o.dir = newDirectory()
 	o.memSvc = &memoryService{log: o.log.Named("memory"), mem: c.Memory, oc: o}
+	if err := o.openRedactor(); err != nil {
+		return frontend.Parts{}, err
+	}
 	for name, h := range o.opts.Hosts {
 		o.hosts[name] = &hostConn{name: name, info: h, pid: h.PID}
 	}
@@ -151,6 +161,7 @@ func (o *FrontEnd) Mount(ctx context.Context, t frontend.Tree, m frontend.Mux) e
 	}
 	o.mountPlugin(m)
 	o.memSvc.mount(m)
+	m.MountFunc("POST /v1/opencode/extraction/resume", o.serveResume)
 	return nil
 }
 

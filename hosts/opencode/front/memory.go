@@ -150,6 +150,11 @@ func (m *memoryService) remember(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 		return
 	}
+	if reason := m.oc.secretIn(b.Label, b.Content); reason != "" {
+		// The model reads the reason and can say it again without the secret.
+		badRequest(w, reason)
+		return
+	}
 	store := m.storeOr(b.Store, b.SessionID)
 	res, err := m.mem.Remember(r.Context(), memory.RememberInput{Label: b.Label, Content: b.Content, Store: store,
 		Branch: b.Branch, Confidence: b.Confidence, Overwrite: b.Overwrite, Archived: b.Archived})

@@ -16,7 +16,8 @@ const inspectTimeout = 5 * time.Second
 // (every persisted one and every live one, sorted by id, at most limit, 0:
 // all; a family that cannot answer shows its error instead of its view)
 // and, under "sweepers", what each sweep of its sweeper did and when it
-// runs next.
+// runs next, and under "redactions", how many secrets of each kind were
+// cut from plugin calls since start (when the redactor is on).
 func (o *FrontEnd) Report(limit int) frontend.Report {
 	var rep frontend.Report
 	if o.tree == nil {
@@ -28,6 +29,20 @@ func (o *FrontEnd) Report(limit int) frontend.Report {
 	}
 	if sweeps := o.sweeps(); sweeps != nil {
 		rep.Details = map[string]any{"sweepers": sweeps}
+	}
+	if counts := o.redactions(); counts != nil {
+		if rep.Details == nil {
+			rep.Details = map[string]any{}
+		}
+		rep.Details["redactions"] = counts
+	}
+	if costs, err := o.costs(); err != nil {
+		o.log.Debug("status: cannot read extraction costs", "error", err)
+	} else if len(costs) > 0 || o.cfg.Memory.DailyBudgetTokens > 0 {
+		if rep.Details == nil {
+			rep.Details = map[string]any{}
+		}
+		rep.Details["extraction"] = costs
 	}
 	return rep
 }

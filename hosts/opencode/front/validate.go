@@ -129,6 +129,15 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 // its args are compact JSON nested at most maxArgsDepth deep, and every
 // number in them is one the journal can write. It is pure.
 func toolMessage(data []byte) (*messages.ToolExecuted, error) {
+	return cleanToolMessage(data, nil, nil)
+}
+
+// cleanToolMessage is toolMessage with the strings the call carries passed
+// through a cleaner on their way in, so that what it removes is never
+// journaled: each string value of its args and its title through clean,
+// its output through cleanOutput (nil: kept as it came). It is pure when
+// they are.
+func cleanToolMessage(data []byte, clean, cleanOutput func(string) string) (*messages.ToolExecuted, error) {
 	var b toolBody
 	if err := decodeStrict(data, &b); err != nil {
 		return nil, fmt.Errorf("bad JSON body: %w", err)
@@ -137,9 +146,15 @@ func toolMessage(data []byte) (*messages.ToolExecuted, error) {
 		idField{"callID", b.CallID, false}, idField{"host", b.Host, false}); err != nil {
 		return nil, err
 	}
-	args, err := normalizeArgs(b.Args)
+	args, err := cleanArgs(b.Args, clean)
 	if err != nil {
 		return nil, fmt.Errorf("args: %w", err)
+	}
+	if clean != nil {
+		b.Title = clean(b.Title)
+	}
+	if cleanOutput != nil {
+		b.Output = cleanOutput(b.Output)
 	}
 	return &messages.ToolExecuted{Host: b.Host, Interaction: messages.Interaction{
 		ID: b.CallID, SessionID: b.SessionID, Tool: b.Tool, Args: args, Title: b.Title, Output: b.Output}}, nil
@@ -152,6 +167,12 @@ func toolMessage(data []byte) (*messages.ToolExecuted, error) {
 // maxArgsDepth is replaced by cutMarker, as a string. A number out of
 // float64's range is an error: the encoder could not write it.
 func normalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
+	return cleanArgs(raw, nil)
+}
+
+// cleanArgs is normalizeArgs with every string value (not the keys of
+// objects) passed through clean, when it is not nil.
+func cleanArgs(raw json.RawMessage, clean func(string) string) (json.RawMessage, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -184,8 +205,10 @@ func normalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 			continue
 		}
 		// A value, or an object's key: separate it from what precedes.
+		key := false
 		if len(stack) > 0 {
 			top := &stack[len(stack)-1]
+			key = top.object && top.n%2 == 0
 			switch {
 			case top.object && top.n%2 == 1:
 				out.WriteByte(':')
@@ -206,6 +229,9 @@ func normalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 			stack = append(stack, open{object: v == '{'})
 			out.WriteByte(byte(v))
 		case string:
+			if clean != nil && !key {
+				v = clean(v)
+			}
 			str(v)
 		case json.Number:
 			if _, err := strconv.ParseFloat(v.String(), 64); err != nil {
@@ -240,11 +266,16 @@ func skipOpen(dec *json.Decoder) error {
 	return nil
 }
 
-// commandMessage checks a command body's ids and makes its message.
-func commandMessage(b commandBody) (*messages.CommandExecuting, error) {
+// commandMessage checks a command body's ids and makes its message; the
+// command's arguments pass through clean (when it is not nil), as a tool
+// call's args do.
+func commandMessage(b commandBody, clean func(string) string) (*messages.CommandExecuting, error) {
 	if err := checkIDs(idField{"sessionID", b.SessionID, true}, idField{"command", b.Command, true},
 		idField{"host", b.Host, false}); err != nil {
 		return nil, err
+	}
+	if clean != nil {
+		b.Arguments = clean(b.Arguments)
 	}
 	return &messages.CommandExecuting{Host: b.Host, SessionID: b.SessionID,
 		Command: strings.TrimPrefix(b.Command, "/"), Arguments: b.Arguments}, nil

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/persistence/memory"
+)
+
+// directBackend opens the memory store of a fresh data directory, as the
+// memory commands do when no daemon runs.
+func directBackend(t *testing.T) *memoryBackend {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.Data.Dir = t.TempDir()
+	cfg.ResolvePaths(nil, t.TempDir())
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := openMemoryBackend(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.mem == nil {
+		t.Fatal("the backend goes through a daemon")
+	}
+	t.Cleanup(b.close)
+	return b
+}
+
+const importFile = `{"store":"global","label":"Use tabs","content":"Go code uses tabs.","confidence":7}
+{"store":"acme/app","label":"Deploy","content":"make deploy","branch":"refs/heads/main"}
+
+not json
+{"store":"acme/app","label":"deploy","content":"the same label again"}
+{"store":"acme/app","content":"no label"}
+{"store":"acme/app","label":"Too sure","content":"x","confidence":11}
+{"store":"acme/app","label":"Old build","content":"make all","archived":true,"confidence":2}
+{"label":"No store","content":"lands in global","future_field":1}
+`
+
+func importString(t *testing.T, b *memoryBackend, s string) *importReport {
+	t.Helper()
+	rep, err := b.importFrom(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestImportIsIdempotentByLabel: an import adds what is missing, refuses
+// bad lines by number and goes on, and a second import of the same file
+// changes nothing.
+func TestImportIsIdempotentByLabel(t *testing.T) {
+	b := directBackend(t)
+	rep := importString(t, b, importFile)
+	if rep.Added != 4 || rep.Updated != 0 || rep.Unchanged != 0 {
+		t.Errorf("first import: %+v, want 4 added", rep)
+	}
+	var lines []int
+	for _, r := range rep.Refused {
+		lines = append(lines, r.Line)
+	}
+	if want := []int{4, 5, 6, 7}; !slices.Equal(lines, want) {
+		t.Errorf("refused lines %v (%+v), want %v", lines, rep.Refused, want)
+	}
+	for _, r := range rep.Refused {
+		if r.Reason == "" {
+			t.Errorf("line %d refused with no reason", r.Line)
+		}
+	}
+	if !strings.Contains(rep.Refused[1].Reason, "line 2") {
+		t.Errorf("the duplicate label does not name the first line: %q", rep.Refused[1].Reason)
+	}
+	before := exportString(t, b, "")
+
+	again := importString(t, b, importFile)
+	if again.Added != 0 || again.Updated != 0 || again.Unchanged != 4 || len(again.Refused) != 4 {
+		t.Errorf("second import: %+v, want 4 unchanged and the same 4 refused", again)
+	}
+	if after := exportString(t, b, ""); after != before {
+		t.Errorf("the second import changed the store:\nbefore %s\nafter  %s", before, after)
+	}
+
+	e, err := b.mem.Find("acme/app", "Deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Branch != "main" || e.Confidence != memory.DefaultConfidence {
+		t.Errorf("imported %+v: branch %q, confidence %d", e, e.Branch, e.Confidence)
+	}
+	if e, err := b.mem.Find(memory.GlobalStore, "No store"); err != nil || e.Content != "lands in global" {
+		t.Errorf("a line with no store: %+v, %v", e, err)
+	}
+
+	changed := `{"store":"acme/app","label":"Deploy","content":"make deploy-prod","branch":"main"}` + "\n" +
+		`{"store":"acme/app","label":"Old build","content":"make all","confidence":2}` + "\n"
+	upd := importString(t, b, changed)
+	if upd.Updated != 2 || upd.Added != 0 || upd.Unchanged != 0 {
+		t.Errorf("changed content and archived flag: %+v, want 2 updated", upd)
+	}
+	if e, _ := b.mem.Find("acme/app", "Old build"); e.Archived {
+		t.Error("the update did not unarchive")
+	}
+}
+
+// TestExportImportRoundTrip: an export imported into a fresh store
+// exports the same memories again, in the same stable order, and they are
+// recalled: their embeddings were computed.
+func TestExportImportRoundTrip(t *testing.T) {
+	src := directBackend(t)
+	importString(t, src, importFile)
+	out := exportString(t, src, "")
+
+	var prev memoryRecord
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r memoryRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("export line %d: %v", i+1, err)
+		}
+		if r.Store == "" || r.Label == "" || r.Content == "" || r.Slug == "" || r.Created.IsZero() || r.Updated.IsZero() || r.Confidence == 0 {
+			t.Errorf("export line %d lacks a field: %s", i+1, line)
+		}
+		if i > 0 && (r.Store < prev.Store || r.Store == prev.Store && r.Slug <= prev.Slug) {
+			t.Errorf("export line %d (%s/%s) is out of order after %s/%s", i+1, r.Store, r.Slug, prev.Store, prev.Slug)
+		}
+		prev = r
+	}
+	if only := exportString(t, src, "acme/app"); strings.Contains(only, `"store":"global"`) || !strings.Contains(only, "Deploy") {
+		t.Errorf("export --store acme/app:\n%s", only)
+	}
+
+	dst := directBackend(t)
+	rep := importString(t, dst, out)
+	if rep.Added != 4 || len(rep.Refused) != 0 {
+		t.Fatalf("import of an export: %+v", rep)
+	}
+	if got := exportString(t, dst, ""); stripTimes(t, got) != stripTimes(t, out) {
+		t.Errorf("round trip differs:\nsrc %s\ndst %s", out, got)
+	}
+	if rep := importString(t, dst, out); rep.Unchanged != 4 {
+		t.Errorf("importing the export again: %+v, want 4 unchanged", rep)
+	}
+	hits, err := dst.search("deploy", "acme/app", "main", 5)
+	if err != nil || len(hits) == 0 || hits[0].Entry.Label != "Deploy" {
+		t.Errorf("recall after import: %+v, %v", hits, err)
+	}
+}
+
+func exportString(t *testing.T, b *memoryBackend, store string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := b.export(&buf, store); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// stripTimes drops what an import cannot restore: timestamps and recall
+// counts.
+func stripTimes(t *testing.T, export string) string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(export), "\n") {
+		var r memoryRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(memoryRecord{Store: r.Store, Label: r.Label, Content: r.Content, Branch: r.Branch,
+			Confidence: r.Confidence, Archived: r.Archived, Slug: r.Slug})
+		out = append(out, string(b))
+	}
+	return strings.Join(out, "\n")
+}
