@@ -128,8 +128,11 @@ func (o *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	project, global := o.memSvc.projectStore(o.directoryOf(p.ParentID)), memory.GlobalStore
-	control.WriteJSON(w, http.StatusOK, map[string]any{
-		"interactions": p.Interactions, "projectStore": project, "globalStore": global})
+	answer := map[string]any{"interactions": p.Interactions, "projectStore": project, "globalStore": global}
+	if p.Note != "" {
+		answer["note"] = p.Note // the extractor sees only a tail: older ones were dropped
+	}
+	control.WriteJSON(w, http.StatusOK, answer)
 }
 
 // serveDone serves POST /v1/opencode/done.

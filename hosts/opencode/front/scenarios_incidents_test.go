@@ -90,7 +90,9 @@ var _ = Describe("Extraction failures are visible", func() {
 		x := w.extraction("ses_p")
 		Expect(w.promptsTo(x)()[0].Text).To(ContainSubstring(
 			"you see the last 3 of 5 interactions (2 older ones were dropped by the buffer limit)"))
-		Expect(w.fetch(x, "ses_p").callIDs()).To(Equal([]string{"a-3", "a-4", "a-5"}))
+		got := w.fetch(x, "ses_p")
+		Expect(got.callIDs()).To(Equal([]string{"a-3", "a-4", "a-5"}))
+		Expect(got.Note).To(ContainSubstring("you see the last 3 of 5 interactions"), "the payload says it is a tail")
 		w.never(func() int { return len(w.toastsSaying("dropped")()) }, Equal(1), "one toast for the incident")
 	})
 })

@@ -263,6 +263,8 @@ type payload struct {
 	Interactions []messages.Interaction `json:"interactions"`
 	ProjectStore string                 `json:"projectStore"`
 	GlobalStore  string                 `json:"globalStore"`
+	// Note says the extractor sees only a tail of the session.
+	Note string `json:"note"`
 }
 
 // callIDs lists the interactions' call ids, in payload order.
