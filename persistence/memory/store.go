@@ -469,6 +469,54 @@ func (s *Store) List(store, branch string) ([]Entry, error) {
 	return out, nil
 }
 
+// ListPage returns the entries offset..offset+limit of store in slug
+// order (with a branch, only the entries on that branch: a browser of the
+// store filters by it, where List adds the project-wide ones a recall on
+// the branch searches), how many there are, and the store's branches
+// (sorted). It reads only the entries of the page: the rest comes from
+// the in-memory index, so a page of a large store costs its own entries,
+// not the store's.
+func (s *Store) ListPage(store, branch string, offset, limit int) ([]Entry, int, []string, error) {
+	if err := checkName("store", store); err != nil {
+		return nil, 0, nil, err
+	}
+	branch = normalizeBranch(branch)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, 0, nil, ErrClosed
+	}
+	sh := s.shards[store]
+	if sh == nil {
+		return nil, 0, nil, nil
+	}
+	slugs := make([]string, 0, len(sh.metas))
+	for slug, m := range sh.metas {
+		if branch == "" || m.branch == branch {
+			slugs = append(slugs, slug)
+		}
+	}
+	slices.Sort(slugs)
+	branches := make([]string, 0, len(sh.branchRefs))
+	for b, n := range sh.branchRefs {
+		if n > 0 {
+			branches = append(branches, b)
+		}
+	}
+	slices.Sort(branches)
+	lo := min(max(offset, 0), len(slugs))
+	hi := min(lo+max(limit, 0), len(slugs))
+	out := make([]Entry, 0, hi-lo)
+	for _, slug := range slugs[lo:hi] {
+		e, err := s.getLocked(store, slug)
+		if err != nil {
+			return out, len(slugs), branches, err
+		}
+		out = append(out, e)
+	}
+	return out, len(slugs), branches, nil
+}
+
 // Stores lists the stores that hold at least one entry, sorted.
 func (s *Store) Stores() []string {
 	s.mu.Lock()
