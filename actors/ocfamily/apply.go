@@ -12,21 +12,16 @@ import (
 // needs neither the configuration nor the clock. Unknown events leave s
 // unchanged.
 func (f *Family) Apply(s *State, ev any) *State {
+	if !s.applyBuffers(ev) {
+		s.applyLifecycle(ev)
+	}
+	return s
+}
+
+// applyBuffers applies the events of the buffers, the claims and what
+// extractions cost and meet; it reports whether ev was one of them.
+func (s *State) applyBuffers(ev any) bool {
 	switch e := ev.(type) {
-	case *messages.FamilyHostSeen:
-		// An older thatch's record of the host, which the registry owns:
-		// nothing to replay.
-	case *messages.FamilyParentCreated:
-		s.Created = true // an older thatch's Directory is the registry's
-	case *messages.FamilyChildRecorded:
-		if _, ok := s.Children[e.ChildID]; !ok {
-			kind := ChildTask
-			if e.Extraction {
-				kind = ChildExtraction
-			}
-			s.child(e.ChildID).Kind = kind
-			s.Children[e.ChildID].Title = e.Title
-		}
 	case *messages.FamilyInteractionBuffered:
 		entry := Entry{Seq: e.Seq, Interaction: e.Interaction}
 		if e.Seq > s.LastSeq {
@@ -95,6 +90,30 @@ func (f *Family) Apply(s *State, ev any) *State {
 				c.Metrics.Deleted++
 			}
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// applyLifecycle applies the events of the family's sessions, its
+// children, its extractions and wrap-ups.
+func (s *State) applyLifecycle(ev any) {
+	switch e := ev.(type) {
+	case *messages.FamilyHostSeen:
+		// An older thatch's record of the host, which the registry owns:
+		// nothing to replay.
+	case *messages.FamilyParentCreated:
+		s.Created = true // an older thatch's Directory is the registry's
+	case *messages.FamilyChildRecorded:
+		if _, ok := s.Children[e.ChildID]; !ok {
+			kind := ChildTask
+			if e.Extraction {
+				kind = ChildExtraction
+			}
+			s.child(e.ChildID).Kind = kind
+			s.Children[e.ChildID].Title = e.Title
+		}
 	case *messages.FamilyExtractionStarted:
 		s.Extracting = true
 		s.ExtractionSince = e.At
@@ -151,7 +170,6 @@ func (f *Family) Apply(s *State, ev any) *State {
 	case *messages.FamilyDeletionNoted:
 		s.DeletionNoted = true
 	}
-	return s
 }
 
 func (s *State) stopExtraction() {

@@ -223,48 +223,10 @@ func printStatus(st *thatch.Status, all bool) {
 		fmt.Printf("\nfront ends:\n  %s\n", strings.Join(health, "\n  "))
 	}
 	if oc, ok := st.FrontEnds["opencode"]; ok {
-		var sweeps []sweeper.SweepView
-		if err := detail(oc, "sweepers", &sweeps); err != nil {
-			fmt.Printf("\nsweepers: %v\n", err)
-		} else if len(sweeps) > 0 {
-			fmt.Printf("\nsweepers:\n")
-			writeSweepers(os.Stdout, sweeps)
-		}
-		var redacted map[string]uint64
-		if err := detail(oc, "redactions", &redacted); err != nil {
-			fmt.Printf("\nredactions: %v\n", err)
-		} else if len(redacted) > 0 {
-			// Counts only: what was redacted is never kept.
-			fmt.Printf("\nsecrets redacted from tool calls since start:\n")
-			for _, kind := range slices.Sorted(maps.Keys(redacted)) {
-				fmt.Printf("  %-20s %d\n", kind, redacted[kind])
-			}
-		}
-		if len(oc.Entities) > 0 {
-			fmt.Printf("\nsessions: %d (--json shows every field):\n", oc.Total)
-			writeSessions(os.Stdout, oc.Entities, all)
-			writeIncidents(os.Stdout, oc.Entities)
-		}
-		var costs []front.StoreCost
-		if err := detail(oc, "extraction", &costs); err != nil {
-			fmt.Printf("\nextraction cost: %v\n", err)
-		} else if len(costs) > 0 {
-			fmt.Printf("\nextraction cost (estimated tokens: payload bytes / 4):\n")
-			writeCosts(os.Stdout, costs)
-		}
-	}
-	if im, ok := st.FrontEnds["im"]; ok && len(im.Entities) > 0 {
-		fmt.Printf("\nIM bindings: %d\n", im.Total)
-		writeBindings(os.Stdout, im.Entities)
+		printOpencode(oc, all)
 	}
 	if im, ok := st.FrontEnds["im"]; ok {
-		var ws []imfront.UntrackedWindow
-		if err := detail(im, imfront.DetailUntracked, &ws); err != nil {
-			fmt.Printf("\n%v\n", err)
-		} else if len(ws) > 0 {
-			fmt.Printf("\nwindows on thatch's tmux server that no binding owns: %d\n", len(ws))
-			writeUntracked(os.Stdout, ws)
-		}
+		printIM(im)
 	}
 	if len(st.Quarantined) > 0 {
 		fmt.Printf("\nquarantined (they cannot rebuild their state; see thatch repair):\n")
@@ -283,6 +245,57 @@ func printStatus(st *thatch.Status, all bool) {
 		for _, e := range st.LastErrors {
 			fmt.Printf("  %s  %s  %s: %s\n", e.Time.Local().Format(time.DateTime), e.Action, e.Entity, strings.TrimSpace(e.Error))
 		}
+	}
+}
+
+// printOpencode prints the opencode front end's part of the status: its
+// sweepers, the redactions, the sessions and their incidents, and the
+// extraction cost.
+func printOpencode(oc frontend.Report, all bool) {
+	var sweeps []sweeper.SweepView
+	if err := detail(oc, "sweepers", &sweeps); err != nil {
+		fmt.Printf("\nsweepers: %v\n", err)
+	} else if len(sweeps) > 0 {
+		fmt.Printf("\nsweepers:\n")
+		writeSweepers(os.Stdout, sweeps)
+	}
+	var redacted map[string]uint64
+	if err := detail(oc, "redactions", &redacted); err != nil {
+		fmt.Printf("\nredactions: %v\n", err)
+	} else if len(redacted) > 0 {
+		// Counts only: what was redacted is never kept.
+		fmt.Printf("\nsecrets redacted from tool calls since start:\n")
+		for _, kind := range slices.Sorted(maps.Keys(redacted)) {
+			fmt.Printf("  %-20s %d\n", kind, redacted[kind])
+		}
+	}
+	if len(oc.Entities) > 0 {
+		fmt.Printf("\nsessions: %d (--json shows every field):\n", oc.Total)
+		writeSessions(os.Stdout, oc.Entities, all)
+		writeIncidents(os.Stdout, oc.Entities)
+	}
+	var costs []front.StoreCost
+	if err := detail(oc, "extraction", &costs); err != nil {
+		fmt.Printf("\nextraction cost: %v\n", err)
+	} else if len(costs) > 0 {
+		fmt.Printf("\nextraction cost (estimated tokens: payload bytes / 4):\n")
+		writeCosts(os.Stdout, costs)
+	}
+}
+
+// printIM prints the IM front end's part of the status: its bindings and
+// the windows no binding owns.
+func printIM(im frontend.Report) {
+	if len(im.Entities) > 0 {
+		fmt.Printf("\nIM bindings: %d\n", im.Total)
+		writeBindings(os.Stdout, im.Entities)
+	}
+	var ws []imfront.UntrackedWindow
+	if err := detail(im, imfront.DetailUntracked, &ws); err != nil {
+		fmt.Printf("\n%v\n", err)
+	} else if len(ws) > 0 {
+		fmt.Printf("\nwindows on thatch's tmux server that no binding owns: %d\n", len(ws))
+		writeUntracked(os.Stdout, ws)
 	}
 }
 

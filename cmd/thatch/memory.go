@@ -106,6 +106,43 @@ func (b *memoryBackend) call(path string, in any, out any) error {
 	return b.client.Do(ctx, "POST", path, in, out)
 }
 
+// importInput opens the file memory import names ("-": stdin); nil and
+// the exit code when it cannot.
+func importInput(positional []string) (io.ReadCloser, int) {
+	if len(positional) != 1 {
+		fmt.Fprintln(os.Stderr, "thatch memory import: name one file (- for stdin)")
+		return nil, 2
+	}
+	if positional[0] == "-" {
+		return io.NopCloser(os.Stdin), 0
+	}
+	f, err := os.Open(positional[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch memory import: %v\n", err)
+		return nil, 1
+	}
+	return f, 0
+}
+
+// runImport imports in through b and prints the report; it exits 1 when
+// a line was refused.
+func runImport(b *memoryBackend, in io.Reader, asJSON bool) int {
+	rep, err := b.importFrom(in)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch memory import: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		printJSON(rep)
+	} else {
+		rep.print(os.Stdout, os.Stderr)
+	}
+	if len(rep.Refused) > 0 {
+		return 1
+	}
+	return 0
+}
+
 // runMemory runs the memory subcommand sub with the arguments after its
 // name.
 func runMemory(sub *command, args []string) int {
@@ -134,20 +171,12 @@ func runMemory(sub *command, args []string) int {
 	}
 	var in io.Reader
 	if sub.name == "import" {
-		if len(positional) != 1 {
-			fmt.Fprintln(os.Stderr, "thatch memory import: name one file (- for stdin)")
-			return 2
+		f, code := importInput(positional)
+		if f == nil {
+			return code
 		}
-		in = os.Stdin
-		if positional[0] != "-" {
-			f, err := os.Open(positional[0])
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "thatch memory import: %v\n", err)
-				return 1
-			}
-			defer f.Close()
-			in = f
-		}
+		defer f.Close()
+		in = f
 	}
 	b, err := openMemoryBackend(cfg)
 	if err != nil {
@@ -182,20 +211,7 @@ func runMemory(sub *command, args []string) int {
 			return 0
 		}
 	case "import":
-		rep, err := b.importFrom(in)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "thatch memory import: %v\n", err)
-			return 1
-		}
-		if asJSON {
-			printJSON(rep)
-		} else {
-			rep.print(os.Stdout, os.Stderr)
-		}
-		if len(rep.Refused) > 0 {
-			return 1
-		}
-		return 0
+		return runImport(b, in, asJSON)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch memory %s: %v\n", sub.name, err)
