@@ -93,7 +93,22 @@ func startAdapter(t *testing.T, s *fakefeishu.Server, store feishu.EventStore) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{a: a, poster: &fakefeishu.Poster{URL: a.URL(), Token: vtoken, EncryptKey: ekey, AppID: appID}}
+	r := runAdapter(t, a, &fakefeishu.Poster{URL: a.URL(), Token: vtoken, EncryptKey: ekey, AppID: appID})
+	deadline := time.Now().Add(10 * time.Second)
+	for !a.Health().Up {
+		if time.Now().After(deadline) {
+			t.Fatal("the adapter's webhook never came up")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return r
+}
+
+// runAdapter runs a's Run until the test ends (or r.stop), recording the
+// updates it hands over; r.handle, when set, sees each first.
+func runAdapter(t *testing.T, a *feishu.Adapter, poster *fakefeishu.Poster) *running {
+	t.Helper()
+	r := &running{a: a, poster: poster}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -123,13 +138,6 @@ func startAdapter(t *testing.T, s *fakefeishu.Server, store feishu.EventStore) *
 		})
 	}
 	t.Cleanup(r.stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for !a.Health().Up {
-		if time.Now().After(deadline) {
-			t.Fatal("the adapter's webhook never came up")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 	return r
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,37 +34,7 @@ func startWS(t *testing.T, s *fakefeishu.Server, store feishu.EventStore, secret
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{a: a}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- a.Run(ctx, func(_ context.Context, u chat.Update) error {
-			r.mu.Lock()
-			h := r.handle
-			r.mu.Unlock()
-			if h != nil {
-				if err := h(u); err != nil {
-					return err
-				}
-			}
-			r.mu.Lock()
-			r.updates = append(r.updates, u)
-			r.mu.Unlock()
-			return nil
-		})
-	}()
-	var once sync.Once
-	r.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-			a.Close()
-		})
-	}
-	t.Cleanup(r.stop)
-	return r
+	return runAdapter(t, a, nil)
 }
 
 func waitUp(t *testing.T, r *running) {
