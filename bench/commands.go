@@ -58,15 +58,7 @@ func init() {
 }
 
 func benchCommands(c *Config) ([]Record, error) {
-	var recs []Record
-	for _, step := range []func(*Config) ([]Record, error){benchScreenshot, benchPromptButtons, benchWatchCost} {
-		r, err := step(c)
-		recs = append(recs, r...)
-		if err != nil {
-			return recs, err
-		}
-	}
-	return recs, nil
+	return runSteps(c, benchScreenshot, benchPromptButtons, benchWatchCost)
 }
 
 // thatchModule matches the go.mod of this module.

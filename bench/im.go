@@ -67,8 +67,15 @@ func init() {
 }
 
 func benchIM(c *Config) ([]Record, error) {
+	return runSteps(c, benchIMKeys, benchIMReplies, benchIMPassivated)
+}
+
+// runSteps runs the parts of a benchmark in order and gathers their
+// records, stopping at the first that fails (with what was measured so
+// far).
+func runSteps(c *Config, steps ...func(*Config) ([]Record, error)) ([]Record, error) {
 	var recs []Record
-	for _, step := range []func(*Config) ([]Record, error){benchIMKeys, benchIMReplies, benchIMPassivated} {
+	for _, step := range steps {
 		r, err := step(c)
 		recs = append(recs, r...)
 		if err != nil {
