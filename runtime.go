@@ -16,6 +16,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/persistence/memory/embed"
@@ -58,6 +59,8 @@ type Runtime struct {
 	start   time.Time
 	store   *persistence.Store
 	mem     *memory.Store
+	// red is the secret redactor (nil: memory.redact.enabled is false).
+	red     *redact.Redactor
 	tree    *supervisor.Tree
 	control *control.Server
 	// running are the front ends that started, stopped in reverse.
@@ -97,9 +100,49 @@ func NewLogger(c config.Log, out *os.File) hclog.Logger {
 	})
 }
 
+// NewRedactor builds the secret redactor [memory.redact] asks for; nil
+// (which redacts and refuses nothing) when it is switched off. It is the
+// one place the config becomes a redactor: the runtime builds one and
+// gives it to the memory store and to every front end (Core.Redactor), and
+// OpenMemory builds the same for a CLI that opens the store itself, so a
+// memory holding a secret is refused whichever way it comes in.
+func NewRedactor(c config.Redact) (*redact.Redactor, error) {
+	if !c.Enabled {
+		return nil, nil
+	}
+	opts := redact.Options{Disable: c.Disable}
+	for _, p := range c.Patterns {
+		kind, pattern, ok := config.RedactRule(p)
+		if !ok {
+			return nil, fmt.Errorf("thatch: memory.redact.patterns: %q is not kind=regexp", p)
+		}
+		opts.Extra = append(opts.Extra, redact.Rule{Kind: kind, Pattern: pattern})
+	}
+	red, err := redact.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("thatch: memory.redact: %w", err)
+	}
+	return red, nil
+}
+
 // OpenMemory opens the memory store described by the config on an open
-// store. The CLI uses it when no daemon is running.
+// store, refusing memories that hold a secret as [memory.redact] says. The
+// CLI uses it when no daemon is running.
 func OpenMemory(ctx context.Context, st *persistence.Store, c config.Memory, log hclog.Logger) (*memory.Store, error) {
+	red, err := NewRedactor(c.Redact)
+	if err != nil {
+		return nil, err
+	}
+	return openMemory(ctx, st, c, red, log)
+}
+
+// openMemory is OpenMemory with the redactor given: the runtime's, which
+// its front ends share.
+func openMemory(ctx context.Context, st *persistence.Store, c config.Memory, red *redact.Redactor, log hclog.Logger) (*memory.Store, error) {
+	var guard func(label, content string) error
+	if red != nil {
+		guard = func(label, content string) error { return red.Refuse(label, content) }
+	}
 	var e embed.Embedder = embed.Local{}
 	if c.Embedder == config.EmbedderOpenAI {
 		e = embed.OpenAI{URL: c.EmbeddingsURL, Model: c.EmbeddingsModel, APIKey: c.EmbeddingsAPIKey.Reveal()}
@@ -109,6 +152,7 @@ func OpenMemory(ctx context.Context, st *persistence.Store, c config.Memory, log
 		DedupThreshold: c.DedupThreshold,
 		StaleAfter:     c.StaleAfter,
 		Logger:         log,
+		Guard:          guard,
 	})
 }
 
@@ -141,7 +185,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	var wake []actors.Identity
 	effects := append([]supervisor.Handler(nil), r.o.Effects...)
 	for _, fe := range r.o.FrontEnds {
-		parts, err := fe.Open(ctx, frontend.Core{Store: r.store, Memory: r.mem, Clock: r.o.Clock, Logger: r.log.Named(fe.Name())})
+		parts, err := fe.Open(ctx, frontend.Core{Store: r.store, Memory: r.mem, Redactor: r.red, Clock: r.o.Clock, Logger: r.log.Named(fe.Name())})
 		if err != nil {
 			return fmt.Errorf("thatch: open the %s front end: %w", fe.Name(), err)
 		}
@@ -187,7 +231,10 @@ func (r *Runtime) openStores(ctx context.Context) error {
 	r.log.Info("data directory", "path", r.cfg.Data.Dir)
 	mctx, cancel := context.WithTimeout(ctx, memoryOpenTimeout)
 	defer cancel()
-	r.mem, err = OpenMemory(mctx, r.store, r.cfg.Memory, r.log.Named("memory"))
+	if r.red, err = NewRedactor(r.cfg.Memory.Redact); err != nil {
+		return err
+	}
+	r.mem, err = openMemory(mctx, r.store, r.cfg.Memory, r.red, r.log.Named("memory"))
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/persistence/memory"
 )
 
@@ -136,7 +137,10 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, memory.ErrInvalid):
+	case errors.Is(err, memory.ErrInvalid), errors.Is(err, redact.ErrSecret):
+		// An edit holding a secret is refused by the store (its guard);
+		// the page says which kinds, and the user writes it again
+		// without.
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

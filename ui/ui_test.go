@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/persistence/memory"
 )
@@ -46,12 +47,18 @@ type rig struct {
 
 func newRig(t *testing.T, status StatusFunc) *rig {
 	t.Helper()
+	return newRigWith(t, status, memory.Options{})
+}
+
+// newRigWith is newRig with the memory store opened with mo.
+func newRigWith(t *testing.T, status StatusFunc, mo memory.Options) *rig {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := persistence.Open(filepath.Join(dir, "journal"), persistence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := memory.Open(st, memory.Options{})
+	mem, err := memory.Open(st, mo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +290,39 @@ func TestPagesEscapeAndPage(t *testing.T) {
 	_, page = b.get(r.base + "/ui/memories?store=acme%2Fapp&q=note+number+17")
 	if !strings.Contains(page, "hits for") || !strings.Contains(page, "note 017") {
 		t.Fatalf("search:\n%s", page)
+	}
+}
+
+// TestEditHoldingASecretIsRefused: an edit whose text holds a secret is
+// refused with the kind shown on the page, and the memory keeps its old
+// text; an archive of it still works.
+func TestEditHoldingASecretIsRefused(t *testing.T) {
+	red, err := redact.New(redact.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The guard the runtime gives the store (thatch.OpenMemory).
+	r := newRigWith(t, nil, memory.Options{Guard: func(label, content string) error { return red.Refuse(label, content) }})
+	r.remember("acme/app", "deploy", "deploy with make ship")
+	b := r.browser()
+	if code, _ := b.get(r.code()); code != http.StatusOK {
+		t.Fatalf("login: %d", code)
+	}
+	_, page := b.get(r.base + "/ui/memory?store=acme%2Fapp&slug=deploy")
+	csrf := csrfOf(t, page)
+	const secret = "glpat-x9Kd3LmQ2pX7vB1nC4tW"
+	code, body := b.post(r.base+"/ui/memory/edit", url.Values{"csrf": {csrf}, "store": {"acme/app"}, "slug": {"deploy"},
+		"content": {"deploy with GITLAB_TOKEN=" + secret + " make ship"}, "confidence": {"5"}, "back": {"/ui/memories"}})
+	if code != http.StatusBadRequest || !strings.Contains(body, "Edit failed") || !strings.Contains(body, "gitlab_token") || strings.Contains(body, secret) {
+		t.Fatalf("edit holding a secret: %d\n%s", code, body)
+	}
+	if e, _ := r.mem.Find("acme/app", "deploy"); e.Content != "deploy with make ship" {
+		t.Fatalf("the refused edit was stored: %+v", e)
+	}
+	code, _ = b.post(r.base+"/ui/memory/edit", url.Values{"csrf": {csrf}, "store": {"acme/app"}, "slug": {"deploy"},
+		"content": {"deploy with make ship; the token is GITLAB_TOKEN in CI"}, "confidence": {"5"}, "back": {"/ui/memories"}})
+	if e, _ := r.mem.Find("acme/app", "deploy"); code != http.StatusOK || !strings.Contains(e.Content, "in CI") {
+		t.Fatalf("edit without the secret: %d, stored %+v", code, e)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -1093,6 +1094,39 @@ func TestHasToken(t *testing.T) {
 	} {
 		if got := hasToken(tc.text, TokenExit); got != tc.want {
 			t.Errorf("hasToken(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+// TestTokensSurviveRedaction checks that the final assistant text, which
+// the front end redacts before the family reads it, still greenlights a
+// wrap-up: the tokens are no secret to the redactor, whatever precedes
+// them, and a secret on the lines above is replaced, not the token.
+func TestTokensSurviveRedaction(t *testing.T) {
+	red, err := redact.New(redact.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{TokenCompact, TokenExit} {
+		if kinds := red.Find(token); kinds != nil {
+			t.Errorf("the redactor finds %v in %s", kinds, token)
+		}
+		for _, tc := range []struct {
+			text    string
+			secrets int
+		}{
+			{"done\n" + token, 0},
+			{"export API_TOKEN=Zq8pL2mN4vX7bC1dF6gH9jK3lQ5rS0tU\n" + token, 1},
+			{"password=hunter22\nsecret: sw0rdf1sh99\n\n  " + token + "  \n", 2},
+			{"pushed with ghp_Zq8pL2mN4vX7bC1dF6gH9jK3lQ5rS0tU2wY4\n" + token, 1},
+		} {
+			clean, n := red.Redact(tc.text)
+			if n != tc.secrets {
+				t.Errorf("Redact(%q) = %q replaced %d secrets, want %d", tc.text, clean, n, tc.secrets)
+			}
+			if !hasToken(clean, token) {
+				t.Errorf("redacted %q is %q, which no longer ends with %s", tc.text, clean, token)
+			}
 		}
 	}
 }

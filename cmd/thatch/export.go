@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/persistence/memory"
 )
 
@@ -25,10 +26,13 @@ remembers each by its store and label: a memory that is not there is added,
 one whose content, branch, confidence or archived flag differ is updated, an
 equal one is left alone, so importing a file twice changes nothing the second
 time. Embeddings are computed afresh, as for any memory written. Only store,
-label and content are needed on a line (store defaults to global); slug,
-timestamps and recall counts are not restored: an added memory is created
-now, an updated one keeps its own. A line that cannot be imported is reported
-with its number and reason and the rest is imported; the exit code is then 1.
+label and content are needed on a line (store defaults to global). The
+created and updated times of a line are kept (now when a line has none);
+slug and recall counts are not restored. A memory holding a secret (as
+[memory.redact] finds them, daemon or not) is refused, as one the agent
+would remember is: its line is reported with the kinds of secret, never the
+secret. A line that cannot be imported is reported with its number and
+reason and the rest is imported; the exit code is then 1.
 `
 
 // memoryRecord is one line of an export. Its fields are the memory's own;
@@ -43,9 +47,10 @@ type memoryRecord struct {
 	// Confidence 0 means the default (memory.DefaultConfidence).
 	Confidence int  `json:"confidence,omitempty"`
 	Archived   bool `json:"archived,omitempty"`
-	// Slug, Created, Updated, RecallCount and LastRecalled are exported
-	// for a reader's sake; import derives the slug from the label and
-	// cannot restore the others.
+	// Created and Updated are restored by import (zero: now). Slug,
+	// RecallCount and LastRecalled are exported for a reader's sake;
+	// import derives the slug from the label and cannot restore the
+	// others.
 	Slug         string    `json:"slug,omitempty"`
 	Created      time.Time `json:"created,omitzero"`
 	Updated      time.Time `json:"updated,omitzero"`
@@ -162,7 +167,11 @@ func (b *memoryBackend) importFrom(r io.Reader) (*importReport, error) {
 		in.Overwrite = exists
 		op, err := b.remember(in)
 		if err != nil {
-			rep.Refused = append(rep.Refused, refusedLine{Line: n, Label: in.Label, Reason: err.Error()})
+			label := in.Label
+			if isSecretRefusal(err) {
+				label = "" // the secret may be in the label: the line number names it
+			}
+			rep.Refused = append(rep.Refused, refusedLine{Line: n, Label: label, Reason: err.Error()})
 			continue
 		}
 		if op == memory.OpUpdated {
@@ -199,6 +208,8 @@ func parseRecord(line string) (memory.RememberInput, string) {
 		Branch:     strings.TrimPrefix(strings.TrimSpace(rec.Branch), "refs/heads/"),
 		Confidence: rec.Confidence,
 		Archived:   rec.Archived,
+		Created:    rec.Created,
+		Updated:    rec.Updated,
 	}
 	if in.Store == "" {
 		in.Store = memory.GlobalStore
@@ -222,17 +233,34 @@ func sameMemory(e memory.Entry, in memory.RememberInput) bool {
 		e.Confidence == in.Confidence && e.Archived == in.Archived
 }
 
+// isSecretRefusal reports whether err is the store refusing a memory that
+// holds a secret. The daemon's answer carries only the store's text, so
+// that text is matched when no error chain came along.
+func isSecretRefusal(err error) bool {
+	return errors.Is(err, redact.ErrSecret) || strings.Contains(err.Error(), redact.ErrSecret.Error())
+}
+
 // remember writes one memory through the daemon or the store and returns
-// Remember's op (memory.OpNew or memory.OpUpdated).
+// Remember's op (memory.OpNew or memory.OpUpdated). Either way the memory
+// store's guard, built from [memory.redact] (thatch.OpenMemory), refuses a
+// memory holding a secret: the daemon's store has it, and so has the one
+// this process opens.
 func (b *memoryBackend) remember(in memory.RememberInput) (string, error) {
 	if b.client != nil {
 		var res struct {
 			Op string `json:"op"`
 		}
-		err := b.call("/v1/memory/remember", map[string]any{
+		body := map[string]any{
 			"label": in.Label, "content": in.Content, "store": in.Store, "branch": in.Branch,
 			"confidence": in.Confidence, "overwrite": in.Overwrite, "archived": in.Archived,
-		}, &res)
+		}
+		if !in.Created.IsZero() {
+			body["created"] = in.Created
+		}
+		if !in.Updated.IsZero() {
+			body["updated"] = in.Updated
+		}
+		err := b.call("/v1/memory/remember", body, &res)
 		return res.Op, err
 	}
 	res, err := b.mem.Remember(context.Background(), in)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/persistence/memory"
@@ -139,7 +140,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if rep.Added != 4 || len(rep.Refused) != 0 {
 		t.Fatalf("import of an export: %+v", rep)
 	}
-	if got := exportString(t, dst, ""); stripTimes(t, got) != stripTimes(t, out) {
+	if got := exportString(t, dst, ""); stripRecalls(t, got) != stripRecalls(t, out) {
 		t.Errorf("round trip differs:\nsrc %s\ndst %s", out, got)
 	}
 	if rep := importString(t, dst, out); rep.Unchanged != 4 {
@@ -160,9 +161,8 @@ func exportString(t *testing.T, b *memoryBackend, store string) string {
 	return buf.String()
 }
 
-// stripTimes drops what an import cannot restore: timestamps and recall
-// counts.
-func stripTimes(t *testing.T, export string) string {
+// stripRecalls drops what an import cannot restore: the recall counts.
+func stripRecalls(t *testing.T, export string) string {
 	t.Helper()
 	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(export), "\n") {
@@ -171,8 +171,93 @@ func stripTimes(t *testing.T, export string) string {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(memoryRecord{Store: r.Store, Label: r.Label, Content: r.Content, Branch: r.Branch,
-			Confidence: r.Confidence, Archived: r.Archived, Slug: r.Slug})
+			Confidence: r.Confidence, Archived: r.Archived, Slug: r.Slug, Created: r.Created, Updated: r.Updated})
 		out = append(out, string(b))
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestImportKeepsTimes: the created and updated times of an export are
+// kept by an import into a fresh store; a line without them is written
+// now.
+func TestImportKeepsTimes(t *testing.T) {
+	const file = `{"store":"acme/app","label":"Deploy","content":"make deploy","created":"2025-01-02T03:04:05.123456789Z","updated":"2025-02-03T04:05:06Z"}
+{"store":"global","label":"Use tabs","content":"Go code uses tabs.","created":"2024-06-01T10:00:00+02:00"}
+{"store":"global","label":"No times","content":"written now"}
+`
+	src := directBackend(t)
+	start := time.Now()
+	if rep := importString(t, src, file); rep.Added != 3 || len(rep.Refused) != 0 {
+		t.Fatalf("import: %+v", rep)
+	}
+	deploy, err := src.mem.Find("acme/app", "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC); !deploy.Created.Equal(want) {
+		t.Errorf("created = %v, want %v", deploy.Created, want)
+	}
+	if want := time.Date(2025, 2, 3, 4, 5, 6, 0, time.UTC); !deploy.Updated.Equal(want) {
+		t.Errorf("updated = %v, want %v", deploy.Updated, want)
+	}
+	tabs, _ := src.mem.Find("global", "use-tabs")
+	if want := time.Date(2024, 6, 1, 8, 0, 0, 0, time.UTC); !tabs.Created.Equal(want) || tabs.Updated.Before(start) {
+		t.Errorf("created only: created %v, updated %v; want %v and now", tabs.Created, tabs.Updated, want)
+	}
+	if now, _ := src.mem.Find("global", "no-times"); now.Created.Before(start) || now.Updated.Before(start) {
+		t.Errorf("no times: created %v, updated %v, want now", now.Created, now.Updated)
+	}
+
+	out := exportString(t, src, "")
+	dst := directBackend(t)
+	if rep := importString(t, dst, out); rep.Added != 3 || len(rep.Refused) != 0 {
+		t.Fatalf("import of the export: %+v", rep)
+	}
+	if got := exportString(t, dst, ""); got != out {
+		t.Errorf("export -> import -> export changed the times:\nsrc %s\ndst %s", out, got)
+	}
+}
+
+// TestImportRefusesSecrets: with no daemon, a line whose memory holds a
+// secret is refused by the store's guard ([memory.redact], as for
+// memory_remember), reported by line number and kind and never with the
+// secret; the other lines are imported and the exit code is 1.
+func TestImportRefusesSecrets(t *testing.T) {
+	const token, key = "glpat-x9Kd3LmQ2pX7vB1nC4tW", "AKIAQ3EGRT7XK2MZP4WN"
+	file := `{"store":"acme/app","label":"Deploy","content":"make deploy"}
+{"store":"acme/app","label":"Deploy token","content":"GITLAB_TOKEN=` + token + `"}
+{"store":"acme/app","label":"key ` + key + `","content":"the AWS key of CI"}
+{"store":"acme/app","label":"Token","content":"the deploy token is GITLAB_TOKEN in the CI settings"}
+`
+	b := directBackend(t)
+	rep := importString(t, b, file)
+	if rep.Added != 2 || len(rep.Refused) != 2 {
+		t.Fatalf("import: %+v, want 2 added and 2 refused", rep)
+	}
+	for i, want := range []struct {
+		line int
+		kind string
+	}{{2, "gitlab_token"}, {3, "aws_access_key"}} {
+		r := rep.Refused[i]
+		if r.Line != want.line || !strings.Contains(r.Reason, want.kind) || !strings.Contains(r.Reason, "secret") {
+			t.Errorf("refused %+v, want line %d for a %s", r, want.line, want.kind)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	rep.print(&stdout, &stderr)
+	js, _ := json.Marshal(rep)
+	for _, shown := range []string{stdout.String(), stderr.String(), string(js)} {
+		if strings.Contains(shown, token) || strings.Contains(shown, key) {
+			t.Errorf("the report shows a secret:\n%s", shown)
+		}
+	}
+	if !strings.Contains(stderr.String(), "line 2") || !strings.Contains(stderr.String(), "line 3") {
+		t.Errorf("the refused lines are not named:\n%s", stderr.String())
+	}
+	if es, _ := b.list("", ""); len(es) != 2 {
+		t.Errorf("stored %d memories, want 2: %+v", len(es), es)
+	}
+	if code := runImport(b, strings.NewReader(file), true); code != 1 {
+		t.Errorf("exit code %d, want 1 when a line was refused", code)
+	}
 }

@@ -6,7 +6,9 @@
 // It is a leaf: it imports nothing of thatch, no storage and no wire. The
 // opencode front end runs a Redactor over every tool call's args and
 // output at the edge, before anything is journaled, and over every memory
-// that memory_remember would store (a memory holding a secret is refused).
+// that memory_remember would store. The memory store itself asks Refuse
+// about every memory it is given (the plugin's tool, an import, an edit on
+// the web page): a memory holding a secret is refused, never stored.
 //
 // # Rules
 //

@@ -19,6 +19,12 @@ var ErrUnknownKind = errors.New("redact: unknown kind")
 // pattern that does not compile.
 var ErrBadRule = errors.New("redact: bad rule")
 
+// ErrSecret is matched (errors.Is) by the error Refuse returns for a text
+// that holds a secret. What holds one is refused rather than kept
+// redacted where it would outlive every session (a memory): its author
+// can say it again without the secret.
+var ErrSecret = errors.New("redact: it holds a secret")
+
 // Rule is one extra pattern: every match of Pattern (or of its group named
 // "secret", when it has one) is replaced by "[redacted:<Kind>]".
 type Rule struct {
@@ -162,6 +168,29 @@ func (r *Redactor) Find(s string) []string {
 		out = append(out, sp.kind)
 	}
 	return out
+}
+
+// Refuse returns an error matching ErrSecret that names the kinds of the
+// secrets texts hold (never the secrets), or nil when they hold none. A
+// nil Redactor (redaction switched off) refuses nothing. Like Find, it
+// counts nothing.
+func (r *Redactor) Refuse(texts ...string) error {
+	if r == nil {
+		return nil
+	}
+	var kinds []string
+	for _, t := range texts {
+		for _, k := range r.Find(t) {
+			if !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%s); say it again without the secret itself, e.g. where it is kept or how to obtain it",
+		ErrSecret, strings.Join(kinds, ", "))
 }
 
 // Counts returns how many secrets of each kind were redacted since New

@@ -118,6 +118,34 @@ func TestCounts(t *testing.T) {
 	}
 }
 
+// TestRefuse checks that a memory holding a secret is refused with the
+// kinds, never the secret, and that a nil Redactor (redaction off)
+// refuses nothing.
+func TestRefuse(t *testing.T) {
+	r, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "glpat-x9Kd3LmQ2pX7vB1nC4tW"
+	err = r.Refuse("Deploy token", "GITLAB_TOKEN="+secret+" and password=hunter22 and pwd: hunter23")
+	if !errors.Is(err, ErrSecret) {
+		t.Fatalf("Refuse = %v, want ErrSecret", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "(gitlab_token, password)") || strings.Contains(msg, secret) || strings.Contains(msg, "hunter2") {
+		t.Errorf("Refuse = %q, want each kind once and no secret", msg)
+	}
+	if err := r.Refuse("Deploy token", "GITLAB_TOKEN is in the CI settings"); err != nil {
+		t.Errorf("Refuse of no secret = %v", err)
+	}
+	if got := r.Counts(); len(got) != 0 {
+		t.Errorf("Counts = %v, want none (Refuse counts nothing)", got)
+	}
+	var off *Redactor
+	if err := off.Refuse("GITLAB_TOKEN=" + secret); err != nil {
+		t.Errorf("a nil Redactor refused: %v", err)
+	}
+}
+
 func TestDropPrivate(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"a<private>x</private>b", "ab"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -28,6 +29,11 @@ type RememberInput struct {
 	Overwrite bool
 	// Archived stores the entry out of recall, dedup and staleness.
 	Archived bool
+	// Created and Updated, when set, are the entry's times instead of now:
+	// an import restoring an export keeps when each memory was written,
+	// so staleness and the lists' order survive the move. Default: zero,
+	// meaning now (Created of an overwritten entry is its own).
+	Created, Updated time.Time
 }
 
 // RememberResult says what Remember did.
@@ -116,6 +122,9 @@ func (s *Store) Remember(ctx context.Context, in RememberInput) (RememberResult,
 	if err := in.normalize(); err != nil {
 		return RememberResult{}, err
 	}
+	if err := s.refuse(&in); err != nil {
+		return RememberResult{}, err
+	}
 	slug := Slugify(in.Label)
 	vecs, err := s.embed(ctx, []string{embedText(in.Label, in.Content)})
 	if err != nil {
@@ -147,6 +156,12 @@ func (s *Store) Remember(ctx context.Context, in RememberInput) (RememberResult,
 		e.Created, e.RecallCount, e.LastRecalled = prev.Created, prev.RecallCount, prev.LastRecalled
 		op = OpUpdated
 	}
+	if !in.Created.IsZero() {
+		e.Created = in.Created.UTC()
+	}
+	if !in.Updated.IsZero() {
+		e.Updated = in.Updated.UTC()
+	}
 	m := meta{branch: e.Branch, archived: e.Archived, activity: e.activity().UnixNano()}
 	similar, err := s.commit(sh, slug, &e, m, vecs[0], op == OpUpdated, s.st.WriteOptions())
 	if err != nil {
@@ -161,6 +176,27 @@ func (s *Store) Remember(ctx context.Context, in RememberInput) (RememberResult,
 		}
 	}
 	return RememberResult{Entry: e, Op: op, Similar: similar}, nil
+}
+
+// refuse asks the guard about in. An overwrite that leaves the label and
+// content as stored adds no text, so it is let through: a memory kept
+// before the guard was set can still be archived or have its confidence
+// changed (or be forgotten), even when the guard would refuse it now.
+func (s *Store) refuse(in *RememberInput) error {
+	if s.guard == nil {
+		return nil
+	}
+	err := s.guard(in.Label, in.Content)
+	if err == nil {
+		return nil
+	}
+	if in.Overwrite {
+		if e, gerr := s.Find(in.Store, in.Label); gerr == nil && e.Label == in.Label && e.Content == in.Content {
+			return nil
+		}
+	}
+	// The label is left out: the secret may be in it.
+	return fmt.Errorf("memory: refused: %w", err)
 }
 
 // legacySlugLocked returns the slug under which an entry for label was

@@ -48,6 +48,13 @@ type Options struct {
 	// Logger receives warnings about entries that could not be re-embedded.
 	// Default: discarded.
 	Logger hclog.Logger
+	// Guard is asked about the label and content of every memory Remember
+	// is given, before anything is written; an error refuses the memory
+	// and Remember returns it wrapped. thatch passes the secret redactor's
+	// Refuse, so that no way into the store (the agents' memory_remember,
+	// an import, an edit on the web page) can keep a secret. Default: nil
+	// (every memory is written).
+	Guard func(label, content string) error
 }
 
 // Store is thatch's memory store. It is safe for concurrent use; one mutex
@@ -63,6 +70,7 @@ type Store struct {
 	threshold float64
 	staleFor  time.Duration
 	log       hclog.Logger
+	guard     func(label, content string) error
 	rerank    int
 
 	mu     sync.Mutex
@@ -124,6 +132,7 @@ func OpenContext(ctx context.Context, st *persistence.Store, o Options) (*Store,
 		threshold: o.DedupThreshold,
 		staleFor:  o.StaleAfter,
 		log:       o.Logger,
+		guard:     o.Guard,
 		rerank:    defaultRerank,
 		shards:    map[string]*shard{},
 	}

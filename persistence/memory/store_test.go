@@ -850,3 +850,75 @@ func TestPairsOfManyNearDuplicatesStayLinear(t *testing.T) {
 		t.Fatalf("after reopen: dedup pairs %d, want %d", got, want)
 	}
 }
+
+// TestGuardRefusesBeforeAnythingIsWritten checks that a memory the guard
+// refuses is not stored, with the guard's error wrapped and the label left
+// out of it, and that an overwrite adding no text (an archive) passes.
+func TestGuardRefusesBeforeAnythingIsWritten(t *testing.T) {
+	errHolds := errors.New("holds a secret")
+	refuse := false
+	e := newEnv(t, Options{Guard: func(label, content string) error {
+		if refuse || strings.Contains(label+content, "hunter2") {
+			return errHolds
+		}
+		return nil
+	}})
+	_, err := e.ms.Remember(context.Background(), RememberInput{Label: "db hunter2", Content: "the password", Store: proj})
+	if !errors.Is(err, errHolds) || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("Remember = %v, want the guard's error without the label", err)
+	}
+	_, err = e.ms.Remember(context.Background(), RememberInput{Label: "db", Content: "password=hunter2", Store: proj})
+	if !errors.Is(err, errHolds) {
+		t.Fatalf("Remember = %v, want the guard's error", err)
+	}
+	if all, _ := e.ms.List(proj, ""); len(all) != 0 {
+		t.Fatalf("a refused memory was stored: %+v", all)
+	}
+
+	kept := e.remember(pebbleNote)
+	refuse = true // the guard now refuses what it let through before
+	archive := pebbleNote
+	archive.Overwrite, archive.Archived = true, true
+	if res := e.remember(archive); !res.Entry.Archived {
+		t.Fatalf("archive = %+v", res.Entry)
+	}
+	edit := archive
+	edit.Content = "changed"
+	if _, err := e.ms.Remember(context.Background(), edit); !errors.Is(err, errHolds) {
+		t.Fatalf("an edit adding text = %v, want the guard's error", err)
+	}
+	if got, _ := e.ms.Get(proj, kept.Entry.Slug); got.Content != pebbleNote.Content {
+		t.Fatalf("a refused edit changed the entry: %q", got.Content)
+	}
+}
+
+// TestRememberKeepsGivenTimes checks that the times an import restores
+// are kept, new or overwritten, and that without them the entry is
+// written now.
+func TestRememberKeepsGivenTimes(t *testing.T) {
+	e := newEnv(t, Options{})
+	created := time.Date(2025, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))
+	updated := created.Add(48 * time.Hour)
+	in := pebbleNote
+	in.Created, in.Updated = created, updated
+	res := e.remember(in)
+	if !res.Entry.Created.Equal(created) || !res.Entry.Updated.Equal(updated) {
+		t.Fatalf("new entry times = %v, %v; want %v, %v", res.Entry.Created, res.Entry.Updated, created, updated)
+	}
+	e.reopen(Options{})
+	got, err := e.ms.Get(proj, res.Entry.Slug)
+	if err != nil || !got.Created.Equal(created) || !got.Updated.Equal(updated) {
+		t.Fatalf("stored times = %v, %v (%v)", got.Created, got.Updated, err)
+	}
+
+	again := pebbleNote
+	again.Content, again.Overwrite, again.Updated = "changed", true, updated.Add(time.Hour)
+	res = e.remember(again)
+	if !res.Entry.Created.Equal(created) || !res.Entry.Updated.Equal(again.Updated) {
+		t.Fatalf("overwritten entry times = %v, %v", res.Entry.Created, res.Entry.Updated)
+	}
+	res = e.remember(tmuxNote)
+	if !res.Entry.Created.Equal(e.clk.Now()) || !res.Entry.Updated.Equal(e.clk.Now()) {
+		t.Fatalf("without times = %v, %v, want now", res.Entry.Created, res.Entry.Updated)
+	}
+}

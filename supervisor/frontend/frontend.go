@@ -16,9 +16,10 @@
 //
 // # Imports
 //
-// frontend may import supervisor, persistence, actors, hclog and the
-// standard library (net/http only for the handler type of Mux). Two front
-// ends never import each other; the root package only composes them.
+// frontend may import supervisor, persistence, actors, internal/redact,
+// hclog and the standard library (net/http only for the handler type of
+// Mux). Two front ends never import each other; the root package only
+// composes them.
 package frontend
 
 import (
@@ -33,6 +34,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor"
@@ -42,8 +44,15 @@ import (
 type Core struct {
 	// Store is the open store: its journal and rows.
 	Store *persistence.Store
-	// Memory is the memory store (shared by every front end).
+	// Memory is the memory store (shared by every front end). It refuses
+	// a memory holding a secret itself (see Redactor).
 	Memory *memory.Store
+	// Redactor is the secret redactor [memory.redact] asks for, shared by
+	// every front end and the memory store, so that what one cuts the
+	// others cut too and `thatch status` counts them all. Default: nil,
+	// when redaction is switched off (a nil Redactor refuses nothing;
+	// callers check before Redact).
+	Redactor *redact.Redactor
 	// Clock is the runtime's clock, the one entities decide with.
 	Clock actors.Clock
 	// Logger is named after the front end.

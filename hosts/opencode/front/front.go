@@ -69,7 +69,8 @@ type FrontEnd struct {
 	dir    *sessionDirectory
 	memSvc *memoryService
 	// red cuts secrets from plugin calls before they are journaled (nil:
-	// memory.redact.enabled is false).
+	// memory.redact.enabled is false). It is the runtime's (Core.Redactor),
+	// the one the memory store refuses secrets with.
 	red *redact.Redactor
 	// Set by Mount.
 	tree frontend.Tree
@@ -113,9 +114,7 @@ func (o *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	o.now = c.Clock.Now
 	o.dir = newDirectory()
 	o.memSvc = &memoryService{log: o.log.Named("memory"), mem: c.Memory, oc: o}
-	if err := o.openRedactor(); err != nil {
-		return frontend.Parts{}, err
-	}
+	o.red = c.Redactor
 	for name, h := range o.opts.Hosts {
 		o.hosts[name] = &hostConn{name: name, info: h, pid: h.PID}
 	}

@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/hosts/control"
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor/frontend"
@@ -81,6 +83,10 @@ type rememberBody struct {
 	Confidence int    `json:"confidence"`
 	Overwrite  bool   `json:"overwrite"`
 	Archived   bool   `json:"archived"`
+	// Created and Updated are sent by `thatch memory import` only, to
+	// keep an exported memory's times; zero means now.
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
 }
 
 type recallBody struct {
@@ -114,6 +120,11 @@ type resolveBody struct {
 func memoryError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, memory.ErrExists), errors.Is(err, memory.ErrInvalid):
+		badRequest(w, err.Error())
+	case errors.Is(err, redact.ErrSecret):
+		// The store refused a memory holding a secret; the model reads
+		// the reason (the kinds, never the secret) and can say it again
+		// without it.
 		badRequest(w, err.Error())
 	case errors.Is(err, memory.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error(), false)
@@ -150,14 +161,10 @@ func (m *memoryService) remember(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
 		return
 	}
-	if reason := m.oc.secretIn(b.Label, b.Content); reason != "" {
-		// The model reads the reason and can say it again without the secret.
-		badRequest(w, reason)
-		return
-	}
 	store := m.storeOr(b.Store, b.SessionID)
 	res, err := m.mem.Remember(r.Context(), memory.RememberInput{Label: b.Label, Content: b.Content, Store: store,
-		Branch: b.Branch, Confidence: b.Confidence, Overwrite: b.Overwrite, Archived: b.Archived})
+		Branch: b.Branch, Confidence: b.Confidence, Overwrite: b.Overwrite, Archived: b.Archived,
+		Created: b.Created, Updated: b.Updated})
 	if err != nil {
 		memoryError(w, err)
 		return

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/thatch-run/thatch/config"
@@ -229,29 +228,6 @@ func isLoopbackHost(h string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
-// openRedactor builds the redactor [memory.redact] asks for (none when it
-// is switched off).
-func (o *FrontEnd) openRedactor() error {
-	rc := o.cfg.Memory.Redact
-	if !rc.Enabled {
-		return nil
-	}
-	opts := redact.Options{Disable: rc.Disable}
-	for _, p := range rc.Patterns {
-		kind, pattern, ok := config.RedactRule(p)
-		if !ok {
-			return fmt.Errorf("front: memory.redact.patterns: %q is not kind=regexp", p)
-		}
-		opts.Extra = append(opts.Extra, redact.Rule{Kind: kind, Pattern: pattern})
-	}
-	red, err := redact.New(opts)
-	if err != nil {
-		return fmt.Errorf("front: memory.redact: %w", err)
-	}
-	o.red = red
-	return nil
-}
-
 // cleanOutput is what a tool's output keeps: its <private> spans dropped
 // (always), then its secrets redacted.
 func (o *FrontEnd) cleanOutput(s string) string {
@@ -276,27 +252,4 @@ func (o *FrontEnd) redactions() map[string]uint64 {
 		return nil
 	}
 	return o.red.Counts()
-}
-
-// secretIn returns why a memory made of texts may not be stored (the kinds
-// of secrets it holds), or "" when it holds none or the redactor is off.
-// A memory outlives every session, so one holding a secret is refused
-// rather than stored redacted: the model can say it again without it.
-func (o *FrontEnd) secretIn(texts ...string) string {
-	if o.red == nil {
-		return ""
-	}
-	var kinds []string
-	for _, t := range texts {
-		for _, k := range o.red.Find(t) {
-			if !slices.Contains(kinds, k) {
-				kinds = append(kinds, k)
-			}
-		}
-	}
-	if len(kinds) == 0 {
-		return ""
-	}
-	return "memory: refused: it holds a secret (" + strings.Join(kinds, ", ") +
-		"); say it again without the secret itself, e.g. where it is kept or how to obtain it"
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -99,6 +100,19 @@ var _ = Describe("The memory tools", func() {
 		p := w.fetch("ses_p", "")
 		Expect(p.ProjectStore).To(Equal("acme/api"))
 		Expect(p.GlobalStore).To(Equal("global"))
+	})
+
+	It("keep the times an import sends, and write a memory sent without them now", func() {
+		created, updated := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), time.Date(2025, 2, 3, 4, 5, 6, 0, time.UTC)
+		w.post("/v1/memory/remember", map[string]any{"store": "acme/app", "label": "Deploy", "content": "make deploy",
+			"created": created, "updated": updated}, nil)
+		w.post("/v1/memory/remember", map[string]any{"store": "acme/app", "label": "Build", "content": "make all"}, nil)
+		var e struct{ Created, Updated time.Time }
+		w.post("/v1/memory/show", map[string]any{"store": "acme/app", "label": "Deploy"}, &e)
+		Expect(e.Created).To(BeTemporally("==", created))
+		Expect(e.Updated).To(BeTemporally("==", updated))
+		w.post("/v1/memory/show", map[string]any{"store": "acme/app", "label": "Build"}, &e)
+		Expect(e.Created).To(BeTemporally(">", updated), "written now, not at a zero time")
 	})
 
 	It("warn about a near duplicate, report it in the next reminder, and stop once it is judged", func() {

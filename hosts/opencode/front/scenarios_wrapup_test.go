@@ -73,6 +73,15 @@ var _ = Describe("Wrap-up commands", func() {
 			Expect(w.host.CallsOf(mExecTUI)).To(BeEmpty(), "exit does not compact")
 		})
 
+		It("with a secret in the reply, closes the host: the token survives the redactor", func() {
+			w.host.SetFinalText("ses_p", "Pushed with GITHUB_TOKEN="+fakeGitHub+"\nAll done.\nTHATCH_EXIT_READY")
+			w.idle("ses_p")
+			Eventually(w.callsOf(mPubTUI)).Should(HaveLen(1))
+			Expect(w.host.CallsOf(mPubTUI)[0].Command).To(Equal("app.exit"))
+			w.stop()
+			Expect(filesHolding(w.dir, []string{fakeGitHub})).To(BeEmpty())
+		})
+
 		Describe("a crash after the greenlight, before the host closed", func() {
 			// greenlitThenStop greenlights the exit, holds its close at the
 			// host and stops thatch there; the blocked call dies with it.
