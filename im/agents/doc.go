@@ -132,11 +132,13 @@
 // opencode made). Sessions lists the top-level, unarchived sessions of the
 // directory by time_updated, each with its first typed prompt (its title
 // when it has none), and Path "". SessionReplies reads the finished
-// assistant messages' text after a time_created cursor. The schema was
+// assistant messages' text after a time_created cursor, RepliesCursor
+// says where a binding that starts following a session starts, and
+// SessionHistory reads its exchanges for /history. The schema was
 // read off opencode 1.18.33 (testdata/mimo/mimocode.db is written by it,
 // see testdata/mimo/capture); that MiMo Code keeps the same tables and
 // the file name above was not checked on MiMo Code itself. Transcript
-// finds nothing and Replies is always nil: the front end's follower
-// reads files by byte offset, and the reply relay still captures the
-// pane for mimo.
+// finds nothing and Replies is always nil: the front end's follower reads
+// a mimo session with SessionReplies once the session is in the database,
+// and captures the pane before it is (or when there is no database).
 package agents

@@ -167,74 +167,69 @@ type mimoPart struct {
 	Ignored   bool   `json:"ignored"`
 }
 
-// SessionReplies reads the replies of a mimo session out of its database:
-// the text of each finished assistant message (its time.completed set)
-// created after the message at after (a message's time_created, Unix
-// milliseconds; 0: from the start), oldest first, one string per message
-// (its text parts joined by a blank line; a message with no text, only
-// tool calls, gives none). next is the time_created of the last finished
-// assistant message read, after itself when none was: what to pass next
-// time. Reading stops at the first assistant message still being written,
-// so a reply is never read in part nor skipped. An int64 cursor is what
-// the front end's follower journals for transcripts (a byte offset);
-// message creation times, not a count, survive a revert that deletes
-// messages. Other agents, and a session not in the database, read
-// nothing.
-func (a *Agent) SessionReplies(ctx context.Context, sessionID string, after int64) (replies []string, next int64, err error) {
-	next = after
+// mimoTurn is one message of a mimo session as the readers see it: its
+// text parts (not synthetic, not ignored, not blank) in order.
+type mimoTurn struct {
+	id       string
+	created  int64 // time_created, Unix ms: the readers' cursor
+	role     string
+	finished bool // an assistant message whose time.completed is set
+	texts    []string
+}
+
+// mimoTurns calls fn with each message of session created after after
+// (Unix ms), oldest first, until fn returns false. withText: read the
+// parts too (else texts stays nil: a cursor needs no text). ok is false
+// when the session is not in the database (or there is no database).
+func (a *Agent) mimoTurns(ctx context.Context, sessionID string, after int64, withText bool, fn func(mimoTurn) bool) (ok bool, err error) {
 	if a.format != formatMimo || !ValidSessionID(sessionID) {
-		return nil, next, nil
+		return false, nil
 	}
 	db, ok, err := a.openMimo()
 	if err != nil || !ok {
-		return nil, next, err
+		return false, err
 	}
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(ctx, MimoQueryTimeout)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, `SELECT m.id, m.time_created, m.data, p.data FROM message m LEFT JOIN part p ON p.message_id = m.id
-		WHERE m.session_id = ? AND m.time_created > ? ORDER BY m.time_created, m.id, p.id`, sessionID, after)
+	var one int
+	switch err := db.QueryRowContext(ctx, `SELECT 1 FROM session WHERE id = ?`, sessionID).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("agents: read mimo session %s: %w", sessionID, err)
+	}
+	q := `SELECT m.id, m.time_created, m.data, NULL FROM message m
+		WHERE m.session_id = ? AND m.time_created > ? ORDER BY m.time_created, m.id`
+	if withText {
+		q = `SELECT m.id, m.time_created, m.data, p.data FROM message m LEFT JOIN part p ON p.message_id = m.id
+		WHERE m.session_id = ? AND m.time_created > ? ORDER BY m.time_created, m.id, p.id`
+	}
+	rows, err := db.QueryContext(ctx, q, sessionID, after)
 	if err != nil {
-		return nil, next, fmt.Errorf("agents: read mimo session %s: %w", sessionID, err)
+		return true, fmt.Errorf("agents: read mimo session %s: %w", sessionID, err)
 	}
 	defer rows.Close()
-	var cur struct {
-		id      string
-		created int64
-		texts   []string
-		skip    bool // not an assistant message
-	}
-	done := false
-	finish := func() {
-		if cur.id == "" || cur.skip {
-			return
-		}
-		if len(cur.texts) > 0 {
-			replies = append(replies, strings.Join(cur.texts, "\n\n"))
-		}
-		next = cur.created
-	}
+	var cur mimoTurn
 	for rows.Next() {
 		var id string
 		var created int64
 		var msg []byte
 		var part sql.NullString
 		if err := rows.Scan(&id, &created, &msg, &part); err != nil {
-			return nil, after, fmt.Errorf("agents: read mimo session %s: %w", sessionID, err)
+			return true, fmt.Errorf("agents: read mimo session %s: %w", sessionID, err)
 		}
 		if id != cur.id {
-			finish()
+			if cur.id != "" && !fn(cur) {
+				return true, nil
+			}
 			var m mimoMessage
 			if json.Unmarshal(msg, &m) != nil {
 				m.Role = ""
 			}
-			if m.Role == "assistant" && m.Time.Completed == 0 {
-				done = true // still being written: read it whole next time
-				break
-			}
-			cur.id, cur.created, cur.texts, cur.skip = id, created, nil, m.Role != "assistant"
+			cur = mimoTurn{id: id, created: created, role: m.Role, finished: m.Role == "assistant" && m.Time.Completed != 0}
 		}
-		if cur.skip || !part.Valid || len(part.String) > MaxLine {
+		if !part.Valid || len(part.String) > MaxLine {
 			continue
 		}
 		var p mimoPart
@@ -243,12 +238,124 @@ func (a *Agent) SessionReplies(ctx context.Context, sessionID string, after int6
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, after, fmt.Errorf("agents: read mimo session %s: %w", sessionID, err)
+		return true, fmt.Errorf("agents: read mimo session %s: %w", sessionID, err)
 	}
-	if !done {
-		finish()
+	if cur.id != "" {
+		fn(cur)
 	}
-	return replies, next, nil
+	return true, nil
+}
+
+// SessionReplies reads the replies of a mimo session out of its database:
+// the text of each finished assistant message (its time.completed set)
+// created after the message at after (a message's time_created, Unix
+// milliseconds; 0: from the start), oldest first, one string per message
+// (its text parts joined by a blank line; a message with no text, only
+// tool calls, gives none), and in ends the time_created of each. next is
+// the time_created of the last finished assistant message read, after
+// itself when none was: what to pass next time. Reading stops at the
+// first assistant message still being written, so a reply is never read
+// in part nor skipped. An int64 cursor is what the front end's follower
+// journals for transcripts (a byte offset); message creation times, not a
+// count, survive a revert that deletes messages. Other agents, and a
+// session not in the database, read nothing.
+func (a *Agent) SessionReplies(ctx context.Context, sessionID string, after int64) (replies []string, ends []int64, next int64, err error) {
+	next = after
+	_, err = a.mimoTurns(ctx, sessionID, after, true, func(t mimoTurn) bool {
+		switch {
+		case t.role != "assistant":
+			return true
+		case !t.finished:
+			return false // still being written: read it whole next time
+		}
+		if len(t.texts) > 0 {
+			replies = append(replies, strings.Join(t.texts, "\n\n"))
+			ends = append(ends, t.created)
+		}
+		next = t.created
+		return true
+	})
+	if err != nil {
+		return nil, nil, after, err
+	}
+	return replies, ends, next, nil
+}
+
+// RepliesCursor returns where SessionReplies starts for a session that a
+// binding starts following now, and ok false when the session is not in
+// mimo's database (its replies then come from the pane). The cursor is
+// the last assistant message finished (before any still being written):
+// what mimo wrote until now is history, or was relayed from the pane
+// while the session was not known. afterPrompt: the user's newest message
+// was just typed (the session is looked for right after), so a reply to
+// it that finished before this search is new, not history: the cursor
+// stays before that message.
+func (a *Agent) RepliesCursor(ctx context.Context, sessionID string, afterPrompt bool) (cursor int64, ok bool, err error) {
+	var lastPrompt int64
+	if afterPrompt {
+		ok, err = a.mimoTurns(ctx, sessionID, 0, false, func(t mimoTurn) bool {
+			if t.role == "user" {
+				lastPrompt = t.created
+			}
+			return true
+		})
+		if err != nil || !ok {
+			return 0, ok, err
+		}
+	}
+	ok, err = a.mimoTurns(ctx, sessionID, 0, false, func(t mimoTurn) bool {
+		if afterPrompt && lastPrompt > 0 && t.created >= lastPrompt {
+			return false
+		}
+		switch {
+		case t.role != "assistant":
+			return true
+		case !t.finished:
+			return false
+		}
+		cursor = t.created
+		return true
+	})
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	return cursor, true, nil
+}
+
+// SessionHistory reads the last n exchanges of a mimo session out of its
+// database, as History does of a transcript: each user message's typed
+// text (not what opencode added, "<...>") with the text of the finished
+// assistant messages after it. ok is false when the session is not in
+// the database.
+func (a *Agent) SessionHistory(ctx context.Context, sessionID string, n int) (ex []Exchange, ok bool, err error) {
+	ok, err = a.mimoTurns(ctx, sessionID, 0, true, func(t mimoTurn) bool {
+		switch {
+		case t.role == "user":
+			for _, text := range t.texts {
+				if p := strings.TrimSpace(text); !strings.HasPrefix(p, "<") {
+					ex = append(ex, Exchange{Prompt: p})
+					if len(ex) > 2*n {
+						ex = append(ex[:0], ex[len(ex)-n:]...)
+					}
+					break
+				}
+			}
+		case t.finished && len(t.texts) > 0:
+			if len(ex) == 0 {
+				ex = append(ex, Exchange{})
+			}
+			last := &ex[len(ex)-1]
+			last.Replies = append(last.Replies, strings.Join(t.texts, "\n\n"))
+		}
+		return true
+	})
+	if err != nil || !ok || n <= 0 {
+		return nil, ok, err
+	}
+	if len(ex) > n {
+		ex = ex[len(ex)-n:]
+	}
+	return ex, true, nil
 }
 
 // findMimo takes mimo's session from its database: the one top-level

@@ -119,7 +119,7 @@ func TestMimoDatabaseIsOpenedReadOnly(t *testing.T) {
 	if got, err := a.Sessions("/tmp/proj", 0); err != nil || len(got) != 2 {
 		t.Fatalf("Sessions of a read-only database = %+v, %v", got, err)
 	}
-	if _, _, err := a.SessionReplies(context.Background(), mimoReadme, 0); err != nil {
+	if _, _, _, err := a.SessionReplies(context.Background(), mimoReadme, 0); err != nil {
 		t.Fatal(err)
 	}
 	after, err := os.ReadFile(db)
@@ -135,7 +135,7 @@ func TestMimoSessionRepliesReadFinishedAssistantMessages(t *testing.T) {
 	home, db := mimoHome(t)
 	a := agent(t, newRegistry(t, home, nil), "mimo")
 	ctx := context.Background()
-	got, next, err := a.SessionReplies(ctx, mimoReadme, 0)
+	got, ends, next, err := a.SessionReplies(ctx, mimoReadme, 0)
 	want := []string{
 		"The README says: build with `make build`.",
 		"Let me look.", // the step that called the read tool
@@ -144,7 +144,10 @@ func TestMimoSessionRepliesReadFinishedAssistantMessages(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("SessionReplies(0) = %q, %v; want %q", got, err, want)
 	}
-	if got, again, err := a.SessionReplies(ctx, mimoReadme, next); err != nil || got != nil || again != next {
+	if len(ends) != len(got) || ends[len(ends)-1] != next || ends[0] >= ends[1] {
+		t.Errorf("SessionReplies(0) ends %v, next %d: want one per reply, rising, the last at next", ends, next)
+	}
+	if got, _, again, err := a.SessionReplies(ctx, mimoReadme, next); err != nil || got != nil || again != next {
 		t.Errorf("SessionReplies(next) = %q, %d, %v; want nothing new at %d", got, again, err, next)
 	}
 	// The next turn: a user message, and a reply still being written. It
@@ -156,7 +159,7 @@ func TestMimoSessionRepliesReadFinishedAssistantMessages(t *testing.T) {
 		`INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES
 			('prt_1', 'msg_u', '`+mimoReadme+`', 1796192500000, 1796192500000, '{"type":"text","text":"more?"}'),
 			('prt_2', 'msg_a', '`+mimoReadme+`', 1796192500100, 1796192500100, '{"type":"text","text":"Half a rep"}')`)
-	got, n2, err := a.SessionReplies(ctx, mimoReadme, next)
+	got, _, n2, err := a.SessionReplies(ctx, mimoReadme, next)
 	if err != nil || got != nil || n2 != next {
 		t.Fatalf("with a reply being written: %q, %d, %v; want nothing yet at %d", got, n2, err, next)
 	}
@@ -165,13 +168,13 @@ func TestMimoSessionRepliesReadFinishedAssistantMessages(t *testing.T) {
 		`INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES
 			('prt_3', 'msg_a', '`+mimoReadme+`', 1796192500200, 1796192500200, '{"type":"text","text":"hidden","synthetic":true}')`,
 		`UPDATE message SET data = '{"role":"assistant","time":{"created":1796192500100,"completed":1796192501000}}' WHERE id = 'msg_a'`)
-	got, n3, err := a.SessionReplies(ctx, mimoReadme, next)
+	got, _, n3, err := a.SessionReplies(ctx, mimoReadme, next)
 	if err != nil || !reflect.DeepEqual(got, []string{"Half a reply, now whole."}) || n3 != 1796192500100 {
 		t.Errorf("once finished: %q, %d, %v", got, n3, err)
 	}
 	// Other agents, unsafe ids and unknown sessions read nothing.
 	for _, c := range []struct{ agent, id string }{{"claude", mimoReadme}, {"mimo", "x'; DROP TABLE session; --"}, {"mimo", "ses_none"}} {
-		if got, n, err := agent(t, newRegistry(t, home, nil), c.agent).SessionReplies(ctx, c.id, 7); got != nil || n != 7 || err != nil {
+		if got, _, n, err := agent(t, newRegistry(t, home, nil), c.agent).SessionReplies(ctx, c.id, 7); got != nil || n != 7 || err != nil {
 			t.Errorf("%s SessionReplies(%q) = %q, %d, %v; want nothing", c.agent, c.id, got, n, err)
 		}
 	}
@@ -246,5 +249,64 @@ func TestMimoDatabaseIsReadWhileMimoWritesIt(t *testing.T) {
 	f, ok := r.FindSession(context.Background(), agent(t, r, "mimo"), agents.FindQuery{Dir: "/tmp/proj", Since: time.UnixMilli(1796192590000)})
 	if !ok || f.ID != mimoReadme {
 		t.Errorf("FindSession(mimo) = %+v, %v; want %s, updated in the log", f, ok, mimoReadme)
+	}
+}
+
+// TestMimoRepliesCursorStartsAfterWhatWasWritten: a binding that starts
+// following a session (resumed, or found once the user typed into it)
+// relays what mimo writes from then on, and a reply to the prompt just
+// typed even when it finished before the session was found.
+func TestMimoRepliesCursorStartsAfterWhatWasWritten(t *testing.T) {
+	home, db := mimoHome(t)
+	a := agent(t, newRegistry(t, home, nil), "mimo")
+	ctx := context.Background()
+	const secondPrompt, lastReply = 1796192465959, 1796192466184 // the fixture's
+	if c, ok, err := a.RepliesCursor(ctx, mimoReadme, false); err != nil || !ok || c != lastReply {
+		t.Fatalf("RepliesCursor(resumed) = %d, %v, %v; want %d, the last finished reply", c, ok, err, lastReply)
+	}
+	c, ok, err := a.RepliesCursor(ctx, mimoReadme, true)
+	if err != nil || !ok || c >= secondPrompt {
+		t.Fatalf("RepliesCursor(after a prompt) = %d, %v, %v; want before the newest prompt at %d", c, ok, err, secondPrompt)
+	}
+	if got, _, _, err := a.SessionReplies(ctx, mimoReadme, c); err != nil || len(got) != 2 || got[0] != "Let me look." {
+		t.Errorf("replies after the cursor = %q, %v; want the newest prompt's two", got, err)
+	}
+	// A reply still being written is not history: the cursor stays
+	// before it.
+	writeMimo(t, db,
+		`INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES
+			('msg_u', '`+mimoReadme+`', 1796192500000, 1796192500000, '{"role":"user","time":{"created":1796192500000}}'),
+			('msg_a', '`+mimoReadme+`', 1796192500100, 1796192500100, '{"role":"assistant","time":{"created":1796192500100}}')`)
+	if c, ok, err := a.RepliesCursor(ctx, mimoReadme, false); err != nil || !ok || c != lastReply {
+		t.Errorf("RepliesCursor with a reply being written = %d, %v, %v; want %d", c, ok, err, lastReply)
+	}
+	// A session mimo has not written: not ok, the pane it is.
+	for _, id := range []string{"ses_none", "x'; --"} {
+		if c, ok, err := a.RepliesCursor(ctx, id, false); err != nil || ok || c != 0 {
+			t.Errorf("RepliesCursor(%q) = %d, %v, %v; want not ok", id, c, ok, err)
+		}
+	}
+	if _, ok, err := agent(t, newRegistry(t, t.TempDir(), nil), "mimo").RepliesCursor(ctx, mimoReadme, false); ok || err != nil {
+		t.Errorf("without a database: RepliesCursor = %v, %v; want not ok", ok, err)
+	}
+}
+
+func TestMimoSessionHistoryReadsPromptsAndReplies(t *testing.T) {
+	home, _ := mimoHome(t)
+	a := agent(t, newRegistry(t, home, nil), "mimo")
+	ctx := context.Background()
+	got, ok, err := a.SessionHistory(ctx, mimoReadme, 5)
+	want := []agents.Exchange{
+		{Prompt: "What does the readme say?", Replies: []string{"The README says: build with `make build`."}},
+		{Prompt: "And the tests?", Replies: []string{"Let me look.", "First part of the answer.\n\nThe tests need CGO_ENABLED=1."}},
+	}
+	if err != nil || !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("SessionHistory(5) = %q, %v, %v; want %q", got, ok, err, want)
+	}
+	if got, _, err := a.SessionHistory(ctx, mimoReadme, 1); err != nil || !reflect.DeepEqual(got, want[1:]) {
+		t.Errorf("SessionHistory(1) = %q, %v; want the last exchange", got, err)
+	}
+	if _, ok, err := a.SessionHistory(ctx, "ses_none", 5); ok || err != nil {
+		t.Errorf("SessionHistory(unknown) = %v, %v; want not ok", ok, err)
 	}
 }

@@ -322,8 +322,9 @@ func (a *Agent) Matches(p Proc) bool {
 }
 
 // HasTranscript reports whether the agent writes a transcript file that
-// Replies can read; for one that does not (mimo, which keeps a database
-// that SessionReplies reads), replies come from the pane.
+// Replies can read; for one that does not, replies come from its database
+// (mimo's, read by SessionReplies) once its session is in there, else
+// from the pane.
 func (a *Agent) HasTranscript() bool {
 	return a.format != formatNone && a.format != formatMimo
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/screenshot"
 	"github.com/thatch-run/thatch/im/tmux"
@@ -164,12 +165,20 @@ func plainPane(s string) string {
 }
 
 // readHistory reads the last exchanges of a transcript as text.
-func (f *FrontEnd) readHistory(_ context.Context, _ actors.Identity, e *messages.IMReadHistory) any {
+func (f *FrontEnd) readHistory(ctx context.Context, _ actors.Identity, e *messages.IMReadHistory) any {
 	a, ok := f.agents.Get(e.Agent)
 	if !ok {
 		return &messages.IMHistoryRead{Err: "unknown agent " + e.Agent}
 	}
-	ex, err := a.History(e.Path, e.N)
+	var ex []agents.Exchange
+	var err error
+	if session, ok := strings.CutPrefix(e.Path, dbPrefix); ok {
+		if ex, ok, err = a.SessionHistory(ctx, session, e.N); err == nil && !ok {
+			err = fmt.Errorf("session %s is no longer in %s's database", session, e.Agent)
+		}
+	} else {
+		ex, err = a.History(e.Path, e.N)
+	}
 	if err != nil {
 		return &messages.IMHistoryRead{Err: err.Error()}
 	}

@@ -424,9 +424,10 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, from actors.Identity, e
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if !a.HasTranscript() {
-		// No transcript to find: the pane is followed instead, once the
-		// agent runs (what it prints at start is not a reply); its text
-		// may still name the session.
+		// No transcript to find: the session's replies are read from the
+		// agent's database once the session is in there, else the pane
+		// is followed, once the agent runs (what it prints at start is
+		// not a reply).
 		f.waitForAgent(ctx, e.WindowID, e.Agent)
 		if found, ok := f.findOnce(ctx, from.ID, a, e, started); ok {
 			out.SessionID, out.How = found.ID, found.How
@@ -435,6 +436,21 @@ func (f *FrontEnd) findAgentSession(ctx context.Context, from actors.Identity, e
 			out.SessionID = e.Known
 		}
 		out.Transcript = panePrefix + e.WindowID
+		if out.SessionID != "" {
+			// Fresh: looked for right after the user's message was typed
+			// (mimo makes its session at the first prompt), so the reply
+			// to it is new even if finished already. Not bounded by the
+			// search's time, which waiting for the agent may have used up:
+			// the read has its own (agents.MimoQueryTimeout).
+			cursor, ok, err := a.RepliesCursor(context.WithoutCancel(ctx), out.SessionID, e.Fresh)
+			if err != nil {
+				f.log.Warn("cannot read the agent's database; following its pane", "window", e.WindowID, "agent", e.Agent, "session", out.SessionID, "error", err)
+			}
+			if ok && err == nil {
+				out.Transcript, out.Offset = dbPrefix+out.SessionID, cursor
+			}
+		}
+		f.log.Debug("following the agent's session", "window", e.WindowID, "agent", e.Agent, "session", out.SessionID, "how", out.How, "transcript", out.Transcript)
 		return out
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -543,6 +559,15 @@ func (f *FrontEnd) renameWindow(ctx context.Context, _ actors.Identity, e *messa
 }
 
 func (f *FrontEnd) followTranscript(ctx context.Context, from actors.Identity, e *messages.IMFollowTranscript) any {
+	if session, ok := strings.CutPrefix(e.Path, dbPrefix); ok {
+		a, ok := f.agents.Get(e.Agent)
+		if !ok {
+			f.log.Warn("cannot follow a session of an agent not configured", "thread", from.ID, "agent", e.Agent, "path", e.Path)
+			return nil
+		}
+		f.follow.followDB(from.ID, e.Path, e.Offset, mimoReader(a, session))
+		return nil
+	}
 	f.follow.Follow(from.ID, e.Path, e.Agent, e.Offset, e.Tag, e.SessionID)
 	if strings.HasPrefix(e.Path, panePrefix) {
 		// Before the binding types anything: the effects after this one wait.

@@ -54,6 +54,7 @@ type follower struct {
 	// capture reads a window's pane, for agents that keep no transcript.
 	capture func(ctx context.Context, window string) (string, error)
 	panes   map[string]*paneFollow // by path ("pane:@3")
+	dbs     map[string]*dbFollow   // by path ("db:ses_...")
 
 	mu    sync.Mutex
 	files map[string]*followed // by path
@@ -99,7 +100,7 @@ func newFollower(log hclog.Logger, parse func(string, []byte) []string,
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{log: log, parse: parse, deliver: deliver, capture: capture, panes: map[string]*paneFollow{}, files: map[string]*followed{}, dirs: map[string]int{}, missing: map[string]bool{},
+	f := &follower{log: log, parse: parse, deliver: deliver, capture: capture, panes: map[string]*paneFollow{}, dbs: map[string]*dbFollow{}, files: map[string]*followed{}, dirs: map[string]int{}, missing: map[string]bool{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), w: w, stop: cancel, done: make(chan struct{}),
 		hookFile: hookFile, told: map[string]string{}}
 	go f.run(ctx)
@@ -156,6 +157,7 @@ func (f *follower) Stop(path string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.panes, path)
+	delete(f.dbs, path)
 	if _, ok := f.files[path]; !ok {
 		return
 	}
@@ -204,7 +206,7 @@ func (f *follower) pruneToldLocked() {
 func (f *follower) Count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.files) + len(f.panes)
+	return len(f.files) + len(f.panes) + len(f.dbs)
 }
 
 func (f *follower) markLocked(path string) {
@@ -253,6 +255,7 @@ func (f *follower) run(ctx context.Context) {
 		case <-poll.C:
 			f.watchMissing()
 			f.pollPanes(ctx)
+			f.pollDBs(ctx)
 		case ev, ok := <-f.w.Events:
 			if !ok {
 				return

@@ -11,7 +11,8 @@ import (
 )
 
 // Following a pane is the fallback for an agent that keeps no transcript
-// (mimo): the follower captures the window's pane once a second and
+// (mimo) while its session is not in its database (dbfollow.go): the
+// follower captures the window's pane once a second and
 // relays the lines that appeared since, once they have stopped changing
 // (the agent finished writing). It is a poll, and the reply holds what the
 // pane shows (the echo of the user's text included): only agents without
