@@ -23,6 +23,7 @@ type Config struct {
 	Memory     Memory     `koanf:"memory"`
 	Sweep      Sweep      `koanf:"sweep"`
 	IM         IM         `koanf:"im"`
+	Cluster    Cluster    `koanf:"cluster"`
 
 	// source is the file Load read, "" if none.
 	source string
@@ -482,6 +483,34 @@ const (
 // RedactedValue replaces a non-empty secret wherever the config is shown.
 const RedactedValue = "<redacted>"
 
+// Cluster joins this daemon to others over embedded NATS JetStream, so
+// that several machines share one bot (see im/cluster). With no Node it
+// is off: a single node, and no NATS server starts.
+type Cluster struct {
+	// Node is this machine's name in the cluster, unique. Default: "" (off).
+	Node string `koanf:"node" usage:"this machine's unique name in the cluster; empty: a single node, no NATS server"`
+	// Listen is the host:port of this node's NATS route listener.
+	// Default: "127.0.0.1:6250".
+	Listen string `koanf:"listen" usage:"host:port of this node's NATS route listener (off loopback: TLS and a token are required)"`
+	// Routes are the other nodes' route URLs. Default: none.
+	Routes []string `koanf:"routes" usage:"the other nodes' route URLs (nats-route://host:port)"`
+	// Replicas is how many nodes keep a copy of the shared state; 0 picks
+	// min(3, the number of nodes). Default: 0.
+	Replicas int `koanf:"replicas" usage:"copies of the shared state (0: min(3, nodes)); 1 survives no node's loss"`
+	// LeaseTTL bounds how long the bot goes unpolled when its poller's
+	// machine dies. Default: 10s.
+	LeaseTTL time.Duration `koanf:"lease_ttl" usage:"how long a poller's lease outlives its last renewal (failover takes up to this)"`
+	// TLSCert, TLSKey and TLSCA secure the routes. Default: "".
+	TLSCert string `koanf:"tls_cert" usage:"PEM certificate of this node's routes"`
+	TLSKey  string `koanf:"tls_key" usage:"PEM key of tls_cert"`
+	TLSCA   string `koanf:"tls_ca" usage:"PEM CA that signed every node's route certificate"`
+	// Token is the routes' shared password. Default: "".
+	Token Secret `koanf:"token" usage:"password every node's routes share; prefer THATCH_CLUSTER_TOKEN"`
+}
+
+// Enabled reports whether this daemon joins a cluster.
+func (c Cluster) Enabled() bool { return c.Node != "" }
+
 // Secret is a string that must not be logged. Formatting it with fmt (%v,
 // %s, %+v, %#v) or marshaling it as text or JSON yields RedactedValue (or ""
 // if it is empty), so a Config printed by accident does not leak it. Call
@@ -540,6 +569,7 @@ func Defaults() *Config {
 			Strand:            true,
 			StrandInterval:    5 * time.Minute,
 		},
+		Cluster: Cluster{Listen: "127.0.0.1:6250", LeaseTTL: 10 * time.Second},
 		IM: IM{
 			Roots:         []string{"~"},
 			RenameTimeout: time.Minute,

@@ -128,6 +128,15 @@ var specDefaults = map[string]any{
 	"im.inbox_dir":                      ".thatch/inbox",
 	"im.transcribe":                     "",
 	"im.max_file_mb":                    0,
+	"cluster.node":                      "",
+	"cluster.listen":                    "127.0.0.1:6250",
+	"cluster.routes":                    []string{},
+	"cluster.replicas":                  0,
+	"cluster.lease_ttl":                 "10s",
+	"cluster.tls_cert":                  "",
+	"cluster.tls_key":                   "",
+	"cluster.tls_ca":                    "",
+	"cluster.token":                     "",
 }
 
 func TestDefaultsMatchSpec(t *testing.T) {

@@ -132,6 +132,7 @@ func (c *Config) Validate() error {
 	v.positive("sweep.strand_interval", c.Sweep.StrandInterval)
 
 	v.im(&c.IM)
+	v.cluster(&c.Cluster)
 
 	if len(v.problems) == 0 {
 		return nil
@@ -459,6 +460,70 @@ func (v *validator) redact(r *Redact) {
 			v.add("memory.redact.patterns", "%q: %v", p, err)
 		case re.MatchString(""):
 			v.add("memory.redact.patterns", "%q matches the empty string", p)
+		}
+	}
+}
+
+// clusterNode is what a node may be called: a NATS subject token and a
+// bucket key.
+var clusterNode = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// cluster checks the cluster section. Off loopback, the routes carry
+// every chat message between machines: they must be encrypted and
+// closed to strangers, so TLS (certificate, key and CA) and a token are
+// required.
+func (v *validator) cluster(c *Cluster) {
+	if !c.Enabled() {
+		return
+	}
+	if !clusterNode.MatchString(c.Node) {
+		v.add("cluster.node", "must be 1 to 64 letters, digits, - or _, got %q", c.Node)
+	}
+	open := false
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		v.add("cluster.listen", "must be host:port, got %q", c.Listen)
+	} else {
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			v.add("cluster.listen", "port must be a number from 1 to 65535 (the others route to it), got %q", c.Listen)
+		}
+		open = !IsLoopbackHost(host)
+	}
+	for i, r := range c.Routes {
+		key := fmt.Sprintf("cluster.routes[%d]", i)
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme != "nats-route" || u.Port() == "" {
+			v.add(key, "must be a URL like nats-route://host:port, got %q", r)
+			continue
+		}
+		if u.User != nil {
+			v.add(key, "must not hold credentials (set cluster.token), got %q", RedactURL(r))
+		}
+		open = open || !IsLoopbackHost(u.Hostname())
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		v.add("cluster.replicas", "must be between 0 (automatic) and 5, got %d", c.Replicas)
+	} else if c.Replicas > len(c.Routes)+1 {
+		v.add("cluster.replicas", "must be at most the number of nodes (%d with these routes), got %d", len(c.Routes)+1, c.Replicas)
+	}
+	if c.LeaseTTL < time.Second {
+		v.add("cluster.lease_ttl", "must be at least 1s, got %s", formatDuration(c.LeaseTTL))
+	}
+	tlsSet := 0
+	for _, f := range []string{c.TLSCert, c.TLSKey, c.TLSCA} {
+		if f != "" {
+			tlsSet++
+		}
+	}
+	if tlsSet != 0 && tlsSet != 3 {
+		v.add("cluster.tls_cert", "cluster.tls_cert, tls_key and tls_ca go together: set all three or none")
+	}
+	if open {
+		if tlsSet != 3 {
+			v.add("cluster.tls_cert", "is required (with tls_key and tls_ca) when the cluster's listener or a route is off loopback")
+		}
+		if c.Token == "" {
+			v.add("cluster.token", "is required when the cluster's listener or a route is off loopback")
 		}
 	}
 }

@@ -181,6 +181,26 @@ func TestValidateOneValue(t *testing.T) {
 			"im.agents.claude.resume", `must contain {session_id} (or be empty), got "claude -c"`},
 		{"detect not a regexp", func(c *Config) { c.IM.Agents.Mimo.Detect = "(" },
 			"im.agents.mimo.detect", `must be a regexp that recognizes mimo, got "("`},
+		{"cluster on loopback", func(c *Config) {
+			c.Cluster.Node, c.Cluster.Routes = "box-1", []string{"nats-route://127.0.0.1:6251", "nats-route://localhost:6252"}
+		}, "", ""},
+		{"cluster node name", func(c *Config) { c.Cluster.Node = "box 1" },
+			"cluster.node", `must be 1 to 64 letters, digits, - or _, got "box 1"`},
+		{"cluster listener off loopback, open", func(c *Config) { c.Cluster.Node, c.Cluster.Listen, c.Cluster.Token = "a", "0.0.0.0:6250", "t" },
+			"cluster.tls_cert", "is required (with tls_key and tls_ca) when the cluster's listener or a route is off loopback"},
+		{"cluster route off loopback without a token", func(c *Config) {
+			c.Cluster.Node, c.Cluster.Routes = "a", []string{"nats-route://10.0.0.2:6250"}
+			c.Cluster.TLSCert, c.Cluster.TLSKey, c.Cluster.TLSCA = "/c", "/k", "/ca"
+		}, "cluster.token", "is required when the cluster's listener or a route is off loopback"},
+		{"cluster off loopback, secured", func(c *Config) {
+			c.Cluster.Node, c.Cluster.Listen, c.Cluster.Token = "a", "10.0.0.1:6250", "t"
+			c.Cluster.TLSCert, c.Cluster.TLSKey, c.Cluster.TLSCA = "/c", "/k", "/ca"
+		}, "", ""},
+		{"cluster route with credentials", func(c *Config) { c.Cluster.Node, c.Cluster.Routes = "a", []string{"nats-route://u:pw@127.0.0.1:1"} },
+			"cluster.routes[0]", `must not hold credentials (set cluster.token), got "nats-route://u:xxxxx@127.0.0.1:1"`},
+		{"cluster replicas over the nodes", func(c *Config) { c.Cluster.Node, c.Cluster.Replicas = "a", 3 },
+			"cluster.replicas", "must be at most the number of nodes (1 with these routes), got 3"},
+		{"cluster off: nothing checked", func(c *Config) { c.Cluster.Listen = "0.0.0.0:1" }, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

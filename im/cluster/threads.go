@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Thread is where a thread lives: the node that owns its window. A new
+// thread whose machine is being asked has no Node yet: its updates wait
+// in Held (each an envelope the front end made), and Asked is the id of
+// the message that asks.
+type Thread struct {
+	Thread string   `json:"thread"`
+	Node   string   `json:"node,omitempty"`
+	Held   [][]byte `json:"held,omitempty"`
+	Asked  string   `json:"asked,omitempty"`
+	// Rev is the entry's revision, for PutThread; 0: not stored yet.
+	Rev uint64 `json:"-"`
+}
+
+// threadKey is the bucket key of a thread key: its bytes in hex, as a
+// thread key may hold what a bucket key may not (":" above all).
+func threadKey(thread string) string { return "t" + hex.EncodeToString([]byte(thread)) }
+
+// ErrConflict: the entry changed since it was read; read it again.
+var ErrConflict = errors.New("cluster: the entry changed meanwhile")
+
+// Thread reads where thread lives; ok is false when it is not known.
+func (n *Node) Thread(ctx context.Context, thread string) (t Thread, ok bool, err error) {
+	if !n.isReady() {
+		return t, false, errNotReady
+	}
+	c, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	e, err := n.threads.Get(c, threadKey(thread))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Thread{Thread: thread}, false, nil
+	}
+	if err != nil {
+		return t, false, err
+	}
+	if err := json.Unmarshal(e.Value(), &t); err != nil {
+		return t, false, fmt.Errorf("cluster: thread %s: %w", thread, err)
+	}
+	t.Rev = e.Revision()
+	return t, true, nil
+}
+
+// PutThread writes t if its entry is still at t.Rev (0: not there yet),
+// and returns it at its new revision; ErrConflict when it changed.
+func (n *Node) PutThread(ctx context.Context, t Thread) (Thread, error) {
+	if !n.isReady() {
+		return t, errNotReady
+	}
+	body, err := json.Marshal(t)
+	if err != nil {
+		return t, err
+	}
+	c, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	var rev uint64
+	if t.Rev == 0 {
+		rev, err = n.threads.Create(c, threadKey(t.Thread), body)
+	} else {
+		rev, err = n.threads.Update(c, threadKey(t.Thread), body, t.Rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return t, fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	var api *jetstream.APIError
+	if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return t, fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	if err != nil {
+		return t, err
+	}
+	t.Rev = rev
+	return t, nil
+}
+
+// Threads lists every known thread, sorted by key.
+func (n *Node) Threads(ctx context.Context) ([]Thread, error) {
+	if !n.isReady() {
+		return nil, errNotReady
+	}
+	c, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	es, err := all(c, n.threads)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Thread, 0, len(es))
+	for _, e := range es {
+		var t Thread
+		if json.Unmarshal(e.Value(), &t) != nil {
+			continue
+		}
+		t.Rev = e.Revision()
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Thread < out[j].Thread })
+	return out, nil
+}
