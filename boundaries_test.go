@@ -52,6 +52,9 @@ func TestImportBoundaries(t *testing.T) {
 		// The pane renderer draws text: nothing of thatch, no storage, no
 		// wire.
 		{"im/screenshot", []string{mod, mod + "/...", pebble, protoactor, nethttp}},
+		// The cluster speaks NATS; it knows nothing of entities, storage
+		// or the config.
+		{"im/cluster", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", mod + "/config/...", pebble, protoactor}},
 		{"im/feishu", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/hosts/...", pebble, protoactor}},
 		// The IM front end, like the opencode one, never imports another.
 		{"im/front/...", []string{mod + "/hosts/..."}},

@@ -27,6 +27,7 @@ import (
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/hosts/control"
 	"github.com/thatch-run/thatch/hosts/opencode/front"
+	"github.com/thatch-run/thatch/im/cluster"
 	imfront "github.com/thatch-run/thatch/im/front"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/supervisor/frontend"
@@ -296,6 +297,12 @@ func printIM(im frontend.Report) {
 	} else if len(ws) > 0 {
 		fmt.Printf("\nwindows on thatch's tmux server that no binding owns: %d\n", len(ws))
 		writeUntracked(os.Stdout, ws)
+	}
+	var cl *cluster.Status
+	if err := detail(im, imfront.DetailCluster, &cl); err != nil {
+		fmt.Printf("\n%v\n", err)
+	} else if cl != nil {
+		writeCluster(os.Stdout, cl)
 	}
 }
 

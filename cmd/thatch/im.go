@@ -6,13 +6,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/config"
 	ocfront "github.com/thatch-run/thatch/hosts/opencode/front"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/cluster"
 	"github.com/thatch-run/thatch/im/feishu"
 	imfront "github.com/thatch-run/thatch/im/front"
 	"github.com/thatch-run/thatch/im/telegram"
@@ -80,6 +84,50 @@ func writeUntracked(w io.Writer, ws []imfront.UntrackedWindow) {
 			agent = "-"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", x.ID, x.Name, agent, x.Dir)
+	}
+	tw.Flush()
+}
+
+// writeCluster prints the cluster as the daemon's node sees it: the
+// members, who receives for each account, and where each thread lives.
+func writeCluster(w io.Writer, c *cluster.Status) {
+	fmt.Fprintf(w, "\ncluster: node %s, %s (replicas %d, lease %s)\n", c.Node, c.State, c.Replicas, c.LeaseTTL)
+	if c.LastError != "" {
+		fmt.Fprintf(w, "  last error: %s\n", c.LastError)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  MEMBER	UP SINCE	RECEIVES FOR")
+	for _, m := range c.Members {
+		var accts []string
+		for a, holder := range c.Leases {
+			if holder == m.Node {
+				accts = append(accts, a)
+			}
+		}
+		sort.Strings(accts)
+		recv := strings.Join(accts, ", ")
+		if recv == "" {
+			recv = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Node, m.Since.Local().Format(time.DateTime), recv)
+	}
+	tw.Flush()
+	if len(c.Threads) == 0 {
+		return
+	}
+	threads := make([]string, 0, len(c.Threads))
+	for t := range c.Threads {
+		threads = append(threads, t)
+	}
+	sort.Strings(threads)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  THREAD	NODE")
+	for _, t := range threads {
+		node := c.Threads[t]
+		if node == "" {
+			node = "(asking which machine)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", t, node)
 	}
 	tw.Flush()
 }

@@ -121,6 +121,13 @@ type Adapter interface {
 	Close()
 }
 
+// Resumer is an Adapter whose next Run can be told where to start, past
+// where it stands: a node of a cluster taking the receiving over starts
+// from the cursor the one before it stored.
+type Resumer interface {
+	Resume(r Resume) error
+}
+
 // Handler takes one update; see Adapter.Run.
 type Handler func(ctx context.Context, u Update) error
 

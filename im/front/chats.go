@@ -12,6 +12,7 @@ import (
 
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/cluster"
 	"github.com/thatch-run/thatch/im/feishu"
 	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/persistence"
@@ -31,6 +32,9 @@ func Enabled(cfg *config.Config) bool {
 type chatPort struct {
 	a      chat.Adapter
 	cursor *cursorRow
+	// account names the platform account (the bot, the app) in a
+	// cluster: the key of the lease to receive for it.
+	account string
 }
 
 // openChats builds an adapter for each platform the config sets up, each
@@ -56,7 +60,8 @@ func (f *FrontEnd) openChats() error {
 		if err != nil {
 			return fmt.Errorf("im: %w", err)
 		}
-		f.chats = append(f.chats, &chatPort{a: a, cursor: cursor})
+		botID, _, _ := strings.Cut(im.Telegram.Token.Reveal(), ":")
+		f.chats = append(f.chats, &chatPort{a: a, cursor: cursor, account: cluster.AccountKey("tg", botID)})
 	}
 	if fs := im.Feishu; fs.AppID != "" {
 		if len(fs.AllowedUsers) == 0 && !im.Open {
@@ -83,7 +88,8 @@ func (f *FrontEnd) openChats() error {
 		}
 		// Feishu's updates carry no cursor: its redeliveries are
 		// deduplicated by event id in eventRows.
-		f.chats = append(f.chats, &chatPort{a: a, cursor: &cursorRow{rows: f.rows, log: f.log, table: "im.feishu"}})
+		f.chats = append(f.chats, &chatPort{a: a, cursor: &cursorRow{rows: f.rows, log: f.log, table: "im.feishu"},
+			account: cluster.AccountKey("fs", fs.AppID)})
 	}
 	if len(f.chats) == 0 {
 		return errors.New("im: no chat platform is configured (set im.telegram.token or im.feishu.app_id)")
@@ -178,6 +184,9 @@ type cursorRow struct {
 	rows  *persistence.Rows
 	log   hclog.Logger
 	table string
+	// put, when set, stores the cursor instead of the row (a cluster's
+	// shared cursor, for whichever node receives next).
+	put func(cursor string) error
 
 	mu      sync.Mutex
 	next    string
@@ -230,7 +239,12 @@ func (c *cursorRow) writeLocked() {
 	if c.next == "" || c.next == c.saved {
 		return
 	}
-	if err := c.rows.Put(c.table, cursorKey, []byte(c.next)); err != nil {
+	if c.put != nil {
+		if err := c.put(c.next); err != nil {
+			c.log.Warn("cannot store the chat's cursor in the cluster", "table", c.table, "error", err)
+			return
+		}
+	} else if err := c.rows.Put(c.table, cursorKey, []byte(c.next)); err != nil {
 		c.log.Warn("cannot store the chat's cursor", "table", c.table, "error", err)
 		return
 	}

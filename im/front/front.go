@@ -108,6 +108,8 @@ type FrontEnd struct {
 	withheldEnv []string
 	follow      *follower
 	progress    progress
+	// cl is this node's part of a cluster; nil for a single node.
+	cl *clusterPart
 	// Set by Mount.
 	tree frontend.Tree
 
@@ -143,6 +145,9 @@ func (f *FrontEnd) Health() frontend.Health {
 	var states []string
 	for i, p := range f.chats {
 		c := p.a.Health()
+		if f.cl != nil {
+			c = f.clusterReceiving(p, c)
+		}
 		// A refusal is down at once; a failure to reach the platform only
 		// once it has lasted (one failed poll is a blip, retried at once).
 		ok := c.Up || (!c.Refused && (c.Since.IsZero() || time.Since(c.Since) < healthGrace))
@@ -261,14 +266,23 @@ func (f *FrontEnd) Start(context.Context) error {
 	f.mu.Lock()
 	f.cancel = cancel
 	f.mu.Unlock()
+	if f.cfg.Cluster.Enabled() {
+		// Receiving is the lease holder's; every node sends.
+		if err := f.startCluster(ctx); err != nil {
+			cancel()
+			return err
+		}
+	}
 	for _, p := range f.chats {
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			if err := p.a.Run(ctx, f.handler(p)); err != nil && ctx.Err() == nil {
-				f.log.Error("receiving from the chat stopped", "platform", p.a.Name(), "error", err)
-			}
-		}()
+		if f.cl == nil {
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				if err := p.a.Run(ctx, f.handler(p)); err != nil && ctx.Err() == nil {
+					f.log.Error("receiving from the chat stopped", "platform", p.a.Name(), "error", err)
+				}
+			}()
+		}
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
@@ -326,6 +340,7 @@ func (f *FrontEnd) Stop(context.Context) error {
 	for _, p := range f.chats {
 		p.cursor.stop()
 	}
+	f.stopCluster()
 	if f.runCancel != nil {
 		f.runCancel()
 	}
@@ -350,15 +365,31 @@ func (f *FrontEnd) Report(limit int) frontend.Report {
 		if limit > 0 && rep.Total > len(all) {
 			all, _ = frontend.Entities(f.tree, f.jr, imbinding.KindName, "thread", 0, 5*time.Second)
 		}
+		rep.Details = map[string]any{}
 		if ws := f.untracked(all); len(ws) > 0 {
-			rep.Details = map[string]any{DetailUntracked: ws}
+			rep.Details[DetailUntracked] = ws
 		}
+	}
+	if f.cl != nil {
+		if rep.Details == nil {
+			rep.Details = map[string]any{}
+		}
+		ctx, cancel := context.WithTimeout(f.runCtx, 5*time.Second)
+		rep.Details[DetailCluster] = f.cl.node.Status(ctx)
+		cancel()
+	}
+	if len(rep.Details) == 0 {
+		rep.Details = nil
 	}
 	return rep
 }
 
-// DetailUntracked names the report's list of untracked windows.
-const DetailUntracked = "untrackedWindows"
+// Names of the report's details: the untracked windows, and the
+// cluster as this node sees it (cluster.Status).
+const (
+	DetailUntracked = "untrackedWindows"
+	DetailCluster   = "cluster"
+)
 
 // UntrackedWindow is a window on thatch's tmux server that no binding
 // owns (an ended binding's kept window, one a user opened there).

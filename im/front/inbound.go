@@ -42,6 +42,17 @@ func (f *FrontEnd) handle(ctx context.Context, p *chatPort, u chat.Update) error
 	if f.opts.Trace != nil {
 		f.opts.Trace("received", u.ID)
 	}
+	if err := f.deliver(ctx, p, u); err != nil {
+		return err
+	}
+	p.cursor.note(u.Cursor)
+	return nil
+}
+
+// deliver routes one update to its binding (route), dropping with a
+// notice one the binding refuses; an error (a timeout, a stop) means
+// the update must be offered again.
+func (f *FrontEnd) deliver(ctx context.Context, p *chatPort, u chat.Update) error {
 	if err := f.route(ctx, p.a, u); err != nil {
 		if !refused(err) {
 			return err // a timeout, a stop: the adapter offers the update again
@@ -53,7 +64,6 @@ func (f *FrontEnd) handle(ctx context.Context, p *chatPort, u chat.Update) error
 			"thread", u.Thread, "update", u.ID, "error", err)
 		f.notice(ctx, p.a, u, "thatch cannot handle this thread now: its state needs repair (thatch status, thatch repair). Your message was not delivered.")
 	}
-	p.cursor.note(u.Cursor)
 	return nil
 }
 

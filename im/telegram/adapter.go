@@ -328,3 +328,13 @@ func (a *Adapter) Typing(ctx context.Context, thread string) error {
 		return err
 	}))
 }
+
+// Resume makes the next Run start after r.Cursor when that is further
+// than where the Bot is (chat.Resumer).
+func (a *Adapter) Resume(r chat.Resume) error {
+	n, err := strconv.ParseInt(r.Cursor, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%w: cursor %q is not an update id", ErrOptions, r.Cursor)
+	}
+	return a.bot.Resume(n, r.Saved)
+}

@@ -237,3 +237,18 @@ func (b *Bot) getUpdates(ctx context.Context, offset int64, limit int, wait time
 	}
 	return ans.Result, nil
 }
+
+// Resume makes the next Run start after r.Cursor (the last update handled
+// + 1, as Update's Cursor carries it), as Open does: a node of a cluster
+// that takes the polling over from another starts where that one
+// confirmed. It returns ErrRunning while Run polls, changing nothing.
+func (b *Bot) Resume(offset int64, saved time.Time) error {
+	if !b.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer b.running.Store(false)
+	if offset > b.next {
+		b.next, b.lastAt = offset, saved
+	}
+	return nil
+}

@@ -1,0 +1,398 @@
+package front
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/cluster"
+	"github.com/thatch-run/thatch/supervisor/frontend"
+)
+
+// A cluster of nodes shares one bot (cluster.Node): the node holding an
+// account's lease receives from the platform (relay) and puts each
+// update on the stream subject of the node that owns the update's
+// thread; every node takes its own subject's updates (consume) and hands
+// them to its bindings as a single node hands its adapter's. Replies and
+// every other send go out from the node that makes them.
+
+// envelope is an update on its way to the node that owns its thread.
+type envelope struct {
+	Platform string      `json:"platform"`
+	Update   chat.Update `json:"update"`
+}
+
+// Texts of the machine question and the outage notice.
+const (
+	pickQuestion = "Which machine should this thread's agent run on?"
+	pickPrefix   = "m:"
+	// maxHeld bounds the updates a thread holds while its machine is
+	// asked; one more is refused with a note.
+	maxHeld = 50
+)
+
+// clusterPart is what the front end keeps of the cluster.
+type clusterPart struct {
+	node *cluster.Node
+
+	// since is when the node started, for the health's grace.
+	since time.Time
+
+	mu sync.Mutex
+	// noticed holds the threads told their node is down, with that node:
+	// one notice per outage (cleared once the node is up again).
+	noticed map[string]string
+}
+
+// startCluster starts this node's NATS server and, in the background,
+// the polling under each account's lease, the consuming of this node's
+// subject and the publishing of the threads this node owns.
+func (f *FrontEnd) startCluster(ctx context.Context) error {
+	c := f.cfg.Cluster
+	n, err := cluster.Start(cluster.Options{Node: c.Node, Listen: c.Listen, Routes: c.Routes, Replicas: c.Replicas,
+		LeaseTTL: c.LeaseTTL, Dir: filepath.Join(f.cfg.Data.Dir, "nats"), TLSCert: c.TLSCert, TLSKey: c.TLSKey,
+		TLSCA: c.TLSCA, Token: c.Token.Reveal(), Logger: f.log.Named("cluster")})
+	if err != nil {
+		return fmt.Errorf("im: %w", err)
+	}
+	f.cl = &clusterPart{node: n, noticed: map[string]string{}, since: time.Now()}
+	for _, p := range f.chats {
+		p.cursor.mu.Lock()
+		p.cursor.put = func(cur string) error { return n.PutCursor(f.runCtx, p.account, cur) }
+		p.cursor.mu.Unlock()
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			n.Hold(ctx, p.account, func(lctx context.Context) { f.receive(lctx, p) })
+		}()
+	}
+	f.wg.Add(2)
+	go func() {
+		defer f.wg.Done()
+		n.Consume(ctx, f.consume)
+	}()
+	go func() {
+		defer f.wg.Done()
+		f.publishOwn(ctx)
+	}()
+	return nil
+}
+
+// stopCluster closes the node once its loops have ended (Stop waits for
+// them first).
+func (f *FrontEnd) stopCluster() {
+	if f.cl != nil {
+		f.cl.node.Close()
+	}
+}
+
+// receive runs p's adapter while this node holds its account's lease,
+// from the cursor the holder before stored.
+func (f *FrontEnd) receive(ctx context.Context, p *chatPort) {
+	if cur, err := f.cl.node.Cursor(ctx, p.account); err != nil {
+		f.log.Warn("cannot read the stored cursor; the platform redelivers what it still holds", "account", p.account, "error", err)
+	} else if r, ok := p.a.(chat.Resumer); ok && cur != "" {
+		if err := r.Resume(chat.Resume{Cursor: cur}); err != nil {
+			f.log.Warn("cannot resume from the stored cursor", "account", p.account, "cursor", cur, "error", err)
+		}
+	}
+	f.log.Info("receiving for the cluster", "platform", p.a.Name(), "node", f.cl.node.Name())
+	if err := p.a.Run(ctx, f.relay(p)); err != nil && ctx.Err() == nil {
+		f.log.Error("receiving from the chat stopped", "platform", p.a.Name(), "error", err)
+	}
+}
+
+// relay takes one update from the adapter this node receives for: it
+// returns once the update is on its owner's stream subject (or dropped,
+// or held while the thread's machine is asked), so that the adapter
+// confirms nothing the cluster could lose.
+func (f *FrontEnd) relay(p *chatPort) chat.Handler {
+	return func(ctx context.Context, u chat.Update) error {
+		if f.opts.Trace != nil {
+			f.opts.Trace("received", u.ID)
+		}
+		if err := f.relayOne(ctx, p, u); err != nil {
+			return err
+		}
+		p.cursor.note(u.Cursor)
+		return nil
+	}
+}
+
+func (f *FrontEnd) relayOne(ctx context.Context, p *chatPort, u chat.Update) error {
+	if u.Thread == "" || chat.SchemeOf(u.Thread) != p.a.Scheme() {
+		return nil // nothing to bind (route drops it too)
+	}
+	n := f.cl.node
+	if u.Ended != nil || u.Reopened {
+		// Every node may have bindings in the ended chat (its topics).
+		return f.toEveryNode(ctx, p, u)
+	}
+	t, _, err := n.Thread(ctx, u.Thread)
+	if err != nil {
+		return err
+	}
+	if t.Node != "" {
+		return f.publish(ctx, p, t.Node, u)
+	}
+	if !f.cfg.IM.Open && !p.a.Allows(u.User) {
+		// A stranger makes nothing, not even a question.
+		if u.Press != nil {
+			f.answer(ctx, p.a, u.Thread, u.Press.ID)
+		}
+		return nil
+	}
+	members := n.Members()
+	if len(members) <= 1 && len(t.Held) == 0 {
+		owner := n.Name()
+		if len(members) == 1 {
+			owner = members[0].Node
+		}
+		t.Node = owner
+		if _, err := n.PutThread(ctx, t); err != nil {
+			return err // a conflict: the update is offered again and reads the new entry
+		}
+		return f.publish(ctx, p, owner, u)
+	}
+	return f.askMachine(ctx, p, t, u)
+}
+
+// askMachine holds u while the thread's machine is asked; a press of one
+// of the question's buttons gives the thread to that machine and sends it
+// what was held, in order.
+func (f *FrontEnd) askMachine(ctx context.Context, p *chatPort, t cluster.Thread, u chat.Update) error {
+	n := f.cl.node
+	if u.Press != nil && strings.HasPrefix(u.Press.Data, pickPrefix) {
+		chosen := strings.TrimPrefix(u.Press.Data, pickPrefix)
+		if !n.Up(chosen) {
+			f.answerWith(ctx, p.a, u.Thread, u.Press.ID, chosen+" is not up now; pick another machine")
+			return nil
+		}
+		for _, raw := range t.Held {
+			var e envelope
+			if err := json.Unmarshal(raw, &e); err != nil {
+				f.log.Warn("a held update cannot be read; dropped", "thread", t.Thread, "error", err)
+				continue
+			}
+			if err := f.publish(ctx, p, chosen, e.Update); err != nil {
+				return err
+			}
+		}
+		asked := t.Asked
+		t.Node, t.Held, t.Asked = chosen, nil, ""
+		if _, err := n.PutThread(ctx, t); err != nil {
+			return err
+		}
+		f.answerWith(ctx, p.a, u.Thread, u.Press.ID, "")
+		if asked != "" {
+			sctx, cancel := context.WithTimeout(f.runCtx, effectTimeout)
+			defer cancel()
+			if err := p.a.EditButtons(sctx, u.Thread, asked, nil); err != nil {
+				f.log.Debug("cannot clear the machine question's buttons", "thread", u.Thread, "error", err)
+			}
+			f.notice(ctx, p.a, chat.Update{Thread: u.Thread}, "This thread's agent runs on "+chosen+".")
+		}
+		return nil
+	}
+	if u.Press != nil {
+		f.answerWith(ctx, p.a, u.Thread, u.Press.ID, "Pick a machine first")
+		return nil
+	}
+	if len(t.Held) >= maxHeld {
+		f.notice(ctx, p.a, chat.Update{Thread: u.Thread}, "Pick a machine for this thread first (the buttons above); this message was not kept.")
+		return nil
+	}
+	raw, err := json.Marshal(envelope{Platform: p.a.Name(), Update: u})
+	if err != nil {
+		return err
+	}
+	t.Held = append(t.Held, raw)
+	ask := t.Asked == ""
+	if t, err = f.cl.node.PutThread(ctx, t); err != nil {
+		return err
+	}
+	if !ask {
+		return nil
+	}
+	var rows [][]chat.Button
+	for _, m := range n.Members() {
+		rows = append(rows, []chat.Button{{Text: m.Node, Data: pickPrefix + m.Node}})
+	}
+	sctx, cancel := context.WithTimeout(f.runCtx, effectTimeout)
+	defer cancel()
+	ids, err := p.a.Send(sctx, chat.Message{Thread: u.Thread, Text: pickQuestion, Buttons: rows})
+	if err != nil {
+		// Held all the same: the next message asks again.
+		f.log.Warn("cannot ask which machine a thread runs on", "thread", u.Thread, "error", err)
+		return nil
+	}
+	if len(ids) > 0 {
+		t.Asked = ids[len(ids)-1]
+		if _, err := n.PutThread(ctx, t); err != nil && !errors.Is(err, cluster.ErrConflict) {
+			f.log.Debug("cannot record the machine question", "thread", u.Thread, "error", err)
+		}
+	}
+	return nil
+}
+
+// publish puts u on node's subject, and tells the thread once per outage
+// when that node is down.
+func (f *FrontEnd) publish(ctx context.Context, p *chatPort, node string, u chat.Update) error {
+	raw, err := json.Marshal(envelope{Platform: p.a.Name(), Update: u})
+	if err != nil {
+		return err
+	}
+	// The thread and the update id name the update (Feishu's ids are per
+	// thread), so that one offered again is dropped by the stream.
+	if _, err := f.cl.node.Publish(ctx, node, u.Thread+"/"+strconv.FormatInt(u.ID, 10), raw); err != nil {
+		return err
+	}
+	f.noticeDown(ctx, p, node, u.Thread)
+	return nil
+}
+
+// noticeDown tells thread, once per outage, that its node is down and
+// its messages wait.
+func (f *FrontEnd) noticeDown(ctx context.Context, p *chatPort, node, thread string) {
+	c := f.cl
+	up := c.node.Up(node)
+	c.mu.Lock()
+	if up {
+		for th, n := range c.noticed {
+			if n == node {
+				delete(c.noticed, th)
+			}
+		}
+		c.mu.Unlock()
+		return
+	}
+	if c.noticed[thread] == node {
+		c.mu.Unlock()
+		return
+	}
+	c.noticed[thread] = node
+	c.mu.Unlock()
+	f.notice(ctx, p.a, chat.Update{Thread: thread}, node+" is unreachable; your messages are queued and reach the agent when it is back.")
+}
+
+// toEveryNode publishes u to every node that is up or owns a thread.
+func (f *FrontEnd) toEveryNode(ctx context.Context, p *chatPort, u chat.Update) error {
+	n := f.cl.node
+	nodes := map[string]bool{n.Name(): true}
+	for _, m := range n.Members() {
+		nodes[m.Node] = true
+	}
+	ts, err := n.Threads(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if t.Node != "" {
+			nodes[t.Node] = true
+		}
+	}
+	raw, err := json.Marshal(envelope{Platform: p.a.Name(), Update: u})
+	if err != nil {
+		return err
+	}
+	for node := range nodes {
+		id := u.Thread + "/" + strconv.FormatInt(u.ID, 10) + "/" + node
+		if _, err := n.Publish(ctx, node, id, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// consume takes one update of this node's subject to its binding, as
+// handle does for a single node's adapter (the cursor is the poller's).
+func (f *FrontEnd) consume(ctx context.Context, data []byte) error {
+	var e envelope
+	if err := json.Unmarshal(data, &e); err != nil {
+		f.log.Error("an update from the cluster cannot be read; dropped", "error", err)
+		return nil
+	}
+	for _, p := range f.chats {
+		if p.a.Name() == e.Platform {
+			return f.deliver(ctx, p, e.Update)
+		}
+	}
+	f.log.Error("an update from the cluster names a platform this node does not run; dropped", "platform", e.Platform)
+	return nil
+}
+
+// publishOwn writes, once the cluster is ready, each thread this node has
+// a binding for as this node's: the map is rebuilt from the nodes'
+// own bindings (a reconcile), so a node that joins with bindings keeps
+// them.
+func (f *FrontEnd) publishOwn(ctx context.Context) {
+	n := f.cl.node
+	select {
+	case <-n.Ready():
+	case <-ctx.Done():
+		return
+	}
+	views, _ := frontend.Entities(f.tree, f.jr, imbinding.KindName, "thread", 0, 5*time.Second)
+	for _, raw := range views {
+		v, ok := raw.(imbinding.View)
+		if !ok || v.State == imbinding.PhaseEnded || v.Window == "" {
+			continue
+		}
+		for attempt := 0; attempt < 3; attempt++ {
+			t, _, err := n.Thread(ctx, v.Thread)
+			if err != nil {
+				break
+			}
+			if t.Node == n.Name() {
+				break
+			}
+			if t.Node != "" {
+				f.log.Warn("a thread this node has a binding for is another node's; that node keeps it",
+					"thread", v.Thread, "owner", t.Node)
+				break
+			}
+			t.Node, t.Held, t.Asked = n.Name(), nil, ""
+			if _, err := n.PutThread(ctx, t); err == nil {
+				break
+			}
+		}
+	}
+}
+
+// clusterReceiving is how receiving for p goes seen from this node: its
+// adapter's own health while this node holds p's lease, else the
+// holder's word (another node receives for all), and down while no node
+// holds it past the grace.
+func (f *FrontEnd) clusterReceiving(p *chatPort, own chat.Health) chat.Health {
+	ctx, cancel := context.WithTimeout(f.runCtx, 2*time.Second)
+	defer cancel()
+	h, err := f.cl.node.Holders(ctx)
+	if err != nil {
+		return chat.Health{State: "cluster not ready: " + err.Error(), Since: f.cl.since}
+	}
+	switch holder := h[p.account]; holder {
+	case f.cl.node.Name():
+		return own
+	case "":
+		return chat.Health{State: "no node receives yet (the lease is free)", Since: f.cl.since}
+	default:
+		return chat.Health{Up: true, State: "received by " + holder}
+	}
+}
+
+// answerWith answers a press with text shown to the user.
+func (f *FrontEnd) answerWith(ctx context.Context, a chat.Adapter, thread, id, text string) {
+	actx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	if err := a.AnswerPress(actx, thread, id, text); err != nil {
+		f.log.Debug("cannot answer a button press", "error", err)
+	}
+}
