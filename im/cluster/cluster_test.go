@@ -4,26 +4,25 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/im/cluster"
 	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // freePorts returns n loopback ports free a moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
+func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	var out []int
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		ls = append(ls, l)
 		out = append(out, l.Addr().(*net.TCPAddr).Port)
@@ -31,44 +30,73 @@ func freePorts(t *testing.T, n int) []int {
 	for _, l := range ls {
 		l.Close()
 	}
-	return out
+	return out, nil
 }
 
-// trio starts three nodes routed to each other.
-func trio(t *testing.T, ttl time.Duration) []*cluster.Node {
+var (
+	trioOnce  sync.Once
+	trioNodes []*cluster.Node
+	trioErr   error
+	trioDir   string
+)
+
+// trio returns three nodes routed to each other, started once for the
+// package's tests (a cluster takes some seconds to elect its leaders).
+// Each test uses keys and subjects of its own.
+func trio(t *testing.T) []*cluster.Node {
 	t.Helper()
-	ports := freePorts(t, 3)
+	trioOnce.Do(func() { trioNodes, trioErr = startTrio() })
+	if trioErr != nil {
+		t.Fatal(trioErr)
+	}
+	return trioNodes
+}
+
+func startTrio() ([]*cluster.Node, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
 	var routes []string
 	for _, p := range ports {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
 	}
-	nodes := make([]*cluster.Node, 3)
-	for i := range nodes {
+	if trioDir, err = os.MkdirTemp("", "thatch-cluster-test-"); err != nil {
+		return nil, err
+	}
+	var nodes []*cluster.Node
+	for i := range 3 {
 		n, err := cluster.Start(cluster.Options{Node: fmt.Sprintf("n%d", i), Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]),
-			Routes: routes, LeaseTTL: ttl, Dir: t.TempDir(), Token: "secret",
-			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}})})
+			Routes: routes, LeaseTTL: 2 * time.Second, Dir: filepath.Join(trioDir, fmt.Sprint(i)), Token: "secret"})
 		if err != nil {
-			t.Fatal(err)
+			return nodes, err
 		}
-		nodes[i] = n
+		nodes = append(nodes, n)
 	}
 	for _, n := range nodes {
 		select {
 		case <-n.Ready():
-		case <-time.After(60 * time.Second):
-			t.Fatalf("node %s never became ready", n.Name())
+		case <-time.After(90 * time.Second):
+			return nodes, fmt.Errorf("node %s never became ready", n.Name())
 		}
 	}
-	return nodes
+	return nodes, nil
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, n := range trioNodes {
+		n.Close()
+	}
+	if trioDir != "" {
+		os.RemoveAll(trioDir)
+	}
+	os.Exit(code)
+}
 
 // One node holds a lease at a time; when it leaves, another takes it.
 func TestLeaseHasOneHolderAndMovesWhenItLeaves(t *testing.T) {
-	nodes := trio(t, 2*time.Second)
+	nodes := trio(t)
 	var running atomic.Int32
 	var overlap atomic.Bool
 	var who sync.Map
@@ -101,20 +129,12 @@ func TestLeaseHasOneHolderAndMovesWhenItLeaves(t *testing.T) {
 	if overlap.Load() {
 		t.Fatal("two nodes ran under the lease at once")
 	}
-	for _, n := range nodes {
-		n.Close()
-	}
 }
 
 // A message published twice with one id is handed over once, to the
 // node whose subject it names, and an unacknowledged one comes again.
 func TestPublishDedupesAndConsumeDeliversToItsNode(t *testing.T) {
-	nodes := trio(t, 2*time.Second)
-	defer func() {
-		for _, n := range nodes {
-			n.Close()
-		}
-	}()
+	nodes := trio(t)
 	ctx := context.Background()
 	for i := range 3 {
 		dup, err := nodes[0].Publish(ctx, "n2", fmt.Sprintf("m%d", i), []byte(fmt.Sprint(i)))
@@ -153,12 +173,7 @@ func TestPublishDedupesAndConsumeDeliversToItsNode(t *testing.T) {
 
 // A thread's entry is written at most once from one revision.
 func TestThreadEntriesAreCompareAndSet(t *testing.T) {
-	nodes := trio(t, 2*time.Second)
-	defer func() {
-		for _, n := range nodes {
-			n.Close()
-		}
-	}()
+	nodes := trio(t)
 	ctx := context.Background()
 	th, err := nodes[0].PutThread(ctx, cluster.Thread{Thread: "tg:-100:7", Node: "n1"})
 	if err != nil {

@@ -270,8 +270,25 @@ func (n *Node) setup() error {
 		return fmt.Errorf("stream %s: %w", StreamName, err)
 	}
 	kv := func(bucket string, ttl time.Duration) (jetstream.KeyValue, error) {
-		b, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, TTL: ttl,
-			Replicas: r, Storage: jetstream.FileStorage, History: 1})
+		if _, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, TTL: ttl,
+			Replicas: r, Storage: jetstream.FileStorage, History: 1}); err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+		}
+		// A bucket answers reads from any replica ("direct get") unless
+		// told not to, and a replica may lag behind a write just made:
+		// the thread map's compare-and-set reads must see the last
+		// write, so every read goes through the stream's leader.
+		s, err := n.js.Stream(ctx, "KV_"+bucket)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+		}
+		if cfg := s.CachedInfo().Config; cfg.AllowDirect {
+			cfg.AllowDirect = false
+			if _, err := n.js.UpdateStream(ctx, cfg); err != nil {
+				return nil, fmt.Errorf("bucket %s: reads through the leader: %w", bucket, err)
+			}
+		}
+		b, err := n.js.KeyValue(ctx, bucket)
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", bucket, err)
 		}
