@@ -110,10 +110,13 @@ type imTracer struct {
 	mu       sync.Mutex
 	received map[int64]time.Time
 	typed    map[int64]time.Time
+	// other holds the other stages (a cluster's "published" and
+	// "consumed"), by stage and update.
+	other map[string]map[int64]time.Time
 }
 
 func newIMTracer() *imTracer {
-	return &imTracer{received: map[int64]time.Time{}, typed: map[int64]time.Time{}}
+	return &imTracer{received: map[int64]time.Time{}, typed: map[int64]time.Time{}, other: map[string]map[int64]time.Time{}}
 }
 
 func (t *imTracer) trace(stage string, id int64) {
@@ -125,6 +128,11 @@ func (t *imTracer) trace(stage string, id int64) {
 		t.received[id] = now
 	case "typed":
 		t.typed[id] = now
+	default:
+		if t.other[stage] == nil {
+			t.other[stage] = map[int64]time.Time{}
+		}
+		t.other[stage][id] = now
 	}
 }
 
@@ -135,6 +143,33 @@ func (t *imTracer) stages(id int64) (received, typed time.Time, ok bool) {
 	received, ok1 := t.received[id]
 	typed, ok2 := t.typed[id]
 	return received, typed, ok1 && ok2
+}
+
+// between is the sorted times from stage from to stage to of each of ids
+// that passed both ("received" and "typed" are stages too).
+func (t *imTracer) between(from, to string, ids []int64) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at := func(stage string) map[int64]time.Time {
+		switch stage {
+		case "received":
+			return t.received
+		case "typed":
+			return t.typed
+		}
+		return t.other[stage]
+	}
+	a, b := at(from), at(to)
+	var out []time.Duration
+	for _, id := range ids {
+		x, ok1 := a[id]
+		y, ok2 := b[id]
+		if ok1 && ok2 {
+			out = append(out, y.Sub(x))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // typedAll reports whether every one of ids was typed.
@@ -606,6 +641,7 @@ type keysRun struct {
 	pushing          time.Duration   // how long the pushes took
 	drained          time.Duration   // from the first push to the last typed
 	missing          int             // not typed within imDrainTimeout of the last push
+	ids              []int64         // the updates
 }
 
 // typeRound pushes total messages round robin over the bindings, spread
@@ -635,7 +671,7 @@ func (w *imWorld) typedRound(ids []int64, pushed []time.Time, took time.Duration
 	if err != nil && strict {
 		return nil, err
 	}
-	run := &keysRun{pushing: took}
+	run := &keysRun{pushing: took, ids: ids}
 	var last time.Time
 	for i, id := range ids {
 		rec, typed, ok := w.tracer.stages(id)

@@ -118,6 +118,7 @@ func TestQuickRunMeasuresEverythingAndCleansUp(t *testing.T) {
 		"redact.tool_roundtrip.p99",
 		"recall.at5.hybrid", "recall.hybrid.p99",
 		"ui.list.p99",
+		"cluster.update_to_keys.remote", "cluster.poller_failover",
 		"run.wall",
 	} {
 		if !slices.Contains(got, want) {

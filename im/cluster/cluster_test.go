@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -171,26 +172,35 @@ func TestPublishDedupesAndConsumeDeliversToItsNode(t *testing.T) {
 	}
 }
 
-// A thread's entry is written at most once from one revision.
+// A thread's entry is written at most once from one revision: two nodes
+// holding updates for a new thread, or giving it a node, cannot both win.
 func TestThreadEntriesAreCompareAndSet(t *testing.T) {
 	nodes := trio(t)
 	ctx := context.Background()
-	th, err := nodes[0].PutThread(ctx, cluster.Thread{Thread: "tg:-100:7", Node: "n1"})
+	th, err := nodes[0].PutThread(ctx, cluster.Thread{Thread: "tg:-100:7", Held: [][]byte{[]byte("a")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodes[1].PutThread(ctx, cluster.Thread{Thread: "tg:-100:7", Node: "n2"}); err == nil {
-		t.Fatal("a second create of the thread succeeded")
+	if _, err := nodes[1].PutThread(ctx, cluster.Thread{Thread: "tg:-100:7", Node: "n2"}); !errors.Is(err, cluster.ErrConflict) {
+		t.Fatalf("a second create of the thread: %v, want a conflict", err)
 	}
-	th.Node = "n0"
-	if _, err := nodes[2].PutThread(ctx, th); err != nil {
+	stale := th
+	th.Held = append(th.Held, []byte("b"))
+	if th, err = nodes[2].PutThread(ctx, th); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := nodes[1].Thread(ctx, "tg:-100:7")
-	if err != nil || !ok || got.Node != "n0" {
-		t.Fatalf("thread: %+v %v %v", got, ok, err)
+	stale.Node = "n1"
+	if _, err := nodes[1].PutThread(ctx, stale); !errors.Is(err, cluster.ErrConflict) {
+		t.Fatalf("a write at an old revision: %v, want a conflict", err)
 	}
-	if _, err := nodes[1].PutThread(ctx, th); err == nil {
-		t.Fatal("a write at an old revision succeeded")
+	th.Node, th.Held = "n0", nil
+	if _, err := nodes[1].PutThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		testwait.Within(t, 10*time.Second, "every node sees the thread's node", func() bool {
+			got, ok, err := n.Thread(ctx, "tg:-100:7")
+			return err == nil && ok && got.Node == "n0"
+		})
 	}
 }

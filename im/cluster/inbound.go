@@ -56,6 +56,13 @@ func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, dat
 			Durable: consumerName(n.o.Node), FilterSubject: SubjectPrefix + n.o.Node,
 			AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxAckPending: 1,
 			DeliverPolicy: jetstream.DeliverAllPolicy, MaxDeliver: -1,
+			// The consumer's state (what was acknowledged) is kept in
+			// memory on its replicas: an acknowledged update leaves the
+			// stream (a work queue) anyway, so losing the state with
+			// every replica at once only offers unacknowledged updates
+			// again, which the bindings drop; and no acknowledgement
+			// waits for a disk.
+			MemoryStorage: true,
 		})
 		cancel()
 		if err == nil {

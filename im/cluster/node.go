@@ -99,6 +99,8 @@ type Node struct {
 	// Set before ready is closed.
 	leases, members, threads, cursors jetstream.KeyValue
 
+	owners ownerCache
+
 	mu         sync.Mutex
 	state      string
 	lastErr    string
@@ -201,7 +203,7 @@ func Start(o Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n := &Node{o: o, log: log, srv: srv, nc: nc, js: js, ready: make(chan struct{}),
-		state: "waiting for a quorum of the nodes", since: time.Now()}
+		state: "waiting for a quorum of the nodes", since: time.Now(), owners: ownerCache{m: map[string]Thread{}}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(1)
 	go func() {
@@ -249,6 +251,11 @@ func (n *Node) run() {
 	n.setState("ready", nil)
 	n.log.Info("cluster ready", "node", n.o.Node, "replicas", n.o.Replicas, "lease_ttl", n.o.LeaseTTL)
 	close(n.ready)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.watchOwners()
+	}()
 	every := n.o.LeaseTTL / 3
 	for {
 		n.beat()
@@ -483,4 +490,12 @@ func (n *Node) Status(ctx context.Context) Status {
 		}
 	}
 	return st
+}
+
+// Crash stops the node's server as a killed process would: its routes
+// drop and nothing is given up (a lease it holds expires after its TTL).
+// Benchmarks and tests measure a failover with it; Close still has to be
+// called.
+func (n *Node) Crash() {
+	n.srv.Shutdown()
 }

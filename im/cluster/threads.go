@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -31,10 +32,19 @@ func threadKey(thread string) string { return "t" + hex.EncodeToString([]byte(th
 // ErrConflict: the entry changed since it was read; read it again.
 var ErrConflict = errors.New("cluster: the entry changed meanwhile")
 
-// Thread reads where thread lives; ok is false when it is not known.
+// Thread reads where thread lives; ok is false when it is not known. A
+// thread whose node is set keeps it (nothing moves a thread), so one
+// seen with its node in the bucket's watch is answered from memory;
+// anything else is read from the bucket's leader.
 func (n *Node) Thread(ctx context.Context, thread string) (t Thread, ok bool, err error) {
 	if !n.isReady() {
 		return t, false, errNotReady
+	}
+	n.owners.mu.Lock()
+	owned, hit := n.owners.m[thread]
+	n.owners.mu.Unlock()
+	if hit {
+		return owned, true, nil
 	}
 	c, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -81,6 +91,11 @@ func (n *Node) PutThread(ctx context.Context, t Thread) (Thread, error) {
 		return t, err
 	}
 	t.Rev = rev
+	if t.Node != "" {
+		n.owners.mu.Lock()
+		n.owners.m[t.Thread] = t
+		n.owners.mu.Unlock()
+	}
 	return t, nil
 }
 
@@ -106,4 +121,40 @@ func (n *Node) Threads(ctx context.Context) ([]Thread, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Thread < out[j].Thread })
 	return out, nil
+}
+
+// ownerCache holds the threads whose node is set, as the bucket's watch
+// delivers them.
+type ownerCache struct {
+	mu sync.Mutex
+	m  map[string]Thread
+}
+
+// watchOwners fills n.owners from the thread bucket until the node
+// closes, watching it again after a failure.
+func (n *Node) watchOwners() {
+	for n.ctx.Err() == nil {
+		w, err := n.threads.WatchAll(n.ctx, jetstream.IgnoreDeletes())
+		if err != nil {
+			if !sleep(n.ctx, setupInterval) {
+				return
+			}
+			continue
+		}
+		for e := range w.Updates() {
+			if e == nil {
+				continue // the initial values are all there
+			}
+			var t Thread
+			if json.Unmarshal(e.Value(), &t) != nil || t.Node == "" {
+				continue
+			}
+			t.Rev = e.Revision()
+			n.owners.mu.Lock()
+			n.owners.m[t.Thread] = t
+			n.owners.mu.Unlock()
+		}
+		_ = w.Stop()
+		sleep(n.ctx, setupInterval)
+	}
 }

@@ -255,6 +255,9 @@ func (f *FrontEnd) publish(ctx context.Context, p *chatPort, node string, u chat
 	if _, err := f.cl.node.Publish(ctx, node, u.Thread+"/"+strconv.FormatInt(u.ID, 10), raw); err != nil {
 		return err
 	}
+	if f.opts.Trace != nil {
+		f.opts.Trace("published", u.ID)
+	}
 	f.noticeDown(ctx, p, node, u.Thread)
 	return nil
 }
@@ -319,6 +322,9 @@ func (f *FrontEnd) consume(ctx context.Context, data []byte) error {
 	if err := json.Unmarshal(data, &e); err != nil {
 		f.log.Error("an update from the cluster cannot be read; dropped", "error", err)
 		return nil
+	}
+	if f.opts.Trace != nil {
+		f.opts.Trace("consumed", e.Update.ID)
 	}
 	for _, p := range f.chats {
 		if p.a.Name() == e.Platform {
@@ -395,4 +401,13 @@ func (f *FrontEnd) answerWith(ctx context.Context, a chat.Adapter, thread, id, t
 	if err := a.AnswerPress(actx, thread, id, text); err != nil {
 		f.log.Debug("cannot answer a button press", "error", err)
 	}
+}
+
+// ClusterNode is this node's part of the cluster; nil for a single node
+// (or before Start).
+func (f *FrontEnd) ClusterNode() *cluster.Node {
+	if f.cl == nil {
+		return nil
+	}
+	return f.cl.node
 }
