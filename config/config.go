@@ -498,7 +498,7 @@ type Cluster struct {
 	// min(3, the number of nodes). Default: 0.
 	Replicas int `koanf:"replicas" usage:"copies of the shared state (0: min(3, nodes)); 1 survives no node's loss"`
 	// LeaseTTL bounds how long the bot goes unpolled when its poller's
-	// machine dies. Default: 10s.
+	// machine dies. Default: 15s.
 	LeaseTTL time.Duration `koanf:"lease_ttl" usage:"how long a poller's lease outlives its last renewal (failover takes up to this)"`
 	// TLSCert, TLSKey and TLSCA secure the routes. Default: "".
 	TLSCert string `koanf:"tls_cert" usage:"PEM certificate of this node's routes"`
@@ -569,7 +569,7 @@ func Defaults() *Config {
 			Strand:            true,
 			StrandInterval:    5 * time.Minute,
 		},
-		Cluster: Cluster{Listen: "127.0.0.1:6250", LeaseTTL: 10 * time.Second},
+		Cluster: Cluster{Listen: "127.0.0.1:6250", LeaseTTL: 15 * time.Second},
 		IM: IM{
 			Roots:         []string{"~"},
 			RenameTimeout: time.Minute,

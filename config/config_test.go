@@ -132,7 +132,7 @@ var specDefaults = map[string]any{
 	"cluster.listen":                    "127.0.0.1:6250",
 	"cluster.routes":                    []string{},
 	"cluster.replicas":                  0,
-	"cluster.lease_ttl":                 "10s",
+	"cluster.lease_ttl":                 "15s",
 	"cluster.tls_cert":                  "",
 	"cluster.tls_key":                   "",
 	"cluster.tls_ca":                    "",

@@ -22,6 +22,17 @@
 // must be found by id. `make chaos` runs it with 1000 kills and prints
 // its totals; -ginkgo.label-filter=chaos runs it alone.
 //
+// Label("cluster") marks the specs of several machines sharing one bot
+// (cluster_test.go, cluster_world.go): three daemons on loopback, each
+// with its own data dir, HOME and tmux socket, joined by [cluster] and
+// polling one fake Bot API that answers 409 to overlapping getUpdates.
+// They cover threads on two machines relayed by the one poller, a
+// machine killed while its thread is written to (queued, one notice,
+// each message typed once after its restart), the poller killed (another
+// takes the lease; nothing lost or repeated, no 409), and a chaos loop of
+// THATCH_CLUSTER_KILLS kills (default 6). THATCH_CLUSTER_LOGS=DIR keeps
+// every daemon's whole log of a failed spec there.
+//
 // Nothing here kills a process it did not start: every process is stopped
 // through its own gexec session (its PID).
 package e2e

@@ -148,9 +148,28 @@ func parseParams(r *http.Request) (params, error) {
 	return p, nil
 }
 
+// errConflict is Telegram's answer to a getUpdates while another one of
+// the same bot is still being served.
+var errConflict = &apiErr{code: 409, desc: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}
+
 // getUpdates drops the updates below offset for good, then answers those
 // pending (at most limit), waiting up to timeout seconds for one to come.
+// One is served at a time: another that comes meanwhile is answered 409
+// and counted (Conflicts), and it drops nothing.
 func (s *Server) getUpdates(r *http.Request, p params) (any, *apiErr) {
+	s.mu.Lock()
+	if s.serving > 0 {
+		s.conflicts++
+		s.mu.Unlock()
+		return nil, errConflict
+	}
+	s.serving++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.serving--
+		s.mu.Unlock()
+	}()
 	offset, _ := p.int64("offset")
 	limit, ok := p.int64("limit")
 	if !ok || limit <= 0 || limit > 100 {

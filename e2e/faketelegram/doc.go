@@ -15,7 +15,11 @@
 // reply_to_message.forum_topic_created with the topic's original name, as
 // Telegram's do. getUpdates drops every update below the offset it is asked
 // with, for good, as Telegram does; Confirmed reports the highest update id
-// so dropped.
+// so dropped. As on Telegram, one getUpdates is served at a time: one that
+// comes while another is still being served (a long poll waiting, say) is
+// answered 409 Conflict and counted (Conflicts). A poll ends when its
+// client's connection closes, so a bot killed and started again does not
+// conflict with itself.
 //
 // # The bot's side
 //

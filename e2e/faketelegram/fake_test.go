@@ -2,6 +2,7 @@ package faketelegram
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime/multipart"
 	"net/http"
@@ -136,6 +137,72 @@ func TestCloseEndsAPendingLongPoll(t *testing.T) {
 	s.Close()
 	if a := <-done; !a.OK || string(a.Result) != "[]" {
 		t.Fatalf("the poll ended with %+v", a)
+	}
+}
+
+func TestASecondPollerIsAnsweredConflictUntilTheFirstHangsUp(t *testing.T) {
+	s := newServer(t)
+	s.Message(5, 0, 5, "kept")
+	if ids := updateIDs(t, call(t, s, token, "getUpdates", map[string]any{"offset": 2})); len(ids) != 0 {
+		t.Fatalf("offset 2 gave %v", ids)
+	}
+
+	// The first poller's long poll waits; its client can hang up.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{"offset": 2, "timeout": 600})
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.URL()+"/bot"+token+"/getUpdates", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	first := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		first <- err
+	}()
+	waitFor(t, "the first long poll to wait", func() bool { return s.polling() == 1 })
+
+	a := call(t, s, token, "getUpdates", map[string]any{"offset": 5, "timeout": 0})
+	if a.OK || a.ErrorCode != 409 || a.Description != "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" {
+		t.Fatalf("a second getUpdates answered %+v, want 409 Conflict", a)
+	}
+	if s.Conflicts() != 1 || s.Confirmed() != 1 {
+		t.Fatalf("Conflicts = %d, Confirmed = %d; want 1 and 1 (a refused poll confirms nothing)", s.Conflicts(), s.Confirmed())
+	}
+	if s.Pending() != 0 {
+		t.Fatalf("Pending = %d", s.Pending())
+	}
+
+	// The first poller hangs up (a bot killed): its poll ends with the
+	// connection, and the next poller is served.
+	cancel()
+	if err := <-first; err == nil {
+		t.Fatalf("the cancelled long poll answered")
+	}
+	waitFor(t, "the first long poll to end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.serving == 0
+	})
+	s.Message(5, 0, 5, "after")
+	if ids := updateIDs(t, call(t, s, token, "getUpdates", map[string]any{"offset": 2, "timeout": 0})); len(ids) != 1 || ids[0] != 2 {
+		t.Fatalf("the next poller got %v, want [2]", ids)
+	}
+	if s.Conflicts() != 1 {
+		t.Fatalf("Conflicts = %d after the first poller hung up, want 1", s.Conflicts())
+	}
+}
+
+// waitFor polls cond every millisecond for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -82,6 +82,8 @@ type Server struct {
 	failed    int // sendMessage calls answered 500
 	early     int
 	polls     int // long polls waiting now
+	serving   int // getUpdates requests being served now (at most 1)
+	conflicts int // getUpdates requests answered 409 (see Conflicts)
 	commands  []BotCommand
 	actions   []Sent // sendChatAction calls
 }
@@ -388,6 +390,15 @@ func (s *Server) polling() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.polls
+}
+
+// Conflicts counts the getUpdates requests answered 409 Conflict because
+// another getUpdates was still being served: two pollers of one bot, as
+// two daemons with one token would be.
+func (s *Server) Conflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts
 }
 
 // Pending is the number of updates not yet dropped by an offset.

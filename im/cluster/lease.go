@@ -52,18 +52,23 @@ func keySafe(s string) string {
 // takes the lease, until ctx ends. The lease is an entry of a bucket
 // whose entries expire LeaseTTL after their last write: it is taken by
 // creating the entry (which fails while another node holds it), and kept
-// by updating it every third of the TTL at the revision this node wrote
-// last. The first renewal that fails ends run's context at once, before
-// the entry can expire and another node can take it, so that two nodes
-// never run together while their clocks agree. When run returns on its
-// own, or ctx ends, the lease is given up (deleted at its revision), so
-// that another node takes it at once rather than after the TTL.
+// by updating it every fifth of the TTL at the revision this node wrote
+// last. An entry written after a request was sent expires no sooner than
+// the TTL after that send, so the lease is surely this node's until then
+// (less a margin for the clocks): a renewal that fails for want of an
+// answer (the bucket's leader died and another is being elected, which
+// takes NATS 4 to 9 seconds) is tried again until that moment, and run's
+// context ends at it, before another node can take the lease. A renewal
+// refused because the entry changed ends it at once. When run returns on
+// its own, or ctx ends, the lease is given up (deleted at its revision),
+// so that another node takes it at once rather than after the TTL.
 func (n *Node) Hold(ctx context.Context, key string, run func(ctx context.Context)) {
 	if !n.wait(ctx) {
 		return
 	}
 	ttl := n.o.LeaseTTL
 	for ctx.Err() == nil && n.ctx.Err() == nil {
+		sent := time.Now()
 		rev, err := n.take(ctx, key)
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyExists) {
@@ -71,28 +76,33 @@ func (n *Node) Hold(ctx context.Context, key string, run func(ctx context.Contex
 			}
 			// Ask again soon: a holder that died frees the lease at
 			// most a TTL after its last renewal.
-			if !sleep(ctx, ttl/8+rand.N(ttl/8)) {
+			if !sleep(ctx, ttl/10+rand.N(ttl/10)) {
 				return
 			}
 			continue
 		}
 		n.log.Info("took the lease", "lease", key, "node", n.o.Node)
-		n.holdTaken(ctx, key, rev, run)
-		if !sleep(ctx, ttl/8) {
+		n.holdTaken(ctx, key, rev, sent.Add(ttl-leaseMargin(ttl)), run)
+		if !sleep(ctx, ttl/10) {
 			return
 		}
 	}
 }
 
+// leaseMargin is how much sooner than its TTL a holder counts its lease
+// as gone: room for the clocks of the nodes to disagree.
+func leaseMargin(ttl time.Duration) time.Duration { return ttl / 20 }
+
 func (n *Node) take(ctx context.Context, key string) (uint64, error) {
-	c, cancel := context.WithTimeout(ctx, opTimeout)
+	c, cancel := context.WithTimeout(ctx, min(opTimeout, n.o.LeaseTTL/4))
 	defer cancel()
 	return n.leases.Create(c, key, []byte(n.o.Node))
 }
 
-// holdTaken runs run under the lease taken at rev, renewing it, until
-// the lease is lost, run returns or ctx ends.
-func (n *Node) holdTaken(ctx context.Context, key string, rev uint64, run func(ctx context.Context)) {
+// holdTaken runs run under the lease taken at rev, surely this node's
+// until valid, renewing it, until the lease is lost, run returns or ctx
+// ends.
+func (n *Node) holdTaken(ctx context.Context, key string, rev uint64, valid time.Time, run func(ctx context.Context)) {
 	ttl := n.o.LeaseTTL
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -104,7 +114,8 @@ func (n *Node) holdTaken(ctx context.Context, key string, rev uint64, run func(c
 		stop()
 		<-done
 	}()
-	tick := time.NewTicker(ttl / 3)
+	every := ttl / 5
+	tick := time.NewTimer(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -122,16 +133,41 @@ func (n *Node) holdTaken(ctx context.Context, key string, rev uint64, run func(c
 			n.release(key, rev)
 			return
 		case <-tick.C:
-			c, cancel := context.WithTimeout(ctx, ttl/3)
-			next, err := n.leases.Update(c, key, []byte(n.o.Node), rev)
-			cancel()
-			if err != nil {
-				n.log.Warn("lost the lease: a renewal failed; stopping at once", "lease", key, "error", err)
-				return
-			}
-			rev = next
+		}
+		left := time.Until(valid)
+		if left <= 0 {
+			n.log.Warn("lost the lease: no renewal was answered in time; stopping", "lease", key)
+			return
+		}
+		sent := time.Now()
+		c, cancel := context.WithTimeout(ctx, min(every, left))
+		next, err := n.leases.Update(c, key, []byte(n.o.Node), rev)
+		cancel()
+		switch {
+		case err == nil:
+			rev, valid = next, sent.Add(ttl-leaseMargin(ttl))
+			tick.Reset(every)
+		case isConflict(err):
+			n.log.Warn("lost the lease: it changed (expired and taken); stopping at once", "lease", key, "error", err)
+			return
+		default:
+			// No answer: try again while the lease is surely still
+			// this node's.
+			n.log.Debug("a renewal of the lease failed; trying again", "lease", key, "error", err, "valid_for", time.Until(valid))
+			tick.Reset(min(time.Second, max(time.Until(valid), 0)))
 		}
 	}
+}
+
+// isConflict reports whether err says an entry is not at the revision a
+// write expected.
+func isConflict(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // release gives the lease up, if this node still holds it.

@@ -44,8 +44,11 @@ const (
 	setupInterval = time.Second
 )
 
-// DefaultLeaseTTL is the lease's lifetime when Options leaves it zero.
-const DefaultLeaseTTL = 10 * time.Second
+// DefaultLeaseTTL is the lease's lifetime when Options leaves it zero:
+// longer than the election of a new leader after one died (NATS takes 4
+// to 9 seconds), so that the death of the node leading the lease bucket
+// does not cost the holder its lease.
+const DefaultLeaseTTL = 15 * time.Second
 
 // Options configure a Node.
 type Options struct {
@@ -256,10 +259,16 @@ func (n *Node) run() {
 		defer n.wg.Done()
 		n.watchOwners()
 	}()
-	every := n.o.LeaseTTL / 3
+	// A heartbeat expires a TTL after it was written: one every fifth
+	// of it, and one that failed (an election) tried again each second,
+	// keep a node that is up listed through a leader's election.
+	every := n.o.LeaseTTL / 5
 	for {
-		n.beat()
-		if !sleep(n.ctx, every) {
+		wait := every
+		if !n.beat() {
+			wait = min(time.Second, every)
+		}
+		if !sleep(n.ctx, wait) {
 			return
 		}
 	}
@@ -317,19 +326,20 @@ func (n *Node) setup() error {
 	return nil
 }
 
-// beat writes this node's heartbeat and reads the others'.
-func (n *Node) beat() {
+// beat writes this node's heartbeat and reads the others'; false when
+// it could not.
+func (n *Node) beat() bool {
 	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
 	defer cancel()
 	if _, err := n.members.Put(ctx, n.o.Node, []byte(n.since.UTC().Format(time.RFC3339))); err != nil {
 		n.setState("cannot reach the cluster", err)
-		n.log.Warn("cannot write this node's heartbeat", "error", err)
-		return
+		n.log.Debug("cannot write this node's heartbeat", "error", err)
+		return false
 	}
 	entries, err := all(ctx, n.members)
 	if err != nil {
 		n.setState("cannot reach the cluster", err)
-		return
+		return false
 	}
 	var ms []Member
 	for _, e := range entries {
@@ -341,6 +351,7 @@ func (n *Node) beat() {
 	n.memberList = ms
 	n.mu.Unlock()
 	n.setState("ready", nil)
+	return true
 }
 
 // Member is a node that is up: its heartbeat has not expired.
@@ -482,6 +493,8 @@ func (n *Node) Status(ctx context.Context) Status {
 	}
 	if h, err := n.Holders(ctx); err == nil {
 		st.Leases = h
+	} else if st.LastError == "" {
+		st.LastError = "leases: " + err.Error()
 	}
 	if ts, err := n.Threads(ctx); err == nil {
 		st.Threads = map[string]string{}

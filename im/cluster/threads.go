@@ -80,11 +80,7 @@ func (n *Node) PutThread(ctx context.Context, t Thread) (Thread, error) {
 	} else {
 		rev, err = n.threads.Update(c, threadKey(t.Thread), body, t.Rev)
 	}
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return t, fmt.Errorf("%w: %w", ErrConflict, err)
-	}
-	var api *jetstream.APIError
-	if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+	if isConflict(err) {
 		return t, fmt.Errorf("%w: %w", ErrConflict, err)
 	}
 	if err != nil {
