@@ -20,6 +20,10 @@ func (n *Node) isReady() bool {
 	}
 }
 
+// Wait blocks until the node is ready, or returns false when ctx ends
+// (or the node closes) first.
+func (n *Node) Wait(ctx context.Context) bool { return n.wait(ctx) }
+
 // wait blocks until the node is ready, or returns false when ctx ends.
 func (n *Node) wait(ctx context.Context) bool {
 	select {

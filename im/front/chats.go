@@ -35,6 +35,10 @@ type chatPort struct {
 	// account names the platform account (the bot, the app) in a
 	// cluster: the key of the lease to receive for it.
 	account string
+	// everywhere: in a cluster, every node receives for the account (a
+	// webhook: the platform posts to whichever node its URL names), with
+	// no lease.
+	everywhere bool
 }
 
 // openChats builds an adapter for each platform the config sets up, each
@@ -89,7 +93,7 @@ func (f *FrontEnd) openChats() error {
 		// Feishu's updates carry no cursor: its redeliveries are
 		// deduplicated by event id in eventRows.
 		f.chats = append(f.chats, &chatPort{a: a, cursor: &cursorRow{rows: f.rows, log: f.log, table: "im.feishu"},
-			account: cluster.AccountKey("fs", fs.AppID)})
+			account: cluster.AccountKey("fs", fs.AppID), everywhere: fs.Mode == feishu.ModeWebhook})
 	}
 	if len(f.chats) == 0 {
 		return errors.New("im: no chat platform is configured (set im.telegram.token or im.feishu.app_id)")

@@ -71,6 +71,14 @@ func (f *FrontEnd) startCluster(ctx context.Context) error {
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
+			if p.everywhere {
+				// Only the platform's connection to one node is
+				// exclusive; a webhook's posts go where its URL says.
+				if n.Wait(ctx) {
+					f.receive(ctx, p)
+				}
+				return
+			}
 			n.Hold(ctx, p.account, func(lctx context.Context) { f.receive(lctx, p) })
 		}()
 	}
