@@ -67,14 +67,8 @@ func clusterSingle(c *Config, n, msgs int, d time.Duration) (*keysRun, error) {
 		return nil, err
 	}
 	defer w.close()
-	bs, err := w.windows(n)
+	bs, err := w.boot(n)
 	if err != nil {
-		return nil, err
-	}
-	if err := w.plant(bs); err != nil {
-		return nil, err
-	}
-	if err := w.start(); err != nil {
 		return nil, err
 	}
 	if _, err := w.typeRound(bs, n, time.Second, "w", true); err != nil {

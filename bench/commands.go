@@ -651,14 +651,8 @@ func benchWatchCost(c *Config) ([]Record, error) {
 	}
 	defer w.close()
 	c.Logf("commands: %d tmux windows running cat on socket %s", n, w.socket)
-	bs, err := w.windows(n)
+	bs, err := w.boot(n)
 	if err != nil {
-		return nil, err
-	}
-	if err := w.plant(bs); err != nil {
-		return nil, err
-	}
-	if err := w.start(); err != nil {
 		return nil, err
 	}
 	if err := w.wake(bs); err != nil {

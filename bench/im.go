@@ -427,6 +427,18 @@ func imIdent(b imBinding) persistence.Identity {
 	return persistence.Identity{Kind: imbinding.KindName, ID: b.key()}
 }
 
+// boot opens n windows, plants their bindings and starts the world.
+func (w *imWorld) boot(n int) ([]imBinding, error) {
+	bs, err := w.windows(n)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.plant(bs); err != nil {
+		return nil, err
+	}
+	return bs, w.start()
+}
+
 // windows starts n windows running cat on the world's tmux server, each
 // named and tagged as Telegram binding i's, and returns the bindings.
 func (w *imWorld) windows(n int) ([]imBinding, error) {
@@ -544,14 +556,8 @@ func benchIMKeys(c *Config) ([]Record, error) {
 	}
 	defer w.close()
 	c.Logf("im: %d tmux windows running cat on socket %s", n, w.socket)
-	bs, err := w.windows(n)
+	bs, err := w.boot(n)
 	if err != nil {
-		return nil, err
-	}
-	if err := w.plant(bs); err != nil {
-		return nil, err
-	}
-	if err := w.start(); err != nil {
 		return nil, err
 	}
 	c.Logf("im: warm-up, one message per binding (rehydrates each)")

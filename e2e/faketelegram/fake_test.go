@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -161,7 +163,7 @@ func TestASecondPollerIsAnsweredConflictUntilTheFirstHangsUp(t *testing.T) {
 		}
 		first <- err
 	}()
-	waitFor(t, "the first long poll to wait", func() bool { return s.polling() == 1 })
+	testwait.Within(t, 20*time.Second, "the first long poll to wait", func() bool { return s.polling() == 1 })
 
 	a := call(t, s, token, "getUpdates", map[string]any{"offset": 5, "timeout": 0})
 	if a.OK || a.ErrorCode != 409 || a.Description != "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running" {
@@ -180,7 +182,7 @@ func TestASecondPollerIsAnsweredConflictUntilTheFirstHangsUp(t *testing.T) {
 	if err := <-first; err == nil {
 		t.Fatalf("the cancelled long poll answered")
 	}
-	waitFor(t, "the first long poll to end", func() bool {
+	testwait.Within(t, 20*time.Second, "the first long poll to end", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.serving == 0
@@ -191,18 +193,6 @@ func TestASecondPollerIsAnsweredConflictUntilTheFirstHangsUp(t *testing.T) {
 	}
 	if s.Conflicts() != 1 {
 		t.Fatalf("Conflicts = %d after the first poller hung up, want 1", s.Conflicts())
-	}
-}
-
-// waitFor polls cond every millisecond for up to 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/thatch-run/thatch/internal/retry"
 )
 
 // Publish puts data on node's subject of the stream, with msgID as its
@@ -69,7 +71,7 @@ func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, dat
 			break
 		}
 		n.log.Warn("cannot make this node's consumer; trying again", "error", err)
-		if !sleep(ctx, setupInterval) {
+		if !retry.Sleep(ctx, setupInterval) {
 			return
 		}
 	}
@@ -80,7 +82,7 @@ func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, dat
 				return
 			}
 			n.log.Debug("fetch from the stream failed; trying again", "error", err)
-			sleep(ctx, nakDelay)
+			retry.Sleep(ctx, nakDelay)
 			continue
 		}
 		if msg == nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/thatch-run/thatch/internal/retry"
 )
 
 // isReady reports whether Ready is closed.
@@ -80,14 +82,14 @@ func (n *Node) Hold(ctx context.Context, key string, run func(ctx context.Contex
 			}
 			// Ask again soon: a holder that died frees the lease at
 			// most a TTL after its last renewal.
-			if !sleep(ctx, ttl/10+rand.N(ttl/10)) {
+			if !retry.Sleep(ctx, ttl/10+rand.N(ttl/10)) {
 				return
 			}
 			continue
 		}
 		n.log.Info("took the lease", "lease", key, "node", n.o.Node)
 		n.holdTaken(ctx, key, rev, sent.Add(ttl-leaseMargin(ttl)), run)
-		if !sleep(ctx, ttl/10) {
+		if !retry.Sleep(ctx, ttl/10) {
 			return
 		}
 	}

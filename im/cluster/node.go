@@ -20,6 +20,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/thatch-run/thatch/internal/retry"
 )
 
 // Names of what the nodes share in JetStream.
@@ -247,7 +249,7 @@ func (n *Node) run() {
 		if attempt == 1 || attempt%30 == 0 {
 			n.log.Info("waiting for the cluster to form (a majority of the nodes must be up)", "error", err, "attempt", attempt)
 		}
-		if !sleep(n.ctx, setupInterval) {
+		if !retry.Sleep(n.ctx, setupInterval) {
 			return
 		}
 	}
@@ -268,7 +270,7 @@ func (n *Node) run() {
 		if !n.beat() {
 			wait = min(time.Second, every)
 		}
-		if !sleep(n.ctx, wait) {
+		if !retry.Sleep(n.ctx, wait) {
 			return
 		}
 	}
@@ -409,18 +411,6 @@ func all(ctx context.Context, kv jetstream.KeyValue) ([]jetstream.KeyValueEntry,
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	}
-}
-
-// sleep waits d, or returns false when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

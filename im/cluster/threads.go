@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/thatch-run/thatch/internal/retry"
 )
 
 // Thread is where a thread lives: the node that owns its window. A new
@@ -132,7 +134,7 @@ func (n *Node) watchOwners() {
 	for n.ctx.Err() == nil {
 		w, err := n.threads.WatchAll(n.ctx, jetstream.IgnoreDeletes())
 		if err != nil {
-			if !sleep(n.ctx, setupInterval) {
+			if !retry.Sleep(n.ctx, setupInterval) {
 				return
 			}
 			continue
@@ -151,6 +153,6 @@ func (n *Node) watchOwners() {
 			n.owners.mu.Unlock()
 		}
 		_ = w.Stop()
-		sleep(n.ctx, setupInterval)
+		retry.Sleep(n.ctx, setupInterval)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/internal/retry"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -51,7 +52,7 @@ func (f *FrontEnd) answerAgentPrompt(ctx context.Context, from actors.Identity, 
 		return res(messages.AgentPromptGone, err)
 	}
 	for i, k := range e.Keys {
-		if i > 0 && !sleepCtx(ctx, keyPause) {
+		if i > 0 && !retry.Sleep(ctx, keyPause) {
 			return res("", ctx.Err())
 		}
 		if err := f.tmux.SendKeys(ctx, e.WindowID, k); err != nil {
@@ -60,7 +61,7 @@ func (f *FrontEnd) answerAgentPrompt(ctx context.Context, from actors.Identity, 
 	}
 	f.log.Debug("answered the agent's prompt", "thread", from.ID, "option", e.Option, "keys", e.Keys)
 	for deadline := time.Now().Add(answerCheck); ; {
-		if !sleepCtx(ctx, answerPoll) {
+		if !retry.Sleep(ctx, answerPoll) {
 			return res("", ctx.Err())
 		}
 		open, err := shows()
@@ -74,17 +75,5 @@ func (f *FrontEnd) answerAgentPrompt(ctx context.Context, from actors.Identity, 
 		if time.Now().After(deadline) {
 			return res(messages.AgentPromptStuck, nil)
 		}
-	}
-}
-
-// sleepCtx waits d unless ctx ends first; it reports whether it waited.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

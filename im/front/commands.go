@@ -76,7 +76,7 @@ func (f *FrontEnd) sendKeys(ctx context.Context, _ actors.Identity, e *messages.
 		return &messages.IMKeysSent{Key: e.Key, Err: err.Error()}
 	}
 	for i, k := range keys {
-		if i > 0 && !sleepCtx(ctx, keyPause) {
+		if i > 0 && !retry.Sleep(ctx, keyPause) {
 			return nil
 		}
 		if err := f.tmux.SendKeys(ctx, e.WindowID, k); err != nil {

@@ -86,7 +86,7 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 				} else {
 					b.log.Warn("getUpdates failed; retrying", "error", err, "wait", wait)
 				}
-				sleep(ctx, wait)
+				retry.Sleep(ctx, wait)
 				continue
 			}
 			if b.setHealth(nil) {
@@ -115,7 +115,7 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 			failures++
 			wait := nextBackoff(failures, nil)
 			b.log.Warn("update handler failed; retrying the same update", "update_id", u.ID, "error", b.redact(err), "wait", wait)
-			sleep(ctx, wait)
+			retry.Sleep(ctx, wait)
 			continue
 		}
 		failures = 0
@@ -159,16 +159,6 @@ func nextBackoff(failures int, err error) time.Duration {
 		return refusalBackoff.Delay(failures)
 	}
 	return failedBackoff.Delay(failures)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // apiError is an answer of Telegram's with ok=false.

@@ -11,6 +11,8 @@ import (
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+
+	"github.com/thatch-run/thatch/internal/retry"
 )
 
 // Button is one inline keyboard button.
@@ -96,7 +98,7 @@ func (b *Bot) turn(ctx context.Context, g *chatGate) error {
 	}
 	g.next = at.Add(max(b.interval, 0))
 	g.mu.Unlock()
-	sleep(ctx, time.Until(at))
+	retry.Sleep(ctx, time.Until(at))
 	return ctx.Err()
 }
 
@@ -276,12 +278,12 @@ func (b *Bot) attempt(ctx context.Context, g *chatGate, method string, fn func(c
 			if wait > b.sendTO {
 				return fmt.Errorf("%w: %s was asked to wait %v: %w", ErrRateLimited, method, wait, err)
 			}
-			sleep(ctx, wait)
+			retry.Sleep(ctx, wait)
 		case errors.As(err, &netErr) && netFailures < maxNetRetries:
 			netFailures++
 			wait := minBackoff << netFailures
 			b.log.Warn("request failed in the network; retrying", "method", method, "error", b.redact(err), "wait", wait)
-			sleep(ctx, wait)
+			retry.Sleep(ctx, wait)
 		default:
 			return err
 		}

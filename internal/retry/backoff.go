@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -55,4 +56,17 @@ func (b Backoff) nominal(attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, b.Max)
+}
+
+// Sleep waits d, or less when ctx ends first; it reports whether it
+// waited the whole d.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

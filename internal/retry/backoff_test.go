@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -57,5 +58,16 @@ func TestDelayIsJitteredByDefault(t *testing.T) {
 	}
 	if len(seen) < 50 {
 		t.Fatalf("100 draws gave %d distinct waits: not jittered", len(seen))
+	}
+}
+
+func TestSleepEndsWithItsContext(t *testing.T) {
+	if !Sleep(context.Background(), time.Millisecond) {
+		t.Fatal("a sleep nothing ended did not wait")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Sleep(ctx, time.Hour) {
+		t.Fatal("a sleep whose context had ended waited")
 	}
 }
