@@ -47,7 +47,7 @@ const nakDelay = time.Second
 // meanwhile. The consumer is durable: what arrives while the node is
 // down waits in the stream.
 func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, data []byte) error) {
-	if !n.wait(ctx) {
+	if !n.Wait(ctx) {
 		return
 	}
 	var cons jetstream.Consumer

@@ -24,10 +24,7 @@ func (n *Node) isReady() bool {
 
 // Wait blocks until the node is ready, or returns false when ctx ends
 // (or the node closes) first.
-func (n *Node) Wait(ctx context.Context) bool { return n.wait(ctx) }
-
-// wait blocks until the node is ready, or returns false when ctx ends.
-func (n *Node) wait(ctx context.Context) bool {
+func (n *Node) Wait(ctx context.Context) bool {
 	select {
 	case <-n.ready:
 		return true
@@ -69,7 +66,7 @@ func keySafe(s string) string {
 // its own, or ctx ends, the lease is given up (deleted at its revision),
 // so that another node takes it at once rather than after the TTL.
 func (n *Node) Hold(ctx context.Context, key string, run func(ctx context.Context)) {
-	if !n.wait(ctx) {
+	if !n.Wait(ctx) {
 		return
 	}
 	ttl := n.o.LeaseTTL

@@ -140,50 +140,10 @@ func Start(o Options) (*Node, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: store directory: %w", err)
 	}
-	so := &server.Options{
-		ServerName: o.Node,
-		// The daemon's own client connects in process. The server still
-		// opens a client port (its routes start only once one is open):
-		// a random loopback one, closed to all without this process's
-		// own random token.
-		Host:       "127.0.0.1",
-		Port:       server.RANDOM_PORT,
-		JetStream:  true,
-		StoreDir:   filepath.Clean(o.Dir),
-		SyncAlways: true,
-		NoSigs:     true,
-		MaxPayload: 4 << 20,
+	so, clientToken, err := serverOptions(o, host, port, routes)
+	if err != nil {
+		return nil, err
 	}
-	if len(routes) > 0 {
-		so.Cluster = server.ClusterOpts{Name: clusterName, Host: host, Port: port,
-			Username: routeUser, Password: o.Token, ConnectRetries: -1}
-		if o.Token != "" {
-			// The other nodes' listeners ask the same credentials.
-			for _, u := range routes {
-				if u.User == nil {
-					u.User = url.UserPassword(routeUser, o.Token)
-				}
-			}
-		}
-		so.Routes = routes
-		if o.TLSCert != "" {
-			tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey, CaFile: o.TLSCA, Verify: true})
-			if err != nil {
-				return nil, fmt.Errorf("cluster: route TLS: %w", err)
-			}
-			so.Cluster.TLSConfig = tc
-			so.Cluster.TLSTimeout = 5
-		}
-		if o.Token == "" {
-			so.Cluster.Username = ""
-		}
-	}
-	tok := make([]byte, 24)
-	if _, err := rand.Read(tok); err != nil {
-		return nil, fmt.Errorf("cluster: client token: %w", err)
-	}
-	clientToken := hex.EncodeToString(tok)
-	so.Authorization = clientToken
 	srv, err := server.NewServer(so)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: NATS server: %w", err)
@@ -216,6 +176,53 @@ func Start(o Options) (*Node, error) {
 		n.run()
 	}()
 	return n, nil
+}
+
+// serverOptions are the embedded server's options: JetStream synced, the
+// routes (with the token as their password and TLS when set), and the
+// client port. The daemon's own client connects in process, but the
+// server still opens a client port (its routes start only once one is
+// open): a random loopback one, closed to all without clientToken, this
+// process's own random token.
+func serverOptions(o Options, host string, port int, routes []*url.URL) (so *server.Options, clientToken string, err error) {
+	tok := make([]byte, 24)
+	if _, err := rand.Read(tok); err != nil {
+		return nil, "", fmt.Errorf("cluster: client token: %w", err)
+	}
+	clientToken = hex.EncodeToString(tok)
+	so = &server.Options{
+		ServerName:    o.Node,
+		Host:          "127.0.0.1",
+		Port:          server.RANDOM_PORT,
+		Authorization: clientToken,
+		JetStream:     true,
+		StoreDir:      filepath.Clean(o.Dir),
+		SyncAlways:    true,
+		NoSigs:        true,
+		MaxPayload:    4 << 20,
+	}
+	if len(routes) == 0 {
+		return so, clientToken, nil // a cluster of one
+	}
+	so.Cluster = server.ClusterOpts{Name: clusterName, Host: host, Port: port, ConnectRetries: -1}
+	if o.Token != "" {
+		// This listener asks the token, and so do the other nodes'.
+		so.Cluster.Username, so.Cluster.Password = routeUser, o.Token
+		for _, u := range routes {
+			if u.User == nil {
+				u.User = url.UserPassword(routeUser, o.Token)
+			}
+		}
+	}
+	so.Routes = routes
+	if o.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey, CaFile: o.TLSCA, Verify: true})
+		if err != nil {
+			return nil, "", fmt.Errorf("cluster: route TLS: %w", err)
+		}
+		so.Cluster.TLSConfig, so.Cluster.TLSTimeout = tc, 5
+	}
+	return so, clientToken, nil
 }
 
 // Name is the node's name.
