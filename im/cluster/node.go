@@ -110,7 +110,10 @@ type Node struct {
 	state      string
 	lastErr    string
 	memberList []Member
-	since      time.Time
+	// missed counts, per node ever listed, the reads in a row it was
+	// missing from.
+	missed map[string]int
+	since  time.Time
 }
 
 // Start starts the node's server and client, and (in the background)
@@ -168,7 +171,7 @@ func Start(o Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n := &Node{o: o, log: log, srv: srv, nc: nc, js: js, ready: make(chan struct{}),
-		state: "waiting for a quorum of the nodes", since: time.Now(), owners: ownerCache{m: map[string]Thread{}}}
+		state: "waiting for a quorum of the nodes", since: time.Now(), owners: ownerCache{m: map[string]Thread{}}, missed: map[string]int{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(1)
 	go func() {
@@ -357,6 +360,16 @@ func (n *Node) beat() bool {
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Node < ms[j].Node })
 	n.mu.Lock()
+	listed := map[string]bool{}
+	for _, m := range ms {
+		listed[m.Node] = true
+		n.missed[m.Node] = 0
+	}
+	for node := range n.missed {
+		if !listed[node] {
+			n.missed[node]++
+		}
+	}
 	n.memberList = ms
 	n.mu.Unlock()
 	n.setState("ready", nil)
@@ -377,14 +390,14 @@ func (n *Node) Members() []Member {
 	return append([]Member(nil), n.memberList...)
 }
 
-// Up reports whether node was up at the last heartbeat.
+// Up reports whether node counts as up: it is not missing from two reads
+// of the heartbeats in a row (right after a leader's election, a
+// heartbeat may have aged out before its node could write again).
 func (n *Node) Up(node string) bool {
-	for _, m := range n.Members() {
-		if m.Node == node {
-			return true
-		}
-	}
-	return false
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	missed, known := n.missed[node]
+	return known && missed < 2
 }
 
 func (n *Node) setState(s string, err error) {
