@@ -347,6 +347,11 @@ type Tmux struct {
 	Socket string `koanf:"socket" usage:"tmux socket name (tmux -L)"`
 	// Session is the tmux session that holds the windows. Default: "thatch".
 	Session string `koanf:"session" usage:"tmux session that holds the agents' windows"`
+	// AdoptSockets are other tmux servers whose windows a setup may
+	// adopt (Existing window): a socket name (tmux -L; "default" is the
+	// user's usual server) or an absolute socket path (tmux -S). thatch
+	// never makes a window there nor attaches to them. Default: none.
+	AdoptSockets []string `koanf:"adopt_sockets" usage:"other tmux sockets whose windows may be adopted (names or absolute paths)"`
 }
 
 // Agents configures each agent CLI.

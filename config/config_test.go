@@ -76,6 +76,7 @@ var specDefaults = map[string]any{
 	"im.feishu.allowed_users":           []string{},
 	"im.tmux.socket":                    "thatch",
 	"im.tmux.session":                   "thatch",
+	"im.tmux.adopt_sockets":             []string{},
 	"im.agents.claude.launch":           "claude",
 	"im.agents.claude.resume":           "claude -r {session_id}",
 	"im.agents.claude.detect":           `(^|/)claude(\s|$)`,

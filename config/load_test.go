@@ -201,6 +201,7 @@ var everyKey = map[string]struct {
 	"im.feishu.allowed_users":           {"ou_a,ou_b", []string{"ou_a", "ou_b"}},
 	"im.tmux.socket":                    {"t2", "t2"},
 	"im.tmux.session":                   {"s2", "s2"},
+	"im.tmux.adopt_sockets":             {"default", []string{"default"}},
 	"im.agents.claude.launch":           {"claude --x", "claude --x"},
 	"im.agents.claude.resume":           {"claude --resume {session_id}", "claude --resume {session_id}"},
 	"im.agents.claude.detect":           {"cl", "cl"},

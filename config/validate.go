@@ -251,6 +251,20 @@ func (v *validator) im(c *IM) {
 			v.add(key, "must be a non-empty name without '/', ':', '.' or control characters, got %q", val)
 		}
 	}
+	seen := map[string]bool{c.Tmux.Socket: true}
+	for _, sock := range c.Tmux.AdoptSockets {
+		switch {
+		case strings.ContainsAny(sock, "\x00\n\r\t"):
+			v.add("im.tmux.adopt_sockets", "must be socket names or absolute paths without control characters, got %q", sock)
+		case strings.ContainsRune(sock, '/') && !filepath.IsAbs(sock):
+			v.add("im.tmux.adopt_sockets", "must be socket names or absolute paths, got the relative path %q", sock)
+		case sock == "" || strings.HasSuffix(sock, ":"):
+			v.add("im.tmux.adopt_sockets", "must be socket names or absolute paths, got %q", sock)
+		case seen[sock]:
+			v.add("im.tmux.adopt_sockets", "lists %q twice, or thatch's own socket (im.tmux.socket)", sock)
+		}
+		seen[sock] = true
+	}
 	for _, a := range c.Agents.ByName() {
 		key := "im.agents." + a.Name
 		if strings.TrimSpace(a.Launch) == "" {

@@ -181,6 +181,13 @@ func TestValidateOneValue(t *testing.T) {
 			"im.agents.claude.resume", `must contain {session_id} (or be empty), got "claude -c"`},
 		{"detect not a regexp", func(c *Config) { c.IM.Agents.Mimo.Detect = "(" },
 			"im.agents.mimo.detect", `must be a regexp that recognizes mimo, got "("`},
+		{"adopt sockets: names and paths", func(c *Config) { c.IM.Tmux.AdoptSockets = []string{"default", "/tmp/tmux-0/work"} }, "", ""},
+		{"adopt socket: relative path", func(c *Config) { c.IM.Tmux.AdoptSockets = []string{"tmp/work"} },
+			"im.tmux.adopt_sockets", `must be socket names or absolute paths, got the relative path "tmp/work"`},
+		{"adopt socket: thatch's own", func(c *Config) { c.IM.Tmux.AdoptSockets = []string{"thatch"} },
+			"im.tmux.adopt_sockets", `lists "thatch" twice, or thatch's own socket (im.tmux.socket)`},
+		{"adopt socket: empty", func(c *Config) { c.IM.Tmux.AdoptSockets = []string{""} },
+			"im.tmux.adopt_sockets", `must be socket names or absolute paths, got ""`},
 		{"cluster on loopback", func(c *Config) {
 			c.Cluster.Node, c.Cluster.Routes = "box-1", []string{"nats-route://127.0.0.1:6251", "nats-route://localhost:6252"}
 		}, "", ""},

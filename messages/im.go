@@ -377,10 +377,13 @@ type IMAgentPromptAnswered struct {
 // IMFreeWindow is a window no binding owns: its id, name, directory and
 // the agent detected in it ("" none).
 type IMFreeWindow struct {
-	ID    string `json:"id"`
+	ID    string `json:"id"` // the window's reference: its tmux id, after "<socket>:" on another server
 	Name  string `json:"name"`
 	Dir   string `json:"dir"`
 	Agent string `json:"agent,omitempty"`
+	// Socket is the tmux socket of a window on a server of
+	// im.tmux.adopt_sockets; "" on thatch's own.
+	Socket string `json:"socket,omitempty"`
 }
 
 // IMFreeWindowsListed is the list an IMListFreeWindows asked for.

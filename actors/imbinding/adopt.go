@@ -8,7 +8,8 @@ import (
 )
 
 // Adopting a window: a thread with no binding binds an agent that already
-// runs in a window of thatch's tmux server, which no binding owns.
+// runs in a window no binding owns, on thatch's tmux server or on one the
+// user listed in im.tmux.adopt_sockets.
 
 // Steps and prompt of the adoption.
 const (
@@ -35,7 +36,7 @@ func (p *plan) freeWindows(m *messages.IMFreeWindowsListed) {
 		return
 	}
 	if m.Err != "" || len(m.Windows) == 0 {
-		why := "No window of thatch's tmux server is free to adopt."
+		why := "No tmux window is free to adopt."
 		if m.Err != "" {
 			why = "Cannot list the tmux windows: " + m.Err
 		}
@@ -54,8 +55,12 @@ func (p *plan) freeWindows(m *messages.IMFreeWindowsListed) {
 		if agent == "" {
 			agent = "no agent"
 		}
-		text += "\n" + strconv.Itoa(i+1) + ". " + w.Name + ": " + agent + " in " + w.Dir
-		rows = append(rows, []messages.IMButton{{Text: Clip(strconv.Itoa(i+1)+". "+w.Name+" · "+agent+" · "+filepath.Base(w.Dir), 60),
+		where := ""
+		if w.Socket != "" {
+			where = " (tmux " + w.Socket + ")"
+		}
+		text += "\n" + strconv.Itoa(i+1) + ". " + w.Name + where + ": " + agent + " in " + w.Dir
+		rows = append(rows, []messages.IMButton{{Text: Clip(strconv.Itoa(i+1)+". "+w.Name+where+" · "+agent+" · "+filepath.Base(w.Dir), 60),
 			Data: "wa:" + strconv.Itoa(i)}})
 		choices = append(choices, w.ID)
 	}

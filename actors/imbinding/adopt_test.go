@@ -48,7 +48,7 @@ func TestAdoptingWithNothingToAdoptAsksForTheAgentAgain(t *testing.T) {
 	h.deliverChat(h.message("hello"))
 	h.deliverChat(h.press("Existing window"))
 	eff := h.send(&messages.IMFreeWindowsListed{})
-	if got := said(eff); len(got) == 0 || !strings.Contains(got[0], "No window") {
+	if got := said(eff); len(got) == 0 || !strings.Contains(got[0], "No tmux window is free to adopt") {
 		t.Fatalf("said %q", got)
 	}
 	h.deliverChat(eff)

@@ -3,6 +3,8 @@ package front
 import (
 	"context"
 	"errors"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
@@ -12,23 +14,35 @@ import (
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
-// listFreeWindows lists the windows of thatch's tmux server that no
-// binding owns, with the agent running in each, for a setup that adopts
-// one.
+// listFreeWindows lists the windows that no binding owns, on thatch's
+// tmux server and on those im.tmux.adopt_sockets names, with the agent
+// running in each, for a setup that adopts one. A server that cannot be
+// read is left out (and logged); only when none can is the listing an
+// error.
 func (f *FrontEnd) listFreeWindows(ctx context.Context, _ actors.Identity, _ *messages.IMListFreeWindows) any {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	ws, err := f.tmux.Windows(ctx)
-	if errors.Is(err, tmux.ErrNoWindow) {
-		return &messages.IMFreeWindowsListed{} // no server: nothing to adopt
+	ws, errs := f.wins.Adoptable(ctx)
+	var failed []string
+	for sock, err := range errs {
+		if errors.Is(err, tmux.ErrNoWindow) {
+			continue // no server there: nothing to adopt
+		}
+		if sock == "" {
+			sock = "thatch's"
+		}
+		f.log.Warn("cannot list a tmux server's windows", "socket", sock, "error", err)
+		failed = append(failed, sock+": "+err.Error())
 	}
-	if err != nil {
-		return &messages.IMFreeWindowsListed{Err: err.Error()}
+	if len(ws) == 0 && len(failed) > 0 {
+		sort.Strings(failed)
+		return &messages.IMFreeWindowsListed{Err: strings.Join(failed, "; ")}
 	}
 	views, _ := frontend.Entities(f.tree, f.jr, imbinding.KindName, "thread", 0, 5*time.Second)
 	out := &messages.IMFreeWindowsListed{}
 	for _, w := range freeWindows(ws, views) {
-		out.Windows = append(out.Windows, messages.IMFreeWindow{ID: w.ID, Name: w.Name, Dir: w.Dir, Agent: f.detect(w)})
+		sock, _ := splitRef(w.ID)
+		out.Windows = append(out.Windows, messages.IMFreeWindow{ID: w.ID, Name: w.Name, Dir: w.Dir, Agent: f.detect(w), Socket: sock})
 	}
 	return out
 }
@@ -38,7 +52,7 @@ func (f *FrontEnd) listFreeWindows(ctx context.Context, _ actors.Identity, _ *me
 func (f *FrontEnd) adoptWindow(ctx context.Context, from actors.Identity, e *messages.IMAdoptWindow) any {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	w, err := f.tmux.Adopt(ctx, e.WindowID, e.Name, e.Tag)
+	w, err := f.wins.Adopt(ctx, e.WindowID, e.Name, e.Tag)
 	if err != nil {
 		if f.runCtx.Err() != nil {
 			return nil

@@ -40,7 +40,7 @@ func (f *FrontEnd) answerAgentPrompt(ctx context.Context, from actors.Identity, 
 		return res("", err)
 	}
 	shows := func() (bool, error) {
-		screen, err := f.tmux.Capture(ctx, e.WindowID, 0)
+		screen, err := f.wins.Capture(ctx, e.WindowID, 0)
 		if err != nil {
 			return false, err
 		}
@@ -55,7 +55,7 @@ func (f *FrontEnd) answerAgentPrompt(ctx context.Context, from actors.Identity, 
 		if i > 0 && !retry.Sleep(ctx, keyPause) {
 			return res("", ctx.Err())
 		}
-		if err := f.tmux.SendKeys(ctx, e.WindowID, k); err != nil {
+		if err := f.wins.SendKeys(ctx, e.WindowID, k); err != nil {
 			return res("", err)
 		}
 	}

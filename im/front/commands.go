@@ -79,7 +79,7 @@ func (f *FrontEnd) sendKeys(ctx context.Context, _ actors.Identity, e *messages.
 		if i > 0 && !retry.Sleep(ctx, keyPause) {
 			return nil
 		}
-		if err := f.tmux.SendKeys(ctx, e.WindowID, k); err != nil {
+		if err := f.wins.SendKeys(ctx, e.WindowID, k); err != nil {
 			if f.runCtx.Err() != nil {
 				return nil
 			}
@@ -94,7 +94,7 @@ var errNotOurs = errors.New("the window is gone")
 
 // ownWindow checks that the window is there and carries tag.
 func (f *FrontEnd) ownWindow(ctx context.Context, id, tag string) error {
-	w, err := f.tmux.Window(ctx, id)
+	w, err := f.wins.Window(ctx, id)
 	switch {
 	case errors.Is(err, tmux.ErrNoWindow):
 		return errNotOurs
@@ -114,7 +114,7 @@ func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *mess
 	if err := f.ownWindow(cctx, e.WindowID, e.Tag); err != nil {
 		return &messages.IMScreenshotSent{Err: err.Error()}
 	}
-	pane, err := f.tmux.CapturePane(cctx, e.WindowID)
+	pane, err := f.wins.CapturePane(cctx, e.WindowID)
 	if err != nil {
 		return &messages.IMScreenshotSent{Err: err.Error()}
 	}

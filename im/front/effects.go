@@ -74,7 +74,7 @@ func errText(err error) string {
 func (f *FrontEnd) checkWindow(parent context.Context, from actors.Identity, e *messages.IMCheckWindow) any {
 	ctx, cancel := context.WithTimeout(parent, effectTimeout)
 	defer cancel()
-	w, err := f.tmux.Window(ctx, e.WindowID)
+	w, err := f.wins.Window(ctx, e.WindowID)
 	if errors.Is(err, tmux.ErrNoWindow) {
 		return &messages.IMWindowChecked{WindowID: e.WindowID}
 	}
@@ -122,7 +122,7 @@ func (f *FrontEnd) detect(w tmux.Window) string {
 
 func (f *FrontEnd) sendToWindow(ctx context.Context, from actors.Identity, e *messages.IMSendToWindow) any {
 	wctx, cancel := context.WithTimeout(ctx, effectTimeout)
-	w, err := f.tmux.Window(wctx, e.WindowID)
+	w, err := f.wins.Window(wctx, e.WindowID)
 	cancel()
 	if err != nil {
 		// Not knowing what runs there, nothing is typed: the binding
@@ -327,7 +327,7 @@ func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messag
 		return out
 	}
 	cctx, cancel := context.WithTimeout(ctx, effectTimeout)
-	w, err := f.tmux.Window(cctx, e.WindowID)
+	w, err := f.wins.Window(cctx, e.WindowID)
 	cancel()
 	if err != nil {
 		out.Err = err.Error()
@@ -346,7 +346,7 @@ func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messag
 	if dir == "" {
 		dir = w.Dir
 	}
-	err = f.tmux.Respawn(cctx, e.WindowID, dir, f.windowEnv(e.Tag), []string{f.shell(), "-ic", line})
+	err = f.wins.Respawn(cctx, e.WindowID, dir, f.windowEnv(e.Tag), []string{f.shell(), "-ic", line})
 	cancel()
 	if err != nil {
 		out.Err = err.Error()
@@ -375,7 +375,7 @@ func (f *FrontEnd) waitRunning(ctx context.Context, window, agent string) string
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		w, err := f.tmux.Window(ctx, window)
+		w, err := f.wins.Window(ctx, window)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			return err.Error()
@@ -396,7 +396,7 @@ func (f *FrontEnd) waitRunning(ctx context.Context, window, agent string) string
 func (f *FrontEnd) paneTail(window string) string {
 	ctx, cancel := context.WithTimeout(f.runCtx, effectTimeout)
 	defer cancel()
-	text, err := f.tmux.Capture(ctx, window, 5)
+	text, err := f.wins.Capture(ctx, window, 5)
 	text = strings.TrimSpace(text)
 	if err != nil || text == "" {
 		return ""
@@ -501,7 +501,7 @@ func (f *FrontEnd) waitForAgent(ctx context.Context, window, agent string) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if w, err := f.tmux.Window(ctx, window); err == nil && f.detect(w) == agent {
+		if w, err := f.wins.Window(ctx, window); err == nil && f.detect(w) == agent {
 			select {
 			case <-ctx.Done():
 			case <-time.After(300 * time.Millisecond):
@@ -522,11 +522,11 @@ func (f *FrontEnd) waitForAgent(ctx context.Context, window, agent string) {
 const hookGrace = 3 * time.Second
 
 func (f *FrontEnd) findOnce(ctx context.Context, from string, a *agents.Agent, e *messages.IMFindAgentSession, started time.Time) (agents.Found, bool) {
-	w, err := f.tmux.Window(ctx, e.WindowID)
+	w, err := f.wins.Window(ctx, e.WindowID)
 	if err != nil {
 		return agents.Found{}, false
 	}
-	text, _ := f.tmux.Capture(ctx, e.WindowID, 200)
+	text, _ := f.wins.Capture(ctx, e.WindowID, 200)
 	key := e.Tag
 	if key == "" {
 		key = e.WindowID
@@ -546,13 +546,13 @@ func (f *FrontEnd) findOnce(ctx context.Context, from string, a *agents.Agent, e
 func (f *FrontEnd) renameWindow(ctx context.Context, _ actors.Identity, e *messages.IMRenameWindow) any {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	if err := f.tmux.Rename(ctx, e.WindowID, e.Name); err != nil {
+	if err := f.wins.Rename(ctx, e.WindowID, e.Name); err != nil {
 		return &messages.IMWindowRenamed{Name: e.Name, Err: err.Error()}
 	}
 	// tmux keeps some characters escaped: the name it answers with is the
 	// one later checks see.
 	name := e.Name
-	if w, err := f.tmux.Window(ctx, e.WindowID); err == nil {
+	if w, err := f.wins.Window(ctx, e.WindowID); err == nil {
 		name = w.Name
 	}
 	return &messages.IMWindowRenamed{Name: name}
@@ -625,7 +625,7 @@ func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m any) er
 func (f *FrontEnd) closeWindow(ctx context.Context, from actors.Identity, e *messages.IMCloseWindow) any {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	w, err := f.tmux.Window(ctx, e.WindowID)
+	w, err := f.wins.Window(ctx, e.WindowID)
 	switch {
 	case errors.Is(err, tmux.ErrNoWindow):
 		return nil // gone already
@@ -636,7 +636,7 @@ func (f *FrontEnd) closeWindow(ctx context.Context, from actors.Identity, e *mes
 		f.log.Info("a binding's window is not the one it made; kept", "thread", from.ID, "window", e.WindowID)
 		return nil
 	}
-	if err := f.tmux.Kill(ctx, e.WindowID); err != nil && !errors.Is(err, tmux.ErrNoWindow) {
+	if err := f.wins.Kill(ctx, e.WindowID); err != nil && !errors.Is(err, tmux.ErrNoWindow) {
 		f.log.Warn("cannot close a binding's window", "thread", from.ID, "window", e.WindowID, "error", err)
 		return nil
 	}

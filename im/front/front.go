@@ -95,7 +95,8 @@ type FrontEnd struct {
 	// chats are the chat adapters, one per platform, each with its
 	// cursor row.
 	chats    []*chatPort
-	tmux     *tmux.Client
+	tmux     *tmux.Client // thatch's own server, where windows are made
+	wins     *servers     // every server a binding's window may be on
 	agents   *agents.Registry
 	roots    []string
 	hookFile string
@@ -227,6 +228,9 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		Env: childEnv}); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
+	if f.wins, err = newServers(f.tmux, im.Tmux.AdoptSockets, f.log); err != nil {
+		return frontend.Parts{}, fmt.Errorf("im: %w", err)
+	}
 	if err := f.openChats(); err != nil {
 		return frontend.Parts{}, err
 	}
@@ -247,7 +251,7 @@ const (
 func (f *FrontEnd) Mount(_ context.Context, t frontend.Tree, _ frontend.Mux) error {
 	f.tree = t
 	capture := func(ctx context.Context, window string) (string, error) {
-		return f.tmux.Capture(ctx, window, paneLines)
+		return f.wins.Capture(ctx, window, paneLines)
 	}
 	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture, f.hookFile)
 	if err != nil {
@@ -347,6 +351,9 @@ func (f *FrontEnd) Stop(context.Context) error {
 	var errs []error
 	if f.follow != nil {
 		errs = append(errs, f.follow.Close())
+	}
+	if f.wins != nil {
+		f.wins.Close()
 	}
 	if f.tmux != nil {
 		errs = append(errs, f.tmux.Close())

@@ -622,3 +622,21 @@ func spew(vs []any) string {
 	}
 	return b.String()
 }
+
+// A window reference names the server and the window, whatever the
+// socket's path holds, and one of thatch's own server is its tmux id.
+func TestWindowReferencesRoundTrip(t *testing.T) {
+	for _, tc := range []struct{ socket, id string }{
+		{"", "@12"},
+		{"default", "@3"},
+		{"/tmp/a:@b/my:sock", "@7"},
+	} {
+		ref := windowRef(tc.socket, tc.id)
+		if tc.socket == "" && ref != tc.id {
+			t.Errorf("thatch's window %s is referenced as %q", tc.id, ref)
+		}
+		if s, id := splitRef(ref); s != tc.socket || id != tc.id {
+			t.Errorf("splitRef(%q) = %q, %q; want %q, %q", ref, s, id, tc.socket, tc.id)
+		}
+	}
+}

@@ -152,7 +152,7 @@ func (f *FrontEnd) runProgress(ctx context.Context) {
 func (f *FrontEnd) showWorking(ctx context.Context, thread, window, agent string) {
 	cctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	screen, err := f.tmux.Capture(cctx, window, 0)
+	screen, err := f.wins.Capture(cctx, window, 0)
 	if errors.Is(err, tmux.ErrNoWindow) {
 		// The window is gone: nothing to wait for.
 		if shown := f.progress.drop(thread); shown != "" {

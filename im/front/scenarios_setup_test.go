@@ -3,12 +3,15 @@ package front_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/front"
 	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/internal/testwait"
@@ -189,4 +192,120 @@ func (w *world) untracked() []front.UntrackedWindow {
 		w.t.Fatalf("untracked windows %s: %v", raw, err)
 	}
 	return ws
+}
+
+// usersTmux is a tmux server of the user's own, on a socket file; run
+// runs a tmux command on it.
+type usersTmux struct{ sock string }
+
+func newUsersTmux(t *testing.T) usersTmux {
+	dir, err := os.MkdirTemp("", "tmx") // a socket's path is short
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := usersTmux{sock: filepath.Join(dir, "mine")}
+	t.Cleanup(func() {
+		_, _ = u.run("kill-server")
+		os.RemoveAll(dir)
+	})
+	return u
+}
+
+func (u usersTmux) run(args ...string) (string, error) {
+	out, err := exec.Command("tmux", append([]string{"-S", u.sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// adoptFromUsersTmux starts the fake claude by hand in the user's tmux,
+// next to a window with no agent, and has a new thread adopt it with the
+// message "hello"; it returns the thread.
+func (w *world) adoptFromUsersTmux(u usersTmux) int64 {
+	t := w.t
+	t.Helper()
+	web := filepath.Join(w.projects, "web")
+	if out, err := u.run("new-session", "-d", "-s", "work", "-n", "editor", "-c", web, "sleep 600"); err != nil {
+		t.Fatalf("the user's tmux: %v: %s", err, out)
+	}
+	if out, err := u.run("new-window", "-d", "-t", "work:", "-n", "by hand", "-c", web, w.claude); err != nil {
+		t.Fatalf("the user's tmux: %v: %s", err, out)
+	}
+	testwait.UntilReason(t, "the hand-started agent's transcript", func() (bool, string) {
+		return len(w.transcripts()) == 1, fmt.Sprint(w.transcripts())
+	})
+	thread := w.topic("adopter")
+	w.send(thread, "hello")
+	w.press(thread, w.prompt(thread, "Which agent should run for adopter?"), "Existing window")
+	m := w.prompt(thread, "Which window should adopter bind?")
+	if !strings.Contains(m.Text, "by hand (tmux "+u.sock+"): claude in "+web) || !strings.Contains(m.Text, "editor (tmux "+u.sock+"): no agent") {
+		t.Fatalf("windows offered: %q", m.Text)
+	}
+	w.press(thread, m, "by hand")
+	w.waitSaid(thread, "Session ready!")
+	w.waitSaid(thread, "echo: hello")
+	return thread
+}
+
+// With im.tmux.adopt_sockets, a thread adopts an agent running on the
+// user's own tmux server (named by its socket path): it is offered with
+// its server, bound, typed to and answered there; thatch makes no window
+// of its own; and the topic closed under on_close = "kill" closes the
+// adopted window on the user's server, and nothing else there.
+func TestScenarioAThreadAdoptsAWindowOfTheUsersOwnTmux(t *testing.T) {
+	u := newUsersTmux(t)
+	w := newWorld(t, func(c *config.Config) {
+		c.IM.Tmux.AdoptSockets = []string{u.sock}
+		c.IM.OnClose = config.OnCloseKill
+	})
+	thread := w.adoptFromUsersTmux(u)
+	w.send(thread, "again")
+	w.waitSaid(thread, "echo: again")
+	w.quiesce()
+	if got := w.typed(); !slices.Equal(got, []string{"hello", "again"}) {
+		t.Fatalf("the agent took %q", got)
+	}
+	if v := w.binding(thread); !strings.HasPrefix(v.Window, u.sock+":@") {
+		t.Fatalf("binding %+v, want its window named with the user's socket", v)
+	}
+	if ws := w.windows(); len(ws) != 0 {
+		t.Fatalf("thatch made windows %+v of its own", ws)
+	}
+	if got, _ := u.run("list-windows", "-a", "-F", "#{window_name}"); got != "editor\nadopter" {
+		t.Fatalf("the user's windows: %q, want the adopted one renamed after the thread", got)
+	}
+	w.tg.CloseTopic(chat, thread)
+	testwait.UntilReason(t, "the adopted window closed", func() (bool, string) {
+		got, err := u.run("list-windows", "-a", "-F", "#{window_name}")
+		return got == "editor", fmt.Sprintf("%q, %v", got, err)
+	})
+	w.quiesce()
+	if v := w.binding(thread); v.State != "ended" {
+		t.Fatalf("binding %+v, want it ended", v)
+	}
+}
+
+// A window adopted from a socket that a restart's configuration no
+// longer lists is not reached any more: the next message is kept and the
+// usual Recover prompt comes; Recover resumes the same session in a
+// window of thatch's own server, and the user's window is left alone.
+func TestScenarioAWindowOnASocketNoLongerListedIsRecoveredInThatchsOwn(t *testing.T) {
+	u := newUsersTmux(t)
+	w := newWorld(t, func(c *config.Config) { c.IM.Tmux.AdoptSockets = []string{u.sock} })
+	thread := w.adoptFromUsersTmux(u)
+	session := w.binding(thread).Session
+	w.quiesce()
+	w.stop()
+	w.tune = nil
+	w.restart()
+	w.send(thread, "still there?")
+	p := w.prompt(thread, "The window of this session is gone. Your message is kept.")
+	w.press(thread, p, "Recover")
+	w.waitSaid(thread, "echo: still there?")
+	w.quiesce()
+	win := w.onlyWindow()
+	if v := w.binding(thread); v.Window != win.ID || v.Session != session {
+		t.Fatalf("binding %+v, want session %s resumed in thatch's window %s", v, session, win.ID)
+	}
+	if got, _ := u.run("list-windows", "-a", "-F", "#{window_name}"); got != "adopter\neditor" && got != "editor\nadopter" {
+		t.Fatalf("the user's windows: %q, want both left where they were", got)
+	}
 }

@@ -53,7 +53,7 @@ func (f *FrontEnd) typeText(ctx context.Context, window, agent string, update in
 	a, ok := f.agents.Get(agent)
 	if !ok || !a.ChecksInput() {
 		tctx, cancel := context.WithTimeout(ctx, effectTimeout)
-		err = f.tmux.SendText(tctx, window, text)
+		err = f.wins.SendText(tctx, window, text)
 		cancel()
 	} else {
 		notTaken, err = f.typeChecked(ctx, a, window, text)
@@ -85,7 +85,7 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 		f.log.Info("the message is in the agent's input line already; pressing Enter only", "window", window, "agent", a.Name)
 	} else {
 		tctx, cancel := context.WithTimeout(ctx, effectTimeout)
-		err := f.tmux.Type(tctx, window, text)
+		err := f.wins.Type(tctx, window, text)
 		cancel()
 		if err != nil {
 			return false, err
@@ -110,7 +110,7 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 	}
 	for try := 1; try <= enterTries; try++ {
 		tctx, cancel := context.WithTimeout(ctx, effectTimeout)
-		err := f.tmux.SendKeys(tctx, window, "Enter")
+		err := f.wins.SendKeys(tctx, window, "Enter")
 		cancel()
 		if err != nil {
 			return true, err
@@ -147,7 +147,7 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 func (f *FrontEnd) paneDead(ctx context.Context, window string) bool {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	w, err := f.tmux.Window(ctx, window)
+	w, err := f.wins.Window(ctx, window)
 	return err == nil && w.Dead
 }
 
@@ -159,7 +159,7 @@ func (f *FrontEnd) waitLine(ctx context.Context, a *agents.Agent, window string,
 	tick := time.NewTicker(typePoll)
 	defer tick.Stop()
 	for {
-		screen, err := f.tmux.Capture(ctx, window, 0)
+		screen, err := f.wins.Capture(ctx, window, 0)
 		if err == nil {
 			line, ok := a.InputLine(screen)
 			if done(line, ok) {

@@ -2,8 +2,12 @@ package tmux
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/thatch-run/thatch/internal/testwait"
 )
@@ -51,5 +55,65 @@ func TestAdoptTagsAndRenamesAWindowOnce(t *testing.T) {
 	}
 	if _, err := c.Adopt(testCtx(t), w.ID, "other", "thatch:tg:1:3:1"); !errors.Is(err, ErrTagged) {
 		t.Fatalf("adopting a tagged window: %v, want ErrTagged", err)
+	}
+}
+
+// A borrowed client reaches the user's own server by its socket file: it
+// lists the windows of every session there and adopts one, but makes no
+// window there, never kills that server, and never shows up among its
+// clients.
+func TestABorrowedServerIsListedAndAdoptedButNeverChanged(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux binary")
+	}
+	dir, err := os.MkdirTemp("", "tmx") // a socket path is short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "user")
+	user := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	user("new-session", "-d", "-s", "work", "-n", "editor", "sleep 600")
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	user("new-session", "-d", "-s", "play", "-n", "agent", "sleep 600")
+	c, err := New(Options{SocketPath: sock, Borrowed: true, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := testCtx(t)
+	ws, err := c.Windows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, w := range ws {
+		names[w.Name] = w.ID
+	}
+	if len(ws) != 2 || names["editor"] == "" || names["agent"] == "" {
+		t.Fatalf("windows of both sessions: %+v", ws)
+	}
+	got, err := c.Adopt(ctx, names["agent"], "api work", "thatch:tg:1:2:1")
+	if err != nil || got.Name != "api work" || got.Tag != "thatch:tg:1:2:1" {
+		t.Fatalf("adopted %+v, %v", got, err)
+	}
+	if _, err := c.NewWindow(ctx, "x", "", "", nil); !errors.Is(err, ErrBorrowed) {
+		t.Fatalf("NewWindow on a borrowed server: %v, want ErrBorrowed", err)
+	}
+	if err := c.KillServer(ctx); !errors.Is(err, ErrBorrowed) {
+		t.Fatalf("KillServer on a borrowed server: %v, want ErrBorrowed", err)
+	}
+	if n := user("list-windows", "-a", "-F", "#{window_name}"); n != "api work\neditor" {
+		t.Fatalf("the user's server holds %q", n)
+	}
+	if clients := user("list-clients"); clients != "" {
+		t.Fatalf("a client stayed attached to the user's server: %q", clients)
 	}
 }

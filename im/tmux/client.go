@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,16 +15,27 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Options configure a Client. Socket and Session are required.
+// Options configure a Client. Socket (or SocketPath) and Session are
+// required; a Borrowed client needs no Session.
 type Options struct {
 	// Binary is the tmux executable. Default: "tmux".
 	Binary string
 	// Socket is the tmux server's socket name (tmux -L): thatch's windows
 	// live on a server of their own, apart from the user's default one.
 	Socket string
+	// SocketPath is the tmux server's socket file (tmux -S), an absolute
+	// path, in place of Socket.
+	SocketPath string
 	// Session is the tmux session that holds the windows. It may not hold
 	// ':' or '.', which tmux reads as window and pane separators.
 	Session string
+	// Borrowed says the server is someone else's (the user's own tmux,
+	// whose windows thatch may adopt): Windows lists the windows of every
+	// session, and the client never starts a server or a session there
+	// (NewWindow fails with ErrBorrowed), never kills it, and never
+	// attaches a control-mode client, which the user would see among the
+	// server's clients: each command forks a client, as with ExecOnly.
+	Borrowed bool
 	// Config is the configuration file a server started by this client
 	// reads (tmux -f). Default: "" (tmux's own default, ~/.tmux.conf).
 	Config string
@@ -92,10 +104,17 @@ func New(o Options) (*Client, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	var probs []string
-	if o.Socket == "" || strings.ContainsAny(o.Socket, "/\x00") {
+	switch {
+	case o.SocketPath != "" && o.Socket != "":
+		probs = append(probs, "set a socket name or a socket path, not both")
+	case o.SocketPath != "":
+		if !filepath.IsAbs(o.SocketPath) || hasControl(o.SocketPath) {
+			probs = append(probs, fmt.Sprintf("socket path %q must be absolute and hold no control characters", o.SocketPath))
+		}
+	case o.Socket == "" || strings.ContainsAny(o.Socket, "/\x00"):
 		probs = append(probs, fmt.Sprintf("socket name %q must be non-empty and hold no '/'", o.Socket))
 	}
-	if o.Session == "" || strings.ContainsAny(o.Session, ":.") || hasControl(o.Session) {
+	if (o.Session == "" && !o.Borrowed) || strings.ContainsAny(o.Session, ":.") || hasControl(o.Session) {
 		probs = append(probs, fmt.Sprintf("session name %q must be non-empty and hold no ':', '.' or control characters", o.Session))
 	}
 	if o.Timeout < 0 {
@@ -155,7 +174,7 @@ func (c *Client) getConn(ctx context.Context) (*conn, error) {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if c.o.ExecOnly {
+		if c.o.ExecOnly || c.o.Borrowed {
 			c.mu.Unlock()
 			return nil, nil
 		}

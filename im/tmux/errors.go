@@ -23,6 +23,10 @@ var (
 	// ErrTagged is returned by Adopt for a window another tag owns.
 	ErrTagged = errors.New("tmux: window is tagged already")
 
+	// ErrBorrowed is returned by a Borrowed client asked to make a
+	// window or to kill its server.
+	ErrBorrowed = errors.New("tmux: the server is not thatch's")
+
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("tmux: client closed")
 

@@ -14,6 +14,9 @@ import (
 // starts: the socket and, when set, the configuration file.
 func (c *Client) baseArgs() []string {
 	a := []string{"-L", c.o.Socket}
+	if c.o.SocketPath != "" {
+		a = []string{"-S", c.o.SocketPath}
+	}
 	if c.o.Config != "" {
 		a = append(a, "-f", c.o.Config)
 	}

@@ -26,6 +26,9 @@ func (c *Client) NewWindow(ctx context.Context, name, dir, tag string, cmd []str
 // and every program started in it inherit them, whatever the shell's
 // syntax and whether the command typed there is an alias or a function.
 func (c *Client) NewWindowEnv(ctx context.Context, name, dir, tag string, env, cmd []string) (Window, error) {
+	if c.o.Borrowed {
+		return Window{}, fmt.Errorf("%w: no window is made there", ErrBorrowed)
+	}
 	if err := checkText(append(append([]string{name, dir, tag}, env...), cmd...)...); err != nil {
 		return Window{}, err
 	}
@@ -203,10 +206,11 @@ func (c *Client) window(ctx context.Context, id string) (Window, error) {
 	return w, err
 }
 
-// Windows lists the session's windows in index order; none, and no
-// error, when the session or the server does not exist.
+// Windows lists the session's windows in index order (a Borrowed
+// client's: every session's, session by session); none, and no error,
+// when the session or the server does not exist.
 func (c *Client) Windows(ctx context.Context) ([]Window, error) {
-	out, err := c.run(ctx, true, "list-windows", "-t", "="+c.o.Session, "-F", windowFormat)
+	out, err := c.run(ctx, true, c.listArgs()...)
 	if isNoServer(err) {
 		return nil, nil
 	}
@@ -221,7 +225,7 @@ func (c *Client) Windows(ctx context.Context) ([]Window, error) {
 }
 
 func (c *Client) windowsOnce(ctx context.Context) ([]Window, error) {
-	out, err := c.run(ctx, true, "list-windows", "-t", "="+c.o.Session, "-F", windowFormat)
+	out, err := c.run(ctx, true, c.listArgs()...)
 	if isNoServer(err) {
 		return nil, nil
 	}
@@ -229,6 +233,14 @@ func (c *Client) windowsOnce(ctx context.Context) ([]Window, error) {
 		return nil, fmt.Errorf("tmux: list windows: %w", err)
 	}
 	return parseWindows(out)
+}
+
+// listArgs is the command that lists the windows Windows reports.
+func (c *Client) listArgs() []string {
+	if c.o.Borrowed {
+		return []string{"list-windows", "-a", "-F", windowFormat}
+	}
+	return []string{"list-windows", "-t", "=" + c.o.Session, "-F", windowFormat}
 }
 
 // FindTagged returns the session's first window tagged tag, and whether
@@ -434,6 +446,9 @@ func (c *Client) KillServer(ctx context.Context) error {
 	c.mu.Unlock()
 	if closed {
 		return ErrClosed
+	}
+	if c.o.Borrowed {
+		return fmt.Errorf("%w: its server is not killed", ErrBorrowed)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()

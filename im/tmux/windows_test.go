@@ -139,6 +139,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{Socket: "s", Session: "a\nb"},
 		{Socket: "s", Session: "a", Timeout: -1},
 		{Socket: "s", Session: "a", Binary: "/nonexistent/tmux"},
+		{Socket: "s", SocketPath: "/tmp/s", Session: "a"},
+		{SocketPath: "relative/s", Session: "a"},
+		{SocketPath: "/tmp/s"},
 	} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) accepted", o)
@@ -146,6 +149,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	if _, err := New(Options{Socket: "s", Session: "thatch"}); err != nil {
 		t.Fatalf("New with the required options: %v", err)
+	}
+	if _, err := New(Options{SocketPath: "/tmp/s", Borrowed: true}); err != nil {
+		t.Fatalf("New for a borrowed server by its path: %v", err)
 	}
 }
 
