@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -99,7 +100,8 @@ type Node struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	ready chan struct{} // closed once the stream and buckets are there
+	ready    chan struct{} // closed once the stream and buckets are there
+	stopping *atomic.Bool  // set by Close: the server's log lines are the stop's
 
 	// Set before ready is closed.
 	leases, members, threads, cursors jetstream.KeyValue
@@ -152,7 +154,8 @@ func Start(o Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster: NATS server: %w", err)
 	}
 	log := o.Logger
-	srv.SetLoggerV2(natsLogger{log.Named("nats")}, false, false, false)
+	stopping := new(atomic.Bool)
+	srv.SetLoggerV2(natsLogger{l: log.Named("nats"), stopping: stopping}, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(startTimeout) {
 		srv.Shutdown()
@@ -170,7 +173,7 @@ func Start(o Options) (*Node, error) {
 		srv.Shutdown()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	n := &Node{o: o, log: log, srv: srv, nc: nc, js: js, ready: make(chan struct{}),
+	n := &Node{o: o, log: log, srv: srv, nc: nc, js: js, ready: make(chan struct{}), stopping: stopping,
 		state: "waiting for a quorum of the nodes", since: time.Now(), owners: ownerCache{m: map[string]Thread{}}, missed: map[string]int{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(1)
@@ -239,6 +242,7 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 
 // Close stops the node's loops, its client and its server.
 func (n *Node) Close() {
+	n.stopping.Store(true)
 	n.cancel()
 	n.wg.Wait()
 	n.nc.Close()
@@ -465,15 +469,29 @@ func parseRoutes(routes []string, self string) ([]*url.URL, error) {
 
 // natsLogger hands the NATS server's log lines to hclog. Its notices
 // (many at start) are debug lines; its errors, mostly routes to a node
-// that is down, warnings.
-type natsLogger struct{ l hclog.Logger }
+// that is down, warnings. Once the node stops (stopping is set), the
+// warnings and errors are the stop's own (a replica's snapshot cut
+// short by its store closing) and go to debug too: a clean stop logs no
+// warning.
+type natsLogger struct {
+	l        hclog.Logger
+	stopping *atomic.Bool
+}
 
 func (g natsLogger) Noticef(f string, v ...any) { g.l.Debug(fmt.Sprintf(f, v...)) }
-func (g natsLogger) Warnf(f string, v ...any)   { g.l.Warn(fmt.Sprintf(f, v...)) }
+func (g natsLogger) Warnf(f string, v ...any)   { g.warn(fmt.Sprintf(f, v...)) }
 func (g natsLogger) Fatalf(f string, v ...any)  { g.l.Error(fmt.Sprintf(f, v...)) }
-func (g natsLogger) Errorf(f string, v ...any)  { g.l.Warn(fmt.Sprintf(f, v...)) }
+func (g natsLogger) Errorf(f string, v ...any)  { g.warn(fmt.Sprintf(f, v...)) }
 func (g natsLogger) Debugf(f string, v ...any)  { g.l.Trace(fmt.Sprintf(f, v...)) }
 func (g natsLogger) Tracef(f string, v ...any)  { g.l.Trace(fmt.Sprintf(f, v...)) }
+
+func (g natsLogger) warn(msg string) {
+	if g.stopping.Load() {
+		g.l.Debug(msg, "while", "stopping")
+		return
+	}
+	g.l.Warn(msg)
+}
 
 var errNotReady = errors.New("cluster: not ready (waiting for a quorum of the nodes)")
 
