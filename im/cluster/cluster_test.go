@@ -54,7 +54,18 @@ func trio(t *testing.T) []*cluster.Node {
 }
 
 func startTrio() ([]*cluster.Node, error) {
-	ports, err := freePorts(3)
+	var err error
+	if trioDir, err = os.MkdirTemp("", "thatch-cluster-test-"); err != nil {
+		return nil, err
+	}
+	return startNodes(trioDir, 3, 0)
+}
+
+// startNodes starts count nodes routed to each other, keeping replicas
+// copies of the shared state (0: the default), and waits until each is
+// ready.
+func startNodes(dir string, count, replicas int) ([]*cluster.Node, error) {
+	ports, err := freePorts(count)
 	if err != nil {
 		return nil, err
 	}
@@ -62,13 +73,10 @@ func startTrio() ([]*cluster.Node, error) {
 	for _, p := range ports {
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
 	}
-	if trioDir, err = os.MkdirTemp("", "thatch-cluster-test-"); err != nil {
-		return nil, err
-	}
 	var nodes []*cluster.Node
-	for i := range 3 {
+	for i := range count {
 		n, err := cluster.Start(cluster.Options{Node: fmt.Sprintf("n%d", i), Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]),
-			Routes: routes, LeaseTTL: 2 * time.Second, Dir: filepath.Join(trioDir, fmt.Sprint(i)), Token: "secret"})
+			Routes: routes, LeaseTTL: 2 * time.Second, Dir: filepath.Join(dir, fmt.Sprint(i)), Token: "secret", Replicas: replicas})
 		if err != nil {
 			return nodes, err
 		}
@@ -202,5 +210,78 @@ func TestThreadEntriesAreCompareAndSet(t *testing.T) {
 			got, ok, err := n.Thread(ctx, "tg:-100:7")
 			return err == nil && ok && got.Node == "n0"
 		})
+	}
+}
+
+// Two machines with one copy of the shared state (replicas = 1, what the
+// README tells two machines to use) still share a lease, a thread's
+// entry and each other's messages.
+func TestTwoNodesWithOneReplicaShareLeaseThreadsAndMessages(t *testing.T) {
+	nodes, err := startNodes(t.TempDir(), 2, 1)
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.Close()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if st := nodes[1].Status(ctx); st.Replicas != 1 {
+		t.Fatalf("status %+v, want one replica", st)
+	}
+	var holders, running atomic.Int32
+	var overlap atomic.Bool
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Hold(ctx, cluster.AccountKey("tg", "7"), func(ctx context.Context) {
+				holders.Add(1)
+				if running.Add(1) > 1 {
+					overlap.Store(true)
+				}
+				<-ctx.Done()
+				running.Add(-1)
+			})
+		}()
+	}
+	if _, err := nodes[0].PutThread(ctx, cluster.Thread{Thread: "tg:-1:2", Node: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	if dup, err := nodes[0].Publish(ctx, "n1", "one", []byte("hello")); err != nil || dup {
+		t.Fatalf("publish: dup=%v err=%v", dup, err)
+	}
+	got := make(chan string, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		nodes[1].Consume(ctx, func(_ context.Context, data []byte) error {
+			select {
+			case got <- string(data):
+			default:
+			}
+			return nil
+		})
+	}()
+	select {
+	case m := <-got:
+		if m != "hello" {
+			t.Fatalf("n1 consumed %q", m)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("n1 never consumed the message n0 published to it")
+	}
+	testwait.Within(t, 10*time.Second, "n1 sees the thread n0 wrote", func() bool {
+		th, ok, err := nodes[1].Thread(ctx, "tg:-1:2")
+		return err == nil && ok && th.Node == "n1"
+	})
+	testwait.Within(t, 30*time.Second, "a lease holder", func() bool { return holders.Load() > 0 })
+	cancel()
+	wg.Wait()
+	if overlap.Load() {
+		t.Fatal("both nodes ran under the lease at once")
 	}
 }
