@@ -258,7 +258,7 @@ func (v *validator) im(c *IM) {
 			v.add("im.tmux.adopt_sockets", "must be socket names or absolute paths without control characters, got %q", sock)
 		case strings.ContainsRune(sock, '/') && !filepath.IsAbs(sock):
 			v.add("im.tmux.adopt_sockets", "must be socket names or absolute paths, got the relative path %q", sock)
-		case sock == "" || strings.HasSuffix(sock, ":"):
+		case sock == "":
 			v.add("im.tmux.adopt_sockets", "must be socket names or absolute paths, got %q", sock)
 		case seen[sock]:
 			v.add("im.tmux.adopt_sockets", "lists %q twice, or thatch's own socket (im.tmux.socket)", sock)

@@ -101,8 +101,11 @@ func (s *servers) Window(ctx context.Context, ref string) (tmux.Window, error) {
 		return tmux.Window{}, err
 	}
 	w, err := c.Window(ctx, id)
+	if err != nil {
+		return tmux.Window{}, err
+	}
 	sock, _ := splitRef(ref)
-	return qualify(sock, w), err
+	return qualify(sock, w), nil
 }
 
 // Adopt adopts the window (see tmux.Client.Adopt).
@@ -112,8 +115,11 @@ func (s *servers) Adopt(ctx context.Context, ref, name, tag string) (tmux.Window
 		return tmux.Window{}, err
 	}
 	w, err := c.Adopt(ctx, id, name, tag)
+	if err != nil {
+		return tmux.Window{}, err
+	}
 	sock, _ := splitRef(ref)
-	return qualify(sock, w), err
+	return qualify(sock, w), nil
 }
 
 // Adoptable lists the windows of every server, thatch's first: one
