@@ -12,6 +12,7 @@
 //	go run ./bench -only journal,replay -out /tmp/b.json
 //	go run ./bench -list                # the benchmarks and what they measure
 //	go run ./bench -only recovery -cpuprofile cpu.out
+//	go run ./bench -only host -memprofile allocs.out  # what the run allocated
 //
 // bench may import every thatch package and the modules in go.mod. It only
 // reads and writes its own temporary folders under os.TempDir (set TMPDIR to

@@ -37,6 +37,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	scale := fs.Float64("scale", 1, "multiply every size and duration (after -quick) by this factor")
 	list := fs.Bool("list", false, "list the benchmarks and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,6 +70,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 
+	if *memProfile != "" {
+		defer writeAllocs(*memProfile, stderr)
+	}
 	c := &Config{Quick: *quick, Scale: *scale, TempRoot: os.TempDir(), Progress: stderr}
 	loadBefore := loadAverage()
 	start := time.Now()
@@ -201,4 +205,19 @@ func loadAverage() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// writeAllocs writes the allocations made so far (pprof's allocs
+// profile) to path; a failure is reported on stderr.
+func writeAllocs(path string, stderr io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "memory profile: %v\n", err)
+	}
 }

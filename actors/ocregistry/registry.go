@@ -12,7 +12,8 @@
 // # Model
 //
 // State is never changed in place: Apply returns a new State that shares
-// every map it did not change, so a State handed out (the reply to every
+// every table it did not change, and of the one it changed every shard
+// but one (see table), so a State handed out (the reply to every
 // command) stays valid while the registry moves on. Version grows with
 // every event; of two States, the one with the higher Version is newer.
 //
@@ -33,7 +34,6 @@
 package ocregistry
 
 import (
-	"maps"
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
@@ -55,11 +55,11 @@ type State struct {
 	// Version counts the events applied.
 	Version uint64 `json:"version"`
 	// Parents maps a child session to its family.
-	Parents map[string]string `json:"parents,omitempty"`
+	Parents *table `json:"parents,omitempty"`
 	// Hosts maps a family to the host it lives on.
-	Hosts map[string]string `json:"hosts,omitempty"`
+	Hosts *table `json:"hosts,omitempty"`
 	// Dirs maps a family to its parent session's directory.
-	Dirs map[string]string `json:"dirs,omitempty"`
+	Dirs *table `json:"dirs,omitempty"`
 }
 
 func init() { messages.Register[State]("opencode.registry.state", 1) }
@@ -67,7 +67,7 @@ func init() { messages.Register[State]("opencode.registry.state", 1) }
 // Family returns the family (top-level session) that session belongs to.
 func (s *State) Family(session string) string {
 	for range maxDepth {
-		p, ok := s.Parents[session]
+		p, ok := s.Parents.Get(session)
 		if !ok {
 			return session
 		}
@@ -76,16 +76,19 @@ func (s *State) Family(session string) string {
 	return session
 }
 
+// Linked returns the family child is linked to ("" when none is).
+func (s *State) Linked(child string) string { return s.Parents.Value(child) }
+
 // Host returns the host recorded for a family ("" when none is).
-func (s *State) Host(family string) string { return s.Hosts[family] }
+func (s *State) Host(family string) string { return s.Hosts.Value(family) }
 
 // Directory returns the directory recorded for a family.
-func (s *State) Directory(family string) string { return s.Dirs[family] }
+func (s *State) Directory(family string) string { return s.Dirs.Value(family) }
 
 // FamiliesOn lists the families recorded on host.
 func (s *State) FamiliesOn(host string) []string {
 	var out []string
-	for f, h := range s.Hosts {
+	for f, h := range s.Hosts.All() {
 		if h == host {
 			out = append(out, f)
 		}
@@ -95,7 +98,7 @@ func (s *State) FamiliesOn(host string) []string {
 
 // Empty reports whether the registry records nothing.
 func (s *State) Empty() bool {
-	return len(s.Parents) == 0 && len(s.Hosts) == 0 && len(s.Dirs) == 0
+	return s.Parents.Len() == 0 && s.Hosts.Len() == 0 && s.Dirs.Len() == 0
 }
 
 // FamilySeen is a command: a host's event stream carried an event of
@@ -169,22 +172,22 @@ func (k Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
 		return k.seen(s, m)
 	case *messages.RegistryRead, *actors.Recovered:
 	case *messages.RegistryLink:
-		if fam := s.Family(m.Parent); m.Child != "" && m.Child != fam && s.Parents[m.Child] != fam {
+		if fam := s.Family(m.Parent); m.Child != "" && m.Child != fam && s.Parents.Value(m.Child) != fam {
 			ev = &messages.RegistryChildLinked{Child: m.Child, Family: fam}
 		}
 	case *messages.RegistrySetDirectory:
-		cur, ok := s.Dirs[m.Family]
+		cur, ok := s.Dirs.Get(m.Family)
 		if m.Family != "" && m.Directory != "" && cur != m.Directory && !(ok && m.OnlyIfUnset) {
 			ev = &messages.RegistryDirectorySet{Family: m.Family, Directory: m.Directory}
 		}
 	case *messages.RegistrySetHost:
-		if cur := s.Hosts[m.Family]; m.Family != "" && m.Host != "" && cur == m.IfCurrent && cur != m.Host {
+		if cur := s.Hosts.Value(m.Family); m.Family != "" && m.Host != "" && cur == m.IfCurrent && cur != m.Host {
 			ev = &messages.RegistryHostSet{Family: m.Family, Host: m.Host}
 		}
 	case *messages.RegistryDropRecord:
-		if _, h := s.Hosts[m.ID]; h {
+		if _, h := s.Hosts.Get(m.ID); h {
 			ev = &messages.RegistryRecordDropped{ID: m.ID}
-		} else if _, d := s.Dirs[m.ID]; d {
+		} else if _, d := s.Dirs.Get(m.ID); d {
 			ev = &messages.RegistryRecordDropped{ID: m.ID}
 		}
 	case *messages.RegistryForget:
@@ -212,11 +215,11 @@ func (k Kind) seen(s *State, m *FamilySeen) actors.Decision {
 		d.Reply = &Seen{State: s}
 		return d
 	}
-	if m.Directory != "" && s.Dirs[m.Family] != m.Directory {
+	if m.Directory != "" && s.Dirs.Value(m.Family) != m.Directory {
 		d.Events = append(d.Events, &messages.RegistryDirectorySet{Family: m.Family, Directory: m.Directory})
 	}
 	moved := false
-	if cur := s.Hosts[m.Family]; m.Host != "" && cur == m.IfCurrent && cur != m.Host {
+	if cur := s.Hosts.Value(m.Family); m.Host != "" && cur == m.IfCurrent && cur != m.Host {
 		moved = true
 		d.Events = append(d.Events, &messages.RegistryHostSet{Family: m.Family, Host: m.Host})
 		if m.Reconcile {
@@ -232,13 +235,13 @@ func (k Kind) seen(s *State, m *FamilySeen) actors.Decision {
 
 // knows reports whether anything is recorded of family.
 func (s *State) knows(family string) bool {
-	if _, ok := s.Hosts[family]; ok {
+	if _, ok := s.Hosts.Get(family); ok {
 		return true
 	}
-	if _, ok := s.Dirs[family]; ok {
+	if _, ok := s.Dirs.Get(family); ok {
 		return true
 	}
-	for _, p := range s.Parents {
+	for _, p := range s.Parents.All() {
 		if p == family {
 			return true
 		}
@@ -252,21 +255,24 @@ func (Kind) Apply(s *State, ev any) *State {
 	n.Version++
 	switch e := ev.(type) {
 	case *messages.RegistryChildLinked:
-		n.Parents = with(s.Parents, e.Child, e.Family)
+		n.Parents = s.Parents.With(e.Child, e.Family)
 	case *messages.RegistryHostSet:
-		n.Hosts = with(s.Hosts, e.Family, e.Host)
+		n.Hosts = s.Hosts.With(e.Family, e.Host)
 	case *messages.RegistryDirectorySet:
-		n.Dirs = with(s.Dirs, e.Family, e.Directory)
+		n.Dirs = s.Dirs.With(e.Family, e.Directory)
 	case *messages.RegistryRecordDropped:
-		n.Hosts = without(s.Hosts, e.ID)
-		n.Dirs = without(s.Dirs, e.ID)
+		n.Hosts = s.Hosts.Without(e.ID)
+		n.Dirs = s.Dirs.Without(e.ID)
 	case *messages.RegistryFamilyForgotten:
-		n.Hosts = without(s.Hosts, e.Family)
-		n.Dirs = without(s.Dirs, e.Family)
-		n.Parents = maps.Clone(s.Parents)
-		maps.DeleteFunc(n.Parents, func(_, fam string) bool { return fam == e.Family })
+		n.Hosts = s.Hosts.Without(e.Family)
+		n.Dirs = s.Dirs.Without(e.Family)
+		for child, fam := range s.Parents.All() {
+			if fam == e.Family {
+				n.Parents = n.Parents.Without(child)
+			}
+		}
 	case *messages.RegistryImported:
-		n.Parents, n.Hosts, n.Dirs = maps.Clone(e.Parents), maps.Clone(e.Hosts), maps.Clone(e.Dirs)
+		n.Parents, n.Hosts, n.Dirs = tableOf(e.Parents), tableOf(e.Hosts), tableOf(e.Dirs)
 	default:
 		return s
 	}
@@ -275,23 +281,5 @@ func (Kind) Apply(s *State, ev any) *State {
 
 // View shows the registry's size in status.
 func (Kind) View(s *State) any {
-	return map[string]any{"version": s.Version, "children": len(s.Parents), "families": len(s.Hosts)}
-}
-
-// with is m with k set to v, as a new map; m is left as it was.
-func with(m map[string]string, k, v string) map[string]string {
-	n := make(map[string]string, len(m)+1)
-	maps.Copy(n, m)
-	n[k] = v
-	return n
-}
-
-// without is m without k, as a new map (m itself when k is absent).
-func without(m map[string]string, k string) map[string]string {
-	if _, ok := m[k]; !ok {
-		return m
-	}
-	n := maps.Clone(m)
-	delete(n, k)
-	return n
+	return map[string]any{"version": s.Version, "children": s.Parents.Len(), "families": s.Hosts.Len()}
 }

@@ -60,8 +60,8 @@ func TestRegistryDecisions(t *testing.T) {
 			if got := s[1].Family("g"); got != "p" {
 				t.Errorf("family of g: %q, want p", got)
 			}
-			if s[1].Parents["g"] != "p" {
-				t.Errorf("g is linked to %q, want its family p", s[1].Parents["g"])
+			if s[1].Linked("g") != "p" {
+				t.Errorf("g is linked to %q, want its family p", s[1].Linked("g"))
 			}
 		},
 	}, {
@@ -76,8 +76,8 @@ func TestRegistryDecisions(t *testing.T) {
 		name: "a self link is refused",
 		msgs: []any{&messages.RegistryLink{Child: "p", Parent: "p"}},
 		check: func(t *testing.T, s []*State) {
-			if len(s[0].Parents) != 0 {
-				t.Errorf("parents %v", s[0].Parents)
+			if s[0].Parents.Len() != 0 {
+				t.Errorf("parents %v", s[0].Parents.Map())
 			}
 		},
 	}, {
@@ -114,7 +114,7 @@ func TestRegistryDecisions(t *testing.T) {
 		},
 		check: func(t *testing.T, s []*State) {
 			last := s[3]
-			if last.Host("t") != "" || last.Directory("t") != "" || last.Parents["c"] != "t" {
+			if last.Host("t") != "" || last.Directory("t") != "" || last.Linked("c") != "t" {
 				t.Errorf("after the drop: %+v", last)
 			}
 			if got := last.FamiliesOn("h"); len(got) != 0 {
@@ -133,7 +133,7 @@ func TestRegistryDecisions(t *testing.T) {
 		},
 		check: func(t *testing.T, s []*State) {
 			last := s[5]
-			if _, ok := last.Parents["c1"]; ok || last.Parents["c2"] != "q" || last.Host("p") != "" || last.Host("q") != "h" {
+			if _, ok := last.Parents.Get("c1"); ok || last.Linked("c2") != "q" || last.Host("p") != "" || last.Host("q") != "h" {
 				t.Errorf("after the forget: %+v", last)
 			}
 			if s[4].Version != s[5].Version {
@@ -141,7 +141,7 @@ func TestRegistryDecisions(t *testing.T) {
 			}
 			// The state answered before the forget is unchanged: readers
 			// holding it are safe.
-			if s[3].Parents["c1"] != "p" || s[3].Host("p") != "h" {
+			if s[3].Linked("c1") != "p" || s[3].Host("p") != "h" {
 				t.Errorf("an earlier state changed: %+v", s[3])
 			}
 		},
@@ -173,7 +173,7 @@ func TestRegistryRefusesOtherMessages(t *testing.T) {
 }
 
 func TestFamilyWalkIsBounded(t *testing.T) {
-	s := &State{Parents: map[string]string{"a": "b", "b": "a"}}
+	s := &State{Parents: tableOf(map[string]string{"a": "b", "b": "a"})}
 	if got := s.Family("a"); got != "a" && got != "b" {
 		t.Errorf("family in a cycle: %q", got)
 	}

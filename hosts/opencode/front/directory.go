@@ -150,7 +150,7 @@ func (d *sessionDirectory) familiesOn(host string) []string { return d.view().Fa
 func (d *sessionDirectory) link(ctx context.Context, child, parent string) (string, error) {
 	v := d.view()
 	fam := v.Family(parent)
-	if v.Parents[child] == fam || child == fam {
+	if v.Linked(child) == fam || child == fam {
 		return fam, nil // every event of a known child: no command
 	}
 	s, err := d.do(ctx, &messages.RegistryLink{Child: child, Parent: parent})

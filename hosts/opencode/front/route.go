@@ -110,7 +110,7 @@ func (o *FrontEnd) teaches(fam string, msg any) any {
 	case *messages.SessionCreated:
 		if m.ParentID != "" {
 			v := o.dir.view()
-			if m.SessionID == fam || v.Parents[m.SessionID] == fam {
+			if m.SessionID == fam || v.Linked(m.SessionID) == fam {
 				return nil
 			}
 			return &messages.RegistryLink{Child: m.SessionID, Parent: m.ParentID}
