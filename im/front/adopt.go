@@ -2,14 +2,12 @@ package front
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/imbinding"
-	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
@@ -24,10 +22,7 @@ func (f *FrontEnd) listFreeWindows(ctx context.Context, _ actors.Identity, _ *me
 	defer cancel()
 	ws, errs := f.wins.Adoptable(ctx)
 	var failed []string
-	for sock, err := range errs {
-		if errors.Is(err, tmux.ErrNoWindow) {
-			continue // no server there: nothing to adopt
-		}
+	for sock, err := range errs { // a server not running lists no window, and no error
 		if sock == "" {
 			sock = "thatch's"
 		}
