@@ -35,7 +35,9 @@ func TestProcTreeListsARealTreeParentsFirst(t *testing.T) {
 	testwait.Until(t, "sh -> sh -> sleep", func() bool {
 		var err error
 		tree, err = agents.ProcTree(root)
-		return err == nil && len(tree) == 3 && tree[2].Name == "sleep"
+		// A process caught inside exec already has its new name but may
+		// not have its arguments yet: wait for both.
+		return err == nil && len(tree) == 3 && tree[2].Name == "sleep" && tree[2].Cmdline != ""
 	})
 	if tree[0].PID != root || tree[0].Name != "sh" || !strings.HasPrefix(tree[0].Cmdline, "sh -c sh -c ") {
 		t.Errorf("root = %+v, want the outer sh (pid %d)", tree[0], root)

@@ -454,19 +454,12 @@ func (f *follower) checkHooks(ctx context.Context) (again bool) {
 		return false
 	}
 	f.hooksDirty = false
-	f.pruneToldLocked()
-	type want struct {
-		binding string
-		msg     *messages.IMSessionChanged
-	}
-	byTag := map[string]followed{}
+	tagged := false
 	for _, it := range f.files {
-		if it.tag != "" {
-			byTag[it.tag] = *it
-		}
+		tagged = tagged || it.tag != ""
 	}
 	f.mu.Unlock()
-	if len(byTag) == 0 {
+	if !tagged {
 		return false
 	}
 	hooks, err := agents.ReadHooks(f.hookFile)
@@ -474,26 +467,11 @@ func (f *follower) checkHooks(ctx context.Context) (again bool) {
 		f.log.Warn("cannot read the agents' hook map; a session an agent switched to is not followed until it can", "file", f.hookFile, "error", err)
 		return false
 	}
-	var tell []want
+	// What to tell is decided on what is followed now, not on what was
+	// followed before the map was read: a binding may have taken a switch
+	// meanwhile, and telling it again would repeat the switch.
 	f.mu.Lock()
-	for tag, it := range byTag {
-		e, ok := hooks[tag]
-		if !ok || e.SessionID == "" || e.SessionID == it.session || e.TranscriptPath == "" ||
-			(e.Agent != "" && e.Agent != it.agent) || f.told[tag] == e.SessionID {
-			continue
-		}
-		m := &messages.IMSessionChanged{Tag: tag, SessionID: e.SessionID, Transcript: filepath.Clean(e.TranscriptPath), Source: e.Source}
-		if e.Source == "resume" {
-			// An earlier session goes on in its own transcript: what it
-			// held when it was resumed was relayed (or not) when it was
-			// written; what came after is new.
-			m.Offset = e.Size
-			if m.Offset == 0 {
-				m.Offset = fileEnd(m.Transcript)
-			}
-		}
-		tell = append(tell, want{it.binding, m})
-	}
+	tell := f.switchesLocked(hooks)
 	f.mu.Unlock()
 	for _, t := range tell {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
@@ -516,4 +494,55 @@ func (f *follower) checkHooks(ctx context.Context) (again bool) {
 		f.mu.Unlock()
 	}
 	return again
+}
+
+// sessionSwitch is one binding to tell that its window's agent switched.
+type sessionSwitch struct {
+	binding string
+	msg     *messages.IMSessionChanged
+}
+
+// switchesLocked compares the hook map with what is followed: a window
+// whose agent runs a session that no transcript followed under its tag
+// carries, and that its binding was not told of yet, is a switch. While a
+// binding takes a switch it follows both sessions, the old and the new;
+// the new one being followed already means there is nothing to tell.
+func (f *follower) switchesLocked(hooks map[string]agents.HookEntry) []sessionSwitch {
+	f.pruneToldLocked()
+	type window struct {
+		binding, agent string
+		sessions       map[string]bool
+	}
+	byTag := map[string]*window{}
+	for _, it := range f.files {
+		if it.tag == "" {
+			continue
+		}
+		w := byTag[it.tag]
+		if w == nil {
+			w = &window{binding: it.binding, agent: it.agent, sessions: map[string]bool{}}
+			byTag[it.tag] = w
+		}
+		w.sessions[it.session] = true
+	}
+	var tell []sessionSwitch
+	for tag, w := range byTag {
+		e, ok := hooks[tag]
+		if !ok || e.SessionID == "" || w.sessions[e.SessionID] || e.TranscriptPath == "" ||
+			(e.Agent != "" && e.Agent != w.agent) || f.told[tag] == e.SessionID {
+			continue
+		}
+		m := &messages.IMSessionChanged{Tag: tag, SessionID: e.SessionID, Transcript: filepath.Clean(e.TranscriptPath), Source: e.Source}
+		if e.Source == "resume" {
+			// An earlier session goes on in its own transcript: what it
+			// held when it was resumed was relayed (or not) when it was
+			// written; what came after is new.
+			m.Offset = e.Size
+			if m.Offset == 0 {
+				m.Offset = fileEnd(m.Transcript)
+			}
+		}
+		tell = append(tell, sessionSwitch{w.binding, m})
+	}
+	return tell
 }

@@ -508,6 +508,30 @@ func TestFollowerForgetsWhatItToldOnceItCannotMatter(t *testing.T) {
 	}
 }
 
+// A hook map read while the binding takes a switch (it follows the new
+// session and the old one both, and told was already pruned) names a
+// session the binding follows: that is no switch. Deciding on a copy of
+// what was followed before the map was read told such a binding of the
+// switch a second time.
+func TestAHookMapReadDuringASwitchTellsNothingAgain(t *testing.T) {
+	const tag = "thatch:tg:1:2:1"
+	f := &follower{told: map[string]string{}, files: map[string]*followed{
+		"/t/s-1.jsonl": {binding: "b1", agent: "claude", tag: tag, session: "s-1"},
+		"/t/s-2.jsonl": {binding: "b1", agent: "claude", tag: tag, session: "s-2"},
+	}}
+	hooks := map[string]agents.HookEntry{tag: {SessionID: "s-2", TranscriptPath: "/t/s-2.jsonl", Agent: "claude", Source: "clear"}}
+	if got := f.switchesLocked(hooks); len(got) != 0 {
+		t.Fatalf("told %d switches to a session the binding follows: %+v", len(got), got[0].msg)
+	}
+	// Once it stops following the new one (it refused it), it is a
+	// switch again.
+	delete(f.files, "/t/s-2.jsonl")
+	got := f.switchesLocked(hooks)
+	if len(got) != 1 || got[0].binding != "b1" || got[0].msg.SessionID != "s-2" {
+		t.Fatalf("switches = %+v, want b1 told of s-2", got)
+	}
+}
+
 // A binding that moved on by itself (a session picked in the chat) and
 // whose agent then goes back to a session it was told of before (/resume)
 // is told of it again.
