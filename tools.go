@@ -15,6 +15,7 @@ import (
 	_ "github.com/knadh/koanf/providers/posflag"
 	_ "github.com/knadh/koanf/v2"
 	_ "github.com/onsi/ginkgo/v2"
+	_ "github.com/onsi/ginkgo/v2/ginkgo"
 	_ "github.com/onsi/gomega"
 	_ "github.com/onsi/gomega/gexec"
 	_ "github.com/spf13/pflag"

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,9 +56,14 @@ type World struct {
 	Env []string
 }
 
-// NewWorld makes the folders and the environment of one spec.
+// NewWorld makes the folders and the environment of one spec. The world
+// is private to its spec (see isolation.go): its processes carry its
+// marker, and the spec fails if one of them outlives it.
 func NewWorld() *World {
 	root := GinkgoT().TempDir()
+	// Registered before anything starts, so it runs after every other
+	// cleanup of the world has stopped what it started.
+	DeferCleanup(checkNothingOutlives, root)
 	w := &World{
 		Root:       root,
 		Home:       filepath.Join(root, "home"),
@@ -96,6 +100,10 @@ func NewWorld() *World {
 		// No strand sweep unless a spec arms it (sweep_test.go): a sweep
 		// must never act on an opencode database by mistake.
 		"THATCH_STRAND_SWEEP=off",
+		// Every process of the world (and what it starts, tmux and the
+		// agents included: the name is not THATCH_*, so config.ChildEnv
+		// keeps it) carries the world's marker.
+		worldMarker + "=" + root,
 	}
 	w.ThatchConfig = filepath.Join(root, "thatch.toml")
 	w.WriteThatchConfig()
@@ -145,12 +153,4 @@ func (w *World) SeedDeps() {
 
 func quote(s string) string {
 	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

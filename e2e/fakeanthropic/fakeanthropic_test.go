@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/thatch-run/thatch/e2e/fakewire"
+	"github.com/thatch-run/thatch/internal/testwait"
 
 	// The suite runs as `go test ./e2e/... -ginkgo.v`; importing Ginkgo
 	// defines its flags here too.
@@ -345,9 +346,7 @@ func TestHoldAndClose(t *testing.T) {
 		}
 		stuck <- err
 	}()
-	for len(s.Requests()) < 3 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "the third request to reach the server", func() bool { return len(s.Requests()) >= 3 })
 	s.Close()
 	select {
 	case <-stuck:

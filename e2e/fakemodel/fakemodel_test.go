@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
-	"time"
 
 	// The suite runs as `go test ./e2e/... -ginkgo.v`; importing Ginkgo
 	// defines its flags here too.
 	_ "github.com/onsi/ginkgo/v2"
 
 	"github.com/thatch-run/thatch/e2e/fakewire"
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // post sends a chat request and returns the tool calls and text streamed
@@ -125,9 +125,7 @@ func TestGate(t *testing.T) {
 	s.On(Rule{Name: "held", Match: AnyContains("HOLD"), Steps: []Step{{Text: "released", Gate: gate}}})
 	got := make(chan string, 1)
 	go func() { _, text, _ := post(t, s, msgs(user("HOLD"))); got <- text }()
-	for s.Served("held", 0) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "the held request to be served", func() bool { return s.Served("held", 0) > 0 })
 	select {
 	case text := <-got:
 		t.Fatalf("answered %q before the gate opened", text)

@@ -16,6 +16,7 @@ import (
 	_ "github.com/onsi/ginkgo/v2"
 
 	"github.com/thatch-run/thatch/e2e/fakewire"
+	"github.com/thatch-run/thatch/internal/testwait"
 )
 
 // event is one server-sent event of a stream.
@@ -234,9 +235,7 @@ func TestGateAndClose(t *testing.T) {
 	s.On(Rule{Name: "held", Match: UserContains("HOLD"), Steps: []Step{{Text: "released", Gate: gate}}})
 	got := make(chan string, 1)
 	go func() { got <- post(t, s, nil, turn(msg("user", "HOLD"))).Text }()
-	for s.Served("held", 0) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "the held request to be served", func() bool { return s.Served("held", 0) > 0 })
 	select {
 	case text := <-got:
 		t.Fatalf("answered %q before the gate opened", text)
@@ -263,9 +262,7 @@ func TestGateAndClose(t *testing.T) {
 		}
 		errc <- err
 	}()
-	for s.Served("stuck", 0) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "the stuck request to be served", func() bool { return s.Served("stuck", 0) > 0 })
 	done := make(chan struct{})
 	go func() { s.Close(); close(done) }()
 	select {

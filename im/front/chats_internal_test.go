@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/e2e/fakefeishu"
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/feishu"
+	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/persistence"
 )
 
@@ -55,9 +55,7 @@ func TestFeishuEventIDsOutliveARestartOfTheStore(t *testing.T) {
 				t.Error(err)
 			}
 		}()
-		for !a.Health().Up {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.Until(t, "the webhook receiver to be up", func() bool { return a.Health().Up })
 		p := &fakefeishu.Poster{URL: a.URL(), Token: "vt", EncryptKey: "ek", AppID: "cli_t"}
 		for _, id := range eventIDs {
 			ans, err := p.Post(context.Background(), p.Envelope(id, "im.message.receive_v1",
