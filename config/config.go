@@ -302,6 +302,12 @@ type Telegram struct {
 	// again, and a send that hangs in one thread never holds up another
 	// thread of the same chat. Default: 10s.
 	SendTimeout time.Duration `koanf:"send_timeout" usage:"bound on each Telegram send (and on its wait for the chat's turn); a send over it is tried again later"`
+	// ChatInterval is the least time between two requests to one chat:
+	// Telegram allows a bot about one message a second in a chat (20 a
+	// minute in a group) and answers 429 past that. Lower it only for a
+	// Bot API server without those limits (a local one, a test's fake).
+	// Default: 1s.
+	ChatInterval time.Duration `koanf:"chat_interval" usage:"least time between two Telegram requests to one chat (Telegram's limit is about one a second)"`
 }
 
 // Feishu configures the Feishu (Lark) app. The Feishu adapter runs when
@@ -580,7 +586,7 @@ func Defaults() *Config {
 			RenameTimeout: time.Minute,
 			OnClose:       OnCloseKeep,
 			InboxDir:      ".thatch/inbox",
-			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second},
+			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second, ChatInterval: time.Second},
 			Feishu:        Feishu{BaseURL: "https://open.feishu.cn", Mode: "ws", Listen: "127.0.0.1:0", Path: "/feishu/events"},
 			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
 			Agents: Agents{

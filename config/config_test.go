@@ -64,6 +64,7 @@ var specDefaults = map[string]any{
 	"im.telegram.token":                 "",
 	"im.telegram.api_url":               "https://api.telegram.org",
 	"im.telegram.send_timeout":          "10s",
+	"im.telegram.chat_interval":         "1s",
 	"im.on_close":                       "keep",
 	"im.feishu.app_id":                  "",
 	"im.feishu.app_secret":              "",

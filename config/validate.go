@@ -246,6 +246,7 @@ func (v *validator) im(c *IM) {
 	}
 	v.feishu(&c.Feishu, c.Open)
 	v.positive("im.telegram.send_timeout", c.Telegram.SendTimeout)
+	v.positive("im.telegram.chat_interval", c.Telegram.ChatInterval)
 	for key, val := range map[string]string{"im.tmux.socket": c.Tmux.Socket, "im.tmux.session": c.Tmux.Session} {
 		if val == "" || strings.ContainsAny(val, "/:.\x00\n") {
 			v.add(key, "must be a non-empty name without '/', ':', '.' or control characters, got %q", val)

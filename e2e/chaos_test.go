@@ -54,7 +54,7 @@ import (
 // not be. Nothing acknowledged may be lost. THATCH_CHAOS_KILLS sets the
 // number of kills (default 20; `make chaos` runs 1000). The totals go to
 // the report and to stdout, which go test shows with -v or on failure.
-var _ = Describe("daemon chaos", Label("chaos"), func() {
+var _ = Describe("daemon chaos", Label("chaos"), Serial, func() {
 	It("loses no acknowledged tool call or memory across repeated SIGKILLs during concurrent plugin writes", func() {
 		kills := chaosKills()
 		c := newChaos(kills)

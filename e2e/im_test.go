@@ -407,7 +407,11 @@ var _ = Describe("IM front end", Label("im"), func() {
 	})
 
 	It("loses and reorders nothing in a 429 storm, and waits as told", func() {
-		start()
+		// At Telegram's own pace: the chat's turns and the 429 waits
+		// together.
+		iw = NewIMWorld()
+		iw.PaceAsTelegram()
+		d = StartDaemon(iw.World)
 		thread := iw.Setup("storm", "claude", "api", "m0")
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: m0"))
 		iw.TG.Fail429(6, 1)

@@ -29,6 +29,10 @@ type session struct {
 	// prompt starts the input line drawn before each message is read, as
 	// the real agent's TUI draws one ("" when stdout is no terminal).
 	prompt string
+	// clear starts what is written after a message was read: it erases
+	// the line below the input line (codex's status line) that the
+	// terminal's echo of Enter moved the cursor onto.
+	clear string
 }
 
 // inputPrompt is what starts the real agent's input line: thatch waits for
@@ -38,7 +42,12 @@ func inputPrompt(agent string) string {
 	case "claude":
 		return "❯\u00a0" // a no-break space, as claude draws it
 	case "codex":
-		return "› "
+		// codex draws its status line (model · directory) below its
+		// input line once it reads keys, and thatch waits for it: the
+		// status line is drawn, and the cursor goes back up to the
+		// input line (each line erased first: the lines below the
+		// cursor may hold an earlier status line).
+		return "\x1b[K› \n\x1b[K  fake-model default · ~\x1b[1A\r\x1b[2C"
 	}
 	return ""
 }
@@ -70,6 +79,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s (fake) session: %s\n", agent, s.id)
 	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
 		s.prompt = inputPrompt(agent)
+		if agent == "codex" {
+			s.clear = "\r\x1b[K"
+		}
 	}
 	return s.loop(stdin, stdout, stderr)
 }
@@ -267,13 +279,13 @@ func (s *session) loop(stdin io.Reader, stdout, stderr io.Writer) int {
 			// A permission dialog drawn as claude draws one, and no
 			// input line: the next line typed is the answer.
 			asking = cmd
-			fmt.Fprint(stdout, permissionDialog(cmd))
+			fmt.Fprint(stdout, s.clear+permissionDialog(cmd))
 			return true
 		}
 		if strings.HasPrefix(msg, "sleep ") {
 			// As the real TUIs do while they work: the message shows as
 			// taken, with a fresh input line, before the answer comes.
-			fmt.Fprint(stdout, "✻ Working…\n"+s.prompt)
+			fmt.Fprint(stdout, s.clear+"✻ Working…\n"+s.prompt)
 		}
 		reply := replyFor(msg)
 		if asking != "" {
@@ -285,7 +297,7 @@ func (s *session) loop(stdin io.Reader, stdout, stderr io.Writer) int {
 			code = 1
 			return false
 		}
-		fmt.Fprintln(stdout, reply)
+		fmt.Fprintln(stdout, s.clear+reply)
 		fmt.Fprint(stdout, s.prompt)
 		return true
 	})

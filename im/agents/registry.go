@@ -344,11 +344,20 @@ const inputScan = 10
 // or a confirmation hint.
 var dialogLine = regexp.MustCompile(`^\s*(?:[❯›>]\s*)?[0-9]+\.\s|(?i)press enter to confirm|esc to cancel`)
 
+// codexStatus matches codex's status line below its input line (model,
+// reasoning effort and directory, separated by " · "). codex draws its
+// input line while it still loads, before it reads keys: what is typed
+// then shows later, all at once, and codex takes the burst for a paste,
+// so that its Enter becomes a new line of the draft instead of sending
+// it. The status line is drawn once codex reads keys.
+var codexStatus = regexp.MustCompile(`\S\s·\s\S`)
+
 // InputLine finds the agent's input line on screen (a captured pane) and
 // returns what it holds, right-trimmed; ok is false when the screen shows
 // none (the agent is starting, busy with a dialog, or gone), or when the
 // agent has no input-line expression. The lowest matching line among the
-// last inputScan non-blank lines wins.
+// last inputScan non-blank lines wins; codex's counts only with its
+// status line below it (codexStatus).
 func (a *Agent) InputLine(screen string) (text string, ok bool) {
 	if a.input == nil {
 		return "", false
@@ -370,6 +379,9 @@ func (a *Agent) InputLine(screen string) (text string, ok bool) {
 		m := a.input.FindStringSubmatch(line)
 		if m == nil {
 			continue
+		}
+		if a.format == formatCodex && !slices.ContainsFunc(lines[i+1:], codexStatus.MatchString) {
+			return "", false
 		}
 		if len(m) > 1 {
 			return strings.TrimRight(m[1], " "), true

@@ -35,7 +35,11 @@ func TestInputLineOnTheAgentsRealScreens(t *testing.T) {
 		{"claude-permission", agents.Claude, false, ""},
 		{"claude-exited", agents.Claude, false, ""},
 		{"claude-suspended", agents.Claude, false, ""},
-		{"codex-starting", agents.Codex, true, "Ask Codex to do anything"},
+		// codex draws its input line before it reads keys; it reads
+		// them once its status line shows below (codex-first-draw is
+		// the bottom of a pane caught then, its blank lines squeezed).
+		{"codex-starting", agents.Codex, false, ""},
+		{"codex-first-draw", agents.Codex, false, ""},
 		{"codex-ready", agents.Codex, true, "Ask Codex to do anything"},
 		{"codex-typed", agents.Codex, true, "hello codex"},
 		{"codex-busy", agents.Codex, true, "Ask Codex to do anything"},

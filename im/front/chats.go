@@ -53,12 +53,16 @@ func (f *FrontEnd) openChats() error {
 		if err != nil {
 			return err
 		}
+		interval := im.Telegram.ChatInterval
+		if f.opts.ChatInterval != 0 {
+			interval = f.opts.ChatInterval
+		}
 		a, err := telegram.Open(telegram.Options{
 			Token:        im.Telegram.Token.Reveal(),
 			APIURL:       im.Telegram.APIURL,
 			PollTimeout:  f.opts.PollTimeout,
 			SendTimeout:  im.Telegram.SendTimeout,
-			ChatInterval: f.opts.ChatInterval,
+			ChatInterval: interval,
 			Logger:       f.log.Named("telegram"),
 		}, im.AllowedUsers, resume)
 		if err != nil {

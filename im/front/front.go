@@ -68,7 +68,7 @@ type Options struct {
 	PollTimeout time.Duration
 	// ChatInterval is the least time between two sends to one chat, for
 	// the adapters that pace their sends (Telegram). Default: the
-	// adapter's (the platform's limit); negative: no spacing (tests).
+	// config's (im.telegram.chat_interval); negative: no spacing (tests).
 	ChatInterval time.Duration
 	// FindTimeout bounds the search for a newly started agent's session
 	// id. Default: 15s.
