@@ -285,3 +285,24 @@ func TestTwoNodesWithOneReplicaShareLeaseThreadsAndMessages(t *testing.T) {
 		t.Fatal("both nodes ran under the lease at once")
 	}
 }
+
+// Beating reads a heartbeat from the bucket now: every node of the trio
+// beats, a node that never joined does not.
+func TestBeatingReadsTheHeartbeatFromTheBucket(t *testing.T) {
+	nodes := trio(t)
+	ctx := context.Background()
+	for _, n := range nodes {
+		testwait.UntilReason(t, "the trio's heartbeats in "+n.Name()+"'s read", func() (bool, string) {
+			for _, o := range nodes {
+				ok, err := n.Beating(ctx, o.Name())
+				if err != nil || !ok {
+					return false, fmt.Sprintf("%s: %v %v", o.Name(), ok, err)
+				}
+			}
+			return true, ""
+		})
+	}
+	if ok, err := nodes[0].Beating(ctx, "never-joined"); err != nil || ok {
+		t.Fatalf("Beating(never-joined) = %v, %v; want false, nil", ok, err)
+	}
+}

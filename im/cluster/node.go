@@ -404,6 +404,27 @@ func (n *Node) Up(node string) bool {
 	return known && missed < 2
 }
 
+// Beating reads node's heartbeat from the members bucket's leader now:
+// true while it has not expired. Up is this node's view as of its last
+// heartbeat round, which may be a round or more old (longer while an
+// election holds the rounds up); Beating is for a decision that a stale
+// view would get wrong, such as telling a thread its node is down.
+func (n *Node) Beating(ctx context.Context, node string) (bool, error) {
+	if !n.isReady() {
+		return false, errNotReady
+	}
+	c, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	_, err := n.members.Get(c, node)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cluster: the heartbeat of %s: %w", node, err)
+	}
+	return true, nil
+}
+
 func (n *Node) setState(s string, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

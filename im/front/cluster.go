@@ -271,12 +271,37 @@ func (f *FrontEnd) publish(ctx context.Context, p *chatPort, node string, u chat
 }
 
 // noticeDown tells thread, once per outage, that its node is down and
-// its messages wait.
+// its messages wait. This node's view of the members (Up) can be a
+// heartbeat round old, so each change of what it decides (telling a
+// thread, and forgetting that it told one once the node is back) is made
+// only on a fresh read of the node's heartbeat: a stale view must
+// neither tell a thread of an outage that is over nor take a node that
+// is still down for one that came back, and tell the thread again.
 func (f *FrontEnd) noticeDown(ctx context.Context, p *chatPort, node, thread string) {
 	c := f.cl
 	up := c.node.Up(node)
 	c.mu.Lock()
-	if up {
+	told := false
+	for _, n := range c.noticed {
+		if n == node {
+			told = true
+			break
+		}
+	}
+	if up && !told || !up && c.noticed[thread] == node {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	beating, err := c.node.Beating(ctx, node)
+	if err != nil {
+		// The cluster cannot say now (an election); the next update
+		// to the thread decides.
+		f.log.Debug("cannot read a node's heartbeat; the thread is told nothing now", "node", node, "error", err)
+		return
+	}
+	c.mu.Lock()
+	if beating {
 		for th, n := range c.noticed {
 			if n == node {
 				delete(c.noticed, th)
@@ -285,7 +310,7 @@ func (f *FrontEnd) noticeDown(ctx context.Context, p *chatPort, node, thread str
 		c.mu.Unlock()
 		return
 	}
-	if c.noticed[thread] == node {
+	if up || c.noticed[thread] == node {
 		c.mu.Unlock()
 		return
 	}
