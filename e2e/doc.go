@@ -9,8 +9,11 @@
 // records the server's event stream. Specs are in the *_test.go files and
 // share e2e_suite_test.go, which builds the binary once.
 //
-// Run it with `make e2e` (go test -count=1 ./e2e/... -ginkgo.v). Specs that
-// need opencode carry Label("opencode"); -ginkgo.label-filter='!opencode'
+// Run it with `make e2e`: the Ginkgo CLI runs the specs in E2E_PROCS
+// parallel processes (4), each spec in a world of its own (isolation.go
+// lists the rules and how the suite checks them), and the Serial specs
+// (the chaos loops) alone at the end. Specs that need opencode carry
+// Label("opencode"); `make e2e E2E_FLAGS=--label-filter='!opencode'`
 // runs the rest without npm or network.
 //
 // Label("protocol") marks the extraction protocol test: a scripted model
@@ -20,7 +23,8 @@
 // THATCH_CHAOS_KILLS times (default 20) while writers post the plugin's
 // tool calls and memories, and after each restart every acknowledged one
 // must be found by id. `make chaos` runs it with 1000 kills and prints
-// its totals; -ginkgo.label-filter=chaos runs it alone.
+// its totals; --label-filter=chaos runs it (and the cluster's chaos
+// loop) alone.
 //
 // Label("cluster") marks the specs of several machines sharing one bot
 // (cluster_test.go, cluster_world.go): three daemons on loopback, each
@@ -30,7 +34,8 @@
 // machine killed while its thread is written to (queued, one notice,
 // each message typed once after its restart), the poller killed (another
 // takes the lease; nothing lost or repeated, no 409), and a chaos loop of
-// THATCH_CLUSTER_KILLS kills (default 6). THATCH_CLUSTER_LOGS=DIR keeps
+// THATCH_CLUSTER_KILLS kills (default 3; `make chaos` runs 60), labelled
+// chaos and Serial like the daemon's. THATCH_CLUSTER_LOGS=DIR keeps
 // every daemon's whole log of a failed spec there.
 //
 // Nothing here kills a process it did not start: every process is stopped
