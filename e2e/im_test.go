@@ -264,17 +264,6 @@ var _ = Describe("IM front end", Label("im"), func() {
 		Eventually(func() string { return iw.Tagged()[0].Name }).Should(Equal("api v2"))
 	})
 
-	It("accepts the rename when nobody answers within im.rename_timeout", func() {
-		start(`rename_timeout = "2s"`)
-		thread := iw.Setup("web", "claude", "web", "hi")
-		iw.TG.EditTopic(imChat, thread, "web (old)")
-		iw.TG.Message(imChat, thread, imUser, "one")
-		iw.Prompt(thread, "is now called")
-		iw.TG.Message(imChat, thread, imUser, "two")
-		Eventually(iw.UserLines("claude")).Should(Equal([]string{"hi", "one", "two"}), "both, in order, once the rename is accepted")
-		Eventually(func() string { return iw.Tagged()[0].Name }).Should(Equal("web (old)"))
-	})
-
 	It("asks when another agent runs in the window, and Update Binding follows it", func() {
 		start()
 		thread := iw.Setup("mixed", "claude", "api", "hi")
@@ -324,16 +313,6 @@ var _ = Describe("IM front end", Label("im"), func() {
 		iw.Press(thread, imUser, iw.Prompt(thread, "Resume one?"), "an earlier task")
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: continue"))
 		Expect(iw.UserLines("claude")()).To(Equal([]string{"an earlier task", "continue"}), "the picked session, not a new one")
-	})
-
-	It("saves a photo in the project's inbox, and types its path with its caption", func() {
-		start()
-		thread := iw.Setup("pics", "claude", "web", "first")
-		Eventually(iw.Said(thread)).Should(ContainElement("echo: first"))
-		iw.TG.Photo(imChat, thread, imUser, "the failing screen")
-		Eventually(iw.UserLines("claude")).Should(ContainElement(
-			MatchRegexp(`^\[file: /.*/web/\.thatch/inbox/\d{8}-\d{6}-photo\.jpg\] the failing screen$`)))
-		Expect(iw.Said(thread)()).NotTo(ContainElement(ContainSubstring("thatch passes text only")))
 	})
 
 	It("does not offer a session that another thread is bound to", func() {

@@ -88,6 +88,9 @@ func TestScenarioADocumentNamedToClimbOutIsSavedInsideTheInbox(t *testing.T) {
 	if got := w.inboxFiles("web"); !slices.Equal(got, []string{filepath.Base(path)}) {
 		t.Fatalf("the inbox holds %q", got)
 	}
+	if _, err := os.Stat(filepath.Join(w.projects, "etc")); !os.IsNotExist(err) {
+		t.Fatalf("a folder etc beside the project: %v; want none", err)
+	}
 }
 
 // A file over the 20 MB a bot may download is refused with a clear
@@ -186,6 +189,9 @@ func TestScenarioFeishuImagesAndFilesAreSavedAndTyped(t *testing.T) {
 	w.quiesce()
 	if got := w.typed(); len(got) != 3 {
 		t.Fatalf("the agent took %q", got)
+	}
+	if got := w.inboxFiles("api"); len(got) != 2 {
+		t.Fatalf("the inbox holds %q; want the image and the file, not the refused one", got)
 	}
 }
 

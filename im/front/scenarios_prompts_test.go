@@ -118,6 +118,8 @@ func TestScenarioARenameIsAcceptedWhenNobodyAnswers(t *testing.T) {
 	w.tg.EditTopic(chat, thread, "web v2")
 	w.send(thread, "after the rename")
 	w.prompt(thread, `This thread is now called "web v2"; its session is "web".`)
+	// A message sent while the question is open waits behind the first.
+	w.send(thread, "while asked")
 	w.quiesce()
 	if got := w.typed(); !slices.Equal(got, []string{"hi"}) {
 		t.Fatalf("the agent took %q while the question was open", got)
@@ -132,10 +134,10 @@ func TestScenarioARenameIsAcceptedWhenNobodyAnswers(t *testing.T) {
 	}
 
 	w.clock.Advance(time.Second)
-	w.waitSaid(thread, "echo: after the rename")
+	w.waitSaid(thread, "echo: while asked")
 	w.quiesce()
-	if got := w.typed(); !slices.Equal(got, []string{"hi", "after the rename"}) {
-		t.Fatalf("the agent took %q", got)
+	if got := w.typed(); !slices.Equal(got, []string{"hi", "after the rename", "while asked"}) {
+		t.Fatalf("the agent took %q; want both held messages, in order", got)
 	}
 	if win := w.onlyWindow(); win.Name != "web v2" {
 		t.Fatalf("window %+v, want it renamed after the topic", win)
