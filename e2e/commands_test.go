@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -166,29 +165,6 @@ var _ = Describe("Driving the agent from the chat", Label("im", "commands"), fun
 		iw.Press(thread, imUser, m, "1. Yes")
 		Eventually(func() []string { return toasts(iw.TG, thread) }).Should(ContainElement("That prompt is no longer open."))
 		iw.expectTypedNext(d, thread, []string{"first", "answer 3"})
-	})
-
-	It("Telegram: clears the buttons of a prompt answered in the terminal, and a later press reaches nothing", func() {
-		start()
-		thread := iw.Setup("terminal", "claude", "api", "first")
-		Eventually(iw.Said(thread)).Should(ContainElement("echo: first"))
-		win := iw.Tagged()[0].ID
-
-		iw.TG.Message(imChat, thread, imUser, "ask make deploy")
-		m := iw.Prompt(thread, "Do you want to proceed?")
-		Expect(visible(m)).To(ContainSubstring("make deploy"))
-
-		By("the user answers at the terminal")
-		_, err := iw.Tmux("send-keys", "-t", win, "2", "Enter")
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(iw.Said(thread)).Should(ContainElement("echo: answered 2 to make deploy"))
-		// The window is looked at every second while the agent works.
-		Eventually(func() bool { return cleared(iw.TG, m.MessageID) }, 20*time.Second).Should(BeTrue(), "the prompt's buttons were cleared")
-
-		By("a press from a client that still shows the buttons reaches nothing")
-		iw.Press(thread, imUser, m, "1. Yes")
-		Eventually(func() []string { return append(toasts(iw.TG, thread), iw.Said(thread)()...) }).Should(ContainElement("That prompt is no longer open."))
-		iw.expectTypedNext(d, thread, []string{"first", "answer 2"})
 	})
 
 	It("Feishu: the agent's prompt is answered with a card button, /screenshot sends an image and a card of buttons, and /esc reaches the agent", func() {

@@ -290,6 +290,19 @@ func TestScenarioAPromptAnsweredInTheTerminalLosesItsButtons(t *testing.T) {
 		}
 		return false, "not cleared"
 	})
+	// A press from a client that still shows the buttons reaches
+	// nothing, and the one who pressed is told why.
+	w.press(thread, old, "1. Yes")
+	testwait.UntilReason(t, "the stale press answered", func() (bool, string) {
+		told := w.said(thread)
+		for _, s := range w.tg.Sent() {
+			if s.Method == "answerCallbackQuery" && s.ThreadID == thread {
+				told = append(told, s.Text)
+			}
+		}
+		return slices.Contains(told, "That prompt is no longer open."), fmt.Sprintf("%q", told)
+	})
+	// Nor does it answer the same dialog asked again.
 	w.send(thread, "ask make deploy")
 	testwait.UntilReason(t, "the same dialog asked again", func() (bool, string) {
 		n := 0
