@@ -87,7 +87,7 @@ unit: ## unit, property and crash tests with -race; then the 10 slowest packages
 	$(TESTTIMES) -gotest $(REPORTS)/unit.log -n 10; exit $$rc
 
 e2e: ## Ginkgo end-to-end suite in E2E_PROCS parallel processes against the built binary (real Pebble, opencode, tmux, claude, codex, Chromium, NATS); then the 10 slowest specs
-	@mkdir -p $(REPORTS)
+	@mkdir -p $(REPORTS); rm -f $(REPORTS)/e2e.json
 	@$(GINKGO) --procs=$(E2E_PROCS) --timeout=40m --poll-progress-after=5m --poll-progress-interval=5m \
 		--json-report=e2e.json --output-dir=$(REPORTS) $(E2E_FLAGS) ./e2e; rc=$$?; \
 	$(TESTTIMES) -ginkgo $(REPORTS)/e2e.json -n 10; exit $$rc
