@@ -19,7 +19,7 @@ TESTTIMES := $(GO) run ./internal/testtimes
 SHELL     := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: help build run test check vet lint unit fuzz fuzz-short e2e flake chaos bench bench-quick crash clean
+.PHONY: help build run test check vet lint tools unit fuzz fuzz-short e2e flake chaos bench bench-quick crash clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-12s %s\n", $$1, $$2}'
@@ -56,8 +56,11 @@ lint: ## gofmt (every file formatted), go mod tidy -diff (go.mod and go.sum as t
 	@unformatted=$$($$($(GO) env GOROOT)/bin/gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')); \
 		[ -z "$$unformatted" ] || { echo "gofmt -l: these files are not formatted (run gofmt -w):"; echo "$$unformatted"; exit 1; }
 	@out=$$($(GO) mod tidy -diff 2>&1) || { echo "go mod tidy -diff: go.mod or go.sum is not as go mod tidy leaves them (run it):"; echo "$$out" | grep -v '^go: downloading'; exit 1; }
-	@test -x $(GOBIN)/staticcheck || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@$(MAKE) --no-print-directory tools
 	$(GOBIN)/staticcheck ./...
+
+tools: ## install what lint runs (staticcheck at STATICCHECK_VERSION) unless it is there
+	@test -x $(GOBIN)/staticcheck || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 # Every fuzz target, as package:Target; each has its seed corpus in the
 # package's testdata/fuzz (plain `go test` runs the seeds).
