@@ -25,6 +25,12 @@ const (
 	readyTimeout = 30 * time.Second
 	// echoTimeout bounds the wait for the typed text to show.
 	echoTimeout = 3 * time.Second
+	// lateEchoTimeout bounds a second wait for text that did not show
+	// within echoTimeout: on a loaded machine an agent can draw what was
+	// typed seconds later, and an Enter pressed before it has read the
+	// keys arrives with them in one burst, which codex takes for a paste
+	// (its Enter a line break in the draft).
+	lateEchoTimeout = 10 * time.Second
 	// takeTimeout bounds the wait, after each Enter, for the line to let
 	// go of the text.
 	takeTimeout = 2 * time.Second
@@ -100,6 +106,12 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 		typed, shown = before, true
 	}
 	if !shown {
+		typed, shown = f.waitLine(ctx, a, window, lateEchoTimeout, func(line string, ok bool) bool { return ok && line != before })
+		if shown {
+			f.log.Debug("the typed text showed in the agent's input line late", "window", window, "agent", a.Name, "after", echoTimeout)
+		}
+	}
+	if !shown {
 		f.log.Debug("the typed text did not show in the agent's input line; pressing Enter anyway", "window", window, "agent", a.Name)
 		typed = before
 	}
@@ -116,8 +128,12 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 			return true, err
 		}
 		// Taken: the line let go of the text (it is empty again, or the
-		// agent drew something else, such as a dialog, in its place).
-		if _, taken := f.waitLine(ctx, a, window, takeTimeout, func(line string, ok bool) bool { return !ok || line != typed }); taken {
+		// agent drew something else, such as a dialog, in its place). A
+		// line that holds the text is never taken, also when it shows it
+		// only now, after an Enter pressed without seeing it.
+		if _, taken := f.waitLine(ctx, a, window, takeTimeout, func(line string, ok bool) bool {
+			return !ok || line != typed && !holdsText(line, text)
+		}); taken {
 			if try > 1 {
 				f.log.Info("an Enter did not land; pressing it again did", "window", window, "agent", a.Name, "presses", try)
 			}
