@@ -99,17 +99,26 @@ e2e: ## Ginkgo end-to-end suite in E2E_PROCS parallel processes against the buil
 FLAKE_PKGS  := ./im/... ./supervisor/... ./persistence/... ./hosts/...
 FLAKE_RUNS  ?= 5
 FLAKE_COUNT ?= 20
+# Ginkgo suites refuse go test -count > 1: those packages run FLAKE_COUNT
+# times one after another, the others with -count (expanded only when
+# make flake runs).
+FLAKE_SUITES = $(shell $(GO) list -f '{{if .TestGoFiles}}{{.Dir}}{{end}}' $(FLAKE_PKGS) | xargs -r grep -l --include='*_test.go' -r -m1 'RunSpecs' | xargs -r -n1 dirname | sort -u | xargs -r $(GO) list)
+FLAKE_PLAIN  = $(filter-out $(FLAKE_SUITES),$(shell $(GO) list $(FLAKE_PKGS)))
 
 flake: ## the e2e suite FLAKE_RUNS times (5) and the timing-sensitive packages' unit tests with -race -count=FLAKE_COUNT (20); prints what failed, fails on any failure
 	@mkdir -p $(REPORTS)/flake; fails=0; \
 	for i in $$(seq 1 $(FLAKE_RUNS)); do \
 		echo "--- flake: e2e run $$i of $(FLAKE_RUNS)"; \
-		if $(MAKE) --no-print-directory e2e REPORTS=$(REPORTS)/flake/e2e-$$i >$(REPORTS)/flake/e2e-$$i.log 2>&1; then echo "e2e run $$i: passed"; \
+		if $(MAKE) --no-print-directory e2e REPORTS=$(REPORTS)/flake/e2e-$$i E2E_FLAGS="$(E2E_FLAGS) --no-color" >$(REPORTS)/flake/e2e-$$i.log 2>&1; then echo "e2e run $$i: passed"; \
 		else fails=$$((fails + 1)); echo "e2e run $$i: FAILED (log: $(REPORTS)/flake/e2e-$$i.log)"; grep -E '^\s*\[FAIL\]' $(REPORTS)/flake/e2e-$$i.log | sort -u; fi; \
 	done; \
 	echo "--- flake: unit tests of $(FLAKE_PKGS), -race -count=$(FLAKE_COUNT)"; \
-	if $(GO) test -race -count=$(FLAKE_COUNT) -timeout 120m $(FLAKE_PKGS) >$(REPORTS)/flake/unit.log 2>&1; then echo "unit: passed"; \
+	if $(GO) test -race -count=$(FLAKE_COUNT) -timeout 120m $(FLAKE_PLAIN) >$(REPORTS)/flake/unit.log 2>&1; then echo "unit: passed"; \
 	else fails=$$((fails + 1)); echo "unit: FAILED (log: $(REPORTS)/flake/unit.log)"; grep -E '^(--- FAIL|FAIL)' $(REPORTS)/flake/unit.log | sort | uniq -c; fi; \
+	for i in $$(seq 1 $(FLAKE_COUNT)); do \
+		$(GO) test -race -count=1 $(FLAKE_SUITES) >$(REPORTS)/flake/suites-$$i.log 2>&1 && continue; \
+		fails=$$((fails + 1)); echo "Ginkgo suites, run $$i: FAILED (log: $(REPORTS)/flake/suites-$$i.log)"; \
+	done; echo "Ginkgo suites ($(FLAKE_SUITES)): $(FLAKE_COUNT) runs done"; \
 	echo "--- flake: $$fails failing run(s)"; [ $$fails = 0 ]
 
 chaos: ## the e2e chaos specs at full length: 1000 SIGKILLs of the daemon under plugin writes, and 60 SIGKILLs of cluster nodes; prints acknowledged, recovered and lost

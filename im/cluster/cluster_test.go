@@ -140,18 +140,24 @@ func TestLeaseHasOneHolderAndMovesWhenItLeaves(t *testing.T) {
 	}
 }
 
+// runs numbers the runs of a test (go test -count): the trio outlives
+// one run, so what a test writes to it is named after its run.
+var runs atomic.Int64
+
 // A message published twice with one id is handed over once, to the
 // node whose subject it names, and an unacknowledged one comes again.
 func TestPublishDedupesAndConsumeDeliversToItsNode(t *testing.T) {
 	nodes := trio(t)
 	ctx := context.Background()
+	run := runs.Add(1)
+	id := func(i int) string { return fmt.Sprintf("r%d-m%d", run, i) }
 	for i := range 3 {
-		dup, err := nodes[0].Publish(ctx, "n2", fmt.Sprintf("m%d", i), []byte(fmt.Sprint(i)))
+		dup, err := nodes[0].Publish(ctx, "n2", id(i), []byte(fmt.Sprint(i)))
 		if err != nil || dup {
 			t.Fatalf("publish %d: dup=%v err=%v", i, dup, err)
 		}
 	}
-	if dup, err := nodes[1].Publish(ctx, "n2", "m1", []byte("again")); err != nil || !dup {
+	if dup, err := nodes[1].Publish(ctx, "n2", id(1), []byte("again")); err != nil || !dup {
 		t.Fatalf("second publish of m1: dup=%v err=%v", dup, err)
 	}
 	var mu sync.Mutex
@@ -185,11 +191,12 @@ func TestPublishDedupesAndConsumeDeliversToItsNode(t *testing.T) {
 func TestThreadEntriesAreCompareAndSet(t *testing.T) {
 	nodes := trio(t)
 	ctx := context.Background()
-	th, err := nodes[0].PutThread(ctx, cluster.Thread{Thread: "tg:-100:7", Held: [][]byte{[]byte("a")}})
+	thread := fmt.Sprintf("tg:-100:%d", runs.Add(1))
+	th, err := nodes[0].PutThread(ctx, cluster.Thread{Thread: thread, Held: [][]byte{[]byte("a")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodes[1].PutThread(ctx, cluster.Thread{Thread: "tg:-100:7", Node: "n2"}); !errors.Is(err, cluster.ErrConflict) {
+	if _, err := nodes[1].PutThread(ctx, cluster.Thread{Thread: thread, Node: "n2"}); !errors.Is(err, cluster.ErrConflict) {
 		t.Fatalf("a second create of the thread: %v, want a conflict", err)
 	}
 	stale := th
@@ -207,7 +214,7 @@ func TestThreadEntriesAreCompareAndSet(t *testing.T) {
 	}
 	for _, n := range nodes {
 		testwait.Within(t, 10*time.Second, "every node sees the thread's node", func() bool {
-			got, ok, err := n.Thread(ctx, "tg:-100:7")
+			got, ok, err := n.Thread(ctx, thread)
 			return err == nil && ok && got.Node == "n0"
 		})
 	}
