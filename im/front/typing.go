@@ -101,19 +101,9 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 	// reports it not taken, so that it is never typed a second time.
 	// The text shows in the line (a paste as its summary): the agent has
 	// read it, and the Enter after it is an Enter of its own.
-	typed, shown := f.waitLine(ctx, a, window, echoTimeout, func(line string, ok bool) bool { return ok && line != before })
-	if typedBefore {
-		typed, shown = before, true
-	}
-	if !shown {
-		typed, shown = f.waitLine(ctx, a, window, lateEchoTimeout, func(line string, ok bool) bool { return ok && line != before })
-		if shown {
-			f.log.Debug("the typed text showed in the agent's input line late", "window", window, "agent", a.Name, "after", echoTimeout)
-		}
-	}
-	if !shown {
-		f.log.Debug("the typed text did not show in the agent's input line; pressing Enter anyway", "window", window, "agent", a.Name)
-		typed = before
+	typed, shown := before, true
+	if !typedBefore {
+		typed, shown = f.waitEcho(ctx, a, window, before)
 	}
 	select {
 	case <-ctx.Done():
@@ -156,6 +146,23 @@ func (f *FrontEnd) typeChecked(ctx context.Context, a *agents.Agent, window, tex
 		return false, nil
 	}
 	return true, fmt.Errorf("%w after %d presses", errNotTaken, enterTries)
+}
+
+// waitEcho waits for the typed text to show in the agent's input line
+// (the line changes from before), first for echoTimeout and then, for an
+// agent that draws it late, for lateEchoTimeout more. It returns the line
+// that shows the text, or before and false when it never showed.
+func (f *FrontEnd) waitEcho(ctx context.Context, a *agents.Agent, window, before string) (string, bool) {
+	changed := func(line string, ok bool) bool { return ok && line != before }
+	if typed, shown := f.waitLine(ctx, a, window, echoTimeout, changed); shown {
+		return typed, true
+	}
+	if typed, shown := f.waitLine(ctx, a, window, lateEchoTimeout, changed); shown {
+		f.log.Debug("the typed text showed in the agent's input line late", "window", window, "agent", a.Name, "after", echoTimeout)
+		return typed, true
+	}
+	f.log.Debug("the typed text did not show in the agent's input line; pressing Enter anyway", "window", window, "agent", a.Name)
+	return before, false
 }
 
 // paneDead tells whether the window's program has exited (its pane stays,
