@@ -21,11 +21,11 @@ var (
 	// ErrRateLimited: the platform asks the chat to wait longer than a
 	// send may; nothing more was sent. The caller sends again later.
 	ErrRateLimited = errors.New("chat: rate limited")
-	// ErrUnsupported: the adapter cannot do this on its platform.
 	// ErrGone marks a send to a thread whose chat is over for the bot
 	// (deleted, disbanded, the bot removed): it also carries ErrRefused,
 	// and the thread's binding ends.
-	ErrGone        = errors.New("chat: the chat is gone or the bot is not in it")
+	ErrGone = errors.New("chat: the chat is gone or the bot is not in it")
+	// ErrUnsupported: the adapter cannot do this on its platform.
 	ErrUnsupported = errors.New("chat: not supported by the platform")
 	// ErrNoThread: a thread key no adapter of the front end owns, or one
 	// its adapter cannot read.

@@ -69,6 +69,9 @@ type EventStore interface {
 	Put(eventID string, r EventRecord) error
 	// Prune forgets the ids last written before cutoff.
 	Prune(cutoff time.Time) error
+	// MaxUpdate is the largest Update of the records kept (0 for none):
+	// the floor of the ids given out after a restart.
+	MaxUpdate() (int64, error)
 }
 
 // Adapter is Feishu behind the chat interface (chat.Adapter), receiving
@@ -85,7 +88,7 @@ type Adapter struct {
 	turn chan struct{} // one update handed over at a time
 
 	mu     sync.Mutex
-	lastID int64               // the last Update.ID given out
+	lastID int64               // the largest Update.ID given out (from the store at Open)
 	anchor map[string]string   // thread key -> a message of that topic
 	cards  map[string]string   // card message id -> its text
 	chats  map[string]ChatInfo // chat id -> its name and mode
@@ -119,7 +122,11 @@ func Open(opts Options, store EventStore, logger hclog.Logger) (*Adapter, error)
 			return nil, fmt.Errorf("feishu: webhook: listen on %s: %w", opts.Listen, err)
 		}
 	}
-	a := &Adapter{opts: opts, client: client, store: store, logger: logger, allowed: map[string]bool{}, ln: ln,
+	last, err := store.MaxUpdate()
+	if err != nil {
+		return nil, fmt.Errorf("feishu: read the last update id: %w", err)
+	}
+	a := &Adapter{opts: opts, lastID: last, client: client, store: store, logger: logger, allowed: map[string]bool{}, ln: ln,
 		turn: make(chan struct{}, 1), anchor: map[string]string{}, cards: map[string]string{}, chats: map[string]ChatInfo{},
 		health: chat.Health{State: "starting", Since: time.Now()}}
 	for _, u := range opts.AllowedUsers {
@@ -205,8 +212,8 @@ func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 		// taken all the same.
 		a.logger.Warn("cannot read the bot's open id; its @-mentions are not cut", "error", err)
 	}
-	take := func(ctx context.Context, eventID string, ev Event) error {
-		return a.take(ctx, eventID, ev, handle)
+	take := func(ctx context.Context, h EventHeader, ev Event) error {
+		return a.take(ctx, h, ev, handle)
 	}
 	if a.opts.Mode == ModeWS {
 		return a.runLongConn(ctx, bot, take)
@@ -279,7 +286,8 @@ func (a *Adapter) serveWebhook(ctx context.Context, bot string, take HandlerFunc
 
 // take hands one event over: one at a time, deduplicated by event id
 // through the store (see the package doc, "Deduplication").
-func (a *Adapter) take(ctx context.Context, eventID string, ev Event, handle chat.Handler) error {
+func (a *Adapter) take(ctx context.Context, h EventHeader, ev Event, handle chat.Handler) error {
+	eventID := h.ID
 	select {
 	case a.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -295,7 +303,7 @@ func (a *Adapter) take(ctx context.Context, eventID string, ev Event, handle cha
 		return nil
 	}
 	if !found {
-		rec = EventRecord{Update: a.nextID()}
+		rec = EventRecord{Update: a.nextID(h.Created)}
 		if err := a.store.Put(eventID, rec); err != nil {
 			return fmt.Errorf("feishu: record event %s: %w", eventID, err)
 		}
@@ -322,13 +330,19 @@ func (a *Adapter) take(ctx context.Context, eventID string, ev Event, handle cha
 	return nil
 }
 
-// nextID gives out Update.IDs: increasing for the adapter's life, and
-// across restarts as long as the clock does not go back (microseconds of
-// the wall clock, or the last + 1).
-func (a *Adapter) nextID() int64 {
+// nextID gives out Update.IDs in the platform's order: the event's
+// creation time on Feishu's clock in microseconds (the same on every
+// node of a cluster, whatever this machine's clock does), this machine's
+// clock only for an event whose header has none, and never at or below
+// the largest id given out before, across restarts too (the store's
+// MaxUpdate): an id that would be is the largest + 1.
+func (a *Adapter) nextID(created time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	id := time.Now().UnixMicro()
+	if created.IsZero() {
+		created = a.opts.Clock()
+	}
+	id := created.UnixMicro()
 	if id <= a.lastID {
 		id = a.lastID + 1
 	}

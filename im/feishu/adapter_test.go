@@ -55,6 +55,16 @@ func (m *memStore) Prune(cutoff time.Time) error {
 	return nil
 }
 
+func (m *memStore) MaxUpdate() (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var most int64
+	for _, r := range m.recs {
+		most = max(most, r.Update)
+	}
+	return most, nil
+}
+
 func (m *memStore) has(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -85,11 +95,14 @@ func (r *running) got() []chat.Update {
 	return append([]chat.Update(nil), r.updates...)
 }
 
-func startAdapter(t *testing.T, s *fakefeishu.Server, store feishu.EventStore) *running {
+func startAdapter(t *testing.T, s *fakefeishu.Server, store feishu.EventStore, set ...func(*feishu.Options)) *running {
 	t.Helper()
-	a, err := feishu.Open(feishu.Options{AppID: appID, AppSecret: appSecret, VerificationToken: vtoken, EncryptKey: ekey,
-		BaseURL: s.URL, Mode: feishu.ModeWebhook, Listen: "127.0.0.1:0", AllowedUsers: []string{"ou_alice"}},
-		store, hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Debug}))
+	o := feishu.Options{AppID: appID, AppSecret: appSecret, VerificationToken: vtoken, EncryptKey: ekey,
+		BaseURL: s.URL, Mode: feishu.ModeWebhook, Listen: "127.0.0.1:0", AllowedUsers: []string{"ou_alice"}}
+	for _, f := range set {
+		f(&o)
+	}
+	a, err := feishu.Open(o, store, hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Debug}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +238,82 @@ func TestARedeliveredEventIsDroppedAlsoAfterARestart(t *testing.T) {
 	}
 	if got[0].ID <= first {
 		t.Fatalf("update ids do not increase across the restart: %d then %d", first, got[0].ID)
+	}
+}
+
+// withoutCreateTime drops header.create_time from an event, as a
+// header that carries none.
+func withoutCreateTime(t *testing.T, ev []byte) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(ev, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m["header"].(map[string]any), "create_time")
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestUpdateIDsFollowFeishusOrderWhateverThisMachinesClockDoes(t *testing.T) {
+	// The binding drops an update id at or below the last one of its
+	// thread as a redelivery: an id made from a clock that went back
+	// would lose a message with no word.
+	s := newFake(t)
+	feishuNow := time.Now()
+	var mu sync.Mutex
+	machine := feishuNow
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return machine
+	}
+	step := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		machine = machine.Add(d)
+	}
+	withClock := func(o *feishu.Options) { o.Clock = clock }
+	at := func(p *fakefeishu.Poster, d time.Duration) { p.Now = func() time.Time { return feishuNow.Add(d) } }
+	idOf := func(r *running, ev []byte) int64 {
+		t.Helper()
+		if a := post(t, r.poster, ev); a.Status != http.StatusOK {
+			t.Fatalf("answer %d %s", a.Status, a.Body)
+		}
+		got := r.got()
+		return got[len(got)-1].ID
+	}
+
+	store := newMemStore()
+	r := startAdapter(t, s, store, withClock)
+	at(r.poster, 0)
+	first := idOf(r, message(r.poster, "ev-1", "om_1", "one"))
+	r.stop()
+
+	// Restarted after this machine's clock was stepped back an hour.
+	step(-time.Hour)
+	r = startAdapter(t, s, store, withClock)
+	at(r.poster, time.Second)
+	second := idOf(r, message(r.poster, "ev-2", "om_2", "two"))
+	if second <= first {
+		t.Fatalf("after the clock went back the new message got id %d, at or below the last one (%d)", second, first)
+	}
+	// An event with no creation time takes this machine's clock, which is
+	// an hour behind: still above every id given out before.
+	third := idOf(r, withoutCreateTime(t, message(r.poster, "ev-3", "om_3", "three")))
+	if third <= second {
+		t.Fatalf("an event without a creation time got id %d, at or below the last one (%d)", third, second)
+	}
+
+	// Another node of a cluster, its clock an hour behind and its store
+	// its own, takes the next message of the thread: Feishu's clock
+	// orders it after the others.
+	other := startAdapter(t, s, newMemStore(), withClock)
+	at(other.poster, 2*time.Second)
+	if fourth := idOf(other, message(other.poster, "ev-4", "om_4", "four")); fourth <= third {
+		t.Fatalf("the other node gave id %d, at or below the thread's last (%d)", fourth, third)
 	}
 }
 

@@ -59,9 +59,13 @@
 // 7 days), in two writes:
 //
 //  1. before the handler: the id is recorded with the Update.ID it is
-//     handed over with. IDs come from the wall clock in microseconds (or
-//     the last + 1), so they increase along every thread, across restarts
-//     too, in the order events arrive;
+//     handed over with. IDs are the event's creation time on Feishu's
+//     clock (header.create_time) in microseconds, or the largest id given
+//     out before + 1 when that is not above it (the largest is read back
+//     from the store at Open). So they increase along every thread in
+//     Feishu's order, across restarts and on every node of a cluster,
+//     whatever the machines' clocks do (only an event whose header has no
+//     creation time takes this machine's);
 //  2. after the handler returned nil: the record is marked done, and an
 //     event delivered again is answered 200 and dropped without reaching
 //     the handler.

@@ -415,7 +415,7 @@ func (c *longConn) take(ctx context.Context, typ string, payload []byte) *larkws
 		c.logger.Debug("event not taken", "event_id", h.EventID, "type", h.EventType)
 		return larkws.NewResponseByCode(http.StatusOK)
 	}
-	if err := c.handle(ctx, h.EventID, ev); err != nil {
+	if err := c.handle(ctx, env.header(), ev); err != nil {
 		c.logger.Warn("event not handled; Feishu will deliver it again", "event_id", h.EventID, "type", h.EventType, "error", err)
 		return larkws.NewResponseByCode(http.StatusInternalServerError)
 	}

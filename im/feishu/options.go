@@ -53,6 +53,9 @@ type Options struct {
 	// limit, which names no wait) waits before it is made again.
 	// Default: 1 s.
 	ChatLimitWait time.Duration
+	// Clock is the time an event whose header carries no creation time
+	// gets its update id from (tests set it). Default: time.Now.
+	Clock func() time.Time
 }
 
 // WithDefaults returns o with every unset field at its default.
@@ -74,6 +77,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.ChatLimitWait <= 0 {
 		o.ChatLimitWait = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	return o
 }

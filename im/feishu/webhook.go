@@ -19,12 +19,32 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// HandlerFunc takes one decoded event with its event id. It returns only
+// EventHeader is what the adapter reads of an event's header.
+type EventHeader struct {
+	// ID is the event id, what deduplication goes by.
+	ID string
+	// Type is the event type (im.message.receive_v1, ...).
+	Type string
+	// Created is when Feishu made the event (header.create_time, Feishu's
+	// clock, the same for every receiver); zero when the header has none.
+	Created time.Time
+}
+
+// header reads env's header (notEvent accepted it).
+func (env *envelope) header() EventHeader {
+	h := EventHeader{ID: env.Header.EventID, Type: env.Header.EventType}
+	if ms, err := strconv.ParseInt(env.Header.CreateTime, 10, 64); err == nil && ms > 0 {
+		h.Created = time.UnixMilli(ms)
+	}
+	return h
+}
+
+// HandlerFunc takes one decoded event with its header. It returns only
 // once the event is durable (journaled): the webhook answers 200 after it
 // returned nil, and 500 (so that Feishu delivers the event again) after an
 // error. Feishu delivers an event again after a 500 or a timeout, and may
 // deliver it twice anyway: the handler deduplicates by event id, durably.
-type HandlerFunc func(ctx context.Context, eventID string, ev Event) error
+type HandlerFunc func(ctx context.Context, h EventHeader, ev Event) error
 
 // Webhook is the receiver of mode "webhook": one http.Handler for events
 // and card callbacks alike.
@@ -72,9 +92,10 @@ type envelope struct {
 	Challenge string `json:"challenge"`
 	Encrypt   string `json:"encrypt"`
 	Header    *struct {
-		EventID   string `json:"event_id"`
-		EventType string `json:"event_type"`
-		Token     string `json:"token"`
+		EventID    string `json:"event_id"`
+		EventType  string `json:"event_type"`
+		Token      string `json:"token"`
+		CreateTime string `json:"create_time"`
 	} `json:"header"`
 	Event json.RawMessage `json:"event"`
 }
@@ -167,7 +188,7 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, http.StatusOK, map[string]string{"msg": "success"})
 		return
 	}
-	if err := w.handle(r.Context(), h.EventID, ev); err != nil {
+	if err := w.handle(r.Context(), env.header(), ev); err != nil {
 		w.logger.Warn("event not handled; Feishu will deliver it again", "event_id", h.EventID, "type", h.EventType, "error", err)
 		http.Error(rw, "not handled", http.StatusInternalServerError)
 		return

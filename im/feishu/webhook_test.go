@@ -22,8 +22,9 @@ const (
 )
 
 type got struct {
-	id string
-	ev feishu.Event
+	id      string
+	ev      feishu.Event
+	created time.Time
 }
 
 // hook starts a webhook on 127.0.0.1 that records what its handler got;
@@ -45,13 +46,13 @@ func startHook(t *testing.T, encryptKey string) *hook {
 	t.Helper()
 	h := &hook{}
 	w, err := feishu.NewWebhook(feishu.Options{VerificationToken: vtoken, EncryptKey: encryptKey}, "ou_bot",
-		func(_ context.Context, id string, ev feishu.Event) error {
+		func(_ context.Context, hd feishu.EventHeader, ev feishu.Event) error {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			if h.fail != nil {
 				return h.fail
 			}
-			h.got = append(h.got, got{id, ev})
+			h.got = append(h.got, got{hd.ID, ev, hd.Created})
 			return nil
 		}, hclog.New(&hclog.LoggerOptions{Output: testWriter{t}}), nil)
 	if err != nil {
@@ -90,7 +91,8 @@ func TestTheChallengeIsAnsweredOnlyWithTheToken(t *testing.T) {
 
 func TestEventsAreDecodedAndAnsweredAfterTheHandler(t *testing.T) {
 	h := startHook(t, ekey)
-	p := &fakefeishu.Poster{URL: h.url, Token: vtoken, EncryptKey: ekey}
+	made := time.UnixMilli(time.Now().UnixMilli() - 1500)
+	p := &fakefeishu.Poster{URL: h.url, Token: vtoken, EncryptKey: ekey, Now: func() time.Time { return made }}
 	posts := []struct {
 		id, typ string
 		event   any
@@ -117,6 +119,9 @@ func TestEventsAreDecodedAndAnsweredAfterTheHandler(t *testing.T) {
 	if evs[0].id != "ev1" || msg == nil || msg.ChatID != "oc_1" || msg.ThreadID != "omt_7" || msg.SenderOpenID != "ou_ann" ||
 		msg.Text != "run the tests, ask @Bob" || msg.MessageID != "om_1" {
 		t.Fatalf("message: %+v", evs[0].ev)
+	}
+	if !evs[0].created.Equal(made) {
+		t.Fatalf("the event's creation time is %v, want header.create_time's %v", evs[0].created, made)
 	}
 	if r, _ := evs[1].ev.(*feishu.ChatRenamed); r == nil || r.ChatID != "oc_1" || r.Name != "release box" {
 		t.Fatalf("rename: %+v", evs[1].ev)

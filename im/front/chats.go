@@ -121,12 +121,30 @@ func (e *eventRows) Get(eventID string) (feishu.EventRecord, bool, error) {
 	if err != nil || !ok {
 		return feishu.EventRecord{}, false, err
 	}
+	r, err := readEventRow(row)
+	return r, err == nil, err
+}
+
+func readEventRow(row persistence.Row) (feishu.EventRecord, error) {
 	id, done := strings.CutSuffix(string(row.Value), " done")
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
-		return feishu.EventRecord{}, false, fmt.Errorf("im: event row %s: %q is not an update id", eventID, row.Value)
+		return feishu.EventRecord{}, fmt.Errorf("im: event row %s: %q is not an update id", row.Key, row.Value)
 	}
-	return feishu.EventRecord{Update: n, Done: done}, true, nil
+	return feishu.EventRecord{Update: n, Done: done}, nil
+}
+
+// MaxUpdate scans the table (a week of events at most); a row that
+// cannot be read counts for nothing (its Get says why).
+func (e *eventRows) MaxUpdate() (int64, error) {
+	var most int64
+	err := e.rows.Scan(eventTable, func(row persistence.Row) error {
+		if r, err := readEventRow(row); err == nil {
+			most = max(most, r.Update)
+		}
+		return nil
+	})
+	return most, err
 }
 
 func (e *eventRows) Put(eventID string, r feishu.EventRecord) error {

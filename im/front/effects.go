@@ -162,8 +162,7 @@ func (f *FrontEnd) sendChat(_ context.Context, from actors.Identity, e *messages
 
 // sendNow sends e to the thread of the binding from (its key) and says
 // how it went; the binding is told of each part of a long text as it is
-// sent. The chat, thread and topic e names are Telegram's, kept for old
-// journals: the key names the thread for every platform.
+// sent. The binding's key names the thread, for every platform.
 func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messages.IMChatSent {
 	a, err := f.adapterOf(from.ID)
 	if err != nil {

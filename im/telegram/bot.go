@@ -26,8 +26,10 @@ var (
 	ErrEmptyText = errors.New("telegram: empty text")
 	// ErrTooLong: an edit's text is over MaxMessageLen (an edit cannot be split).
 	ErrTooLong = errors.New("telegram: text over 4096 characters")
-	// ErrRefused: Telegram answered the token or the method with 401 or 404,
-	// which no retry mends; Run stops with it.
+	// ErrRefused: Telegram answered the token or the method with 401 or 404.
+	// A send refused so fails for good; Run keeps polling, at the slow
+	// refusal backoff, and Health says Refused until Telegram accepts the
+	// token again.
 	ErrRefused = errors.New("telegram: request refused")
 	// ErrRunning: Run was called while another Run of the same Bot polls.
 	ErrRunning = errors.New("telegram: already running")
