@@ -70,10 +70,12 @@ type Adapter interface {
 	// Scheme is the prefix of the adapter's thread keys, before the first
 	// colon ("tg"); it never changes.
 	Scheme() string
-	// Run receives updates until ctx ends, calling handle for each, one at
-	// a time, and confirms an update only once handle returned nil for it
-	// and for every one before it (see the package doc). It returns nil
-	// when ctx ends.
+	// Run receives updates until ctx ends, calling handle for each: one
+	// at a time within a thread, threads at once, so handle must be safe
+	// to call concurrently. It confirms an update only once handle
+	// returned nil for it (and, for a platform that confirms a prefix,
+	// for every one before it; see the package doc). It returns nil when
+	// ctx ends, once no handle call runs.
 	Run(ctx context.Context, handle Handler) error
 	// Send delivers m to m.Thread, split under Limits, from part
 	// m.FromPart on, and returns the ids of the messages it sent (the last

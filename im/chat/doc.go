@@ -30,15 +30,17 @@
 //
 // # Receiving: confirm after journal
 //
-// Run hands updates to its Handler one at a time, in the platform's
-// order, and confirms one to the platform only once the Handler returned
-// nil for it (the front end returns once the thread's binding journaled
-// it). A Handler that fails gets the same update again: nothing is
+// Run hands the updates of one thread to its Handler one at a time, in
+// the platform's order, and those of different threads at once (a thread
+// whose binding is slow holds up no other); it confirms one to the
+// platform only once the Handler returned nil for it and, where the
+// platform confirms a prefix (Telegram's offset), for every one before it
+// (the front end returns once the thread's binding journaled it). A Handler that fails gets the same update again: nothing is
 // skipped. A crash before the confirmation makes the platform deliver the
 // update again, and the binding drops an Update.ID it has handled: so IDs
 // must be the same when an update is delivered again, and increase along
-// a thread. Each Update also carries a Cursor: once it is handled, the
-// front end stores it, and gives it back to the adapter as Resume at the
+// a thread. Each Update also carries a Cursor, which passes only updates
+// handled by the time this one is: once it is handled, the front end stores it, and gives it back to the adapter as Resume at the
 // next start, so that it asks for what follows.
 //
 // # Sending

@@ -85,7 +85,7 @@ type Adapter struct {
 	allowed map[string]bool
 	ln      net.Listener // the webhook's; nil in mode "ws"
 
-	turn chan struct{} // one update handed over at a time
+	gates gates // one event of a thread handed over at a time
 
 	mu     sync.Mutex
 	lastID int64               // the largest Update.ID given out (from the store at Open)
@@ -127,7 +127,7 @@ func Open(opts Options, store EventStore, logger hclog.Logger) (*Adapter, error)
 		return nil, fmt.Errorf("feishu: read the last update id: %w", err)
 	}
 	a := &Adapter{opts: opts, lastID: last, client: client, store: store, logger: logger, allowed: map[string]bool{}, ln: ln,
-		turn: make(chan struct{}, 1), anchor: map[string]string{}, cards: map[string]string{}, chats: map[string]ChatInfo{},
+		gates: gates{tail: map[string]chan struct{}{}}, anchor: map[string]string{}, cards: map[string]string{}, chats: map[string]ChatInfo{},
 		health: chat.Health{State: "starting", Since: time.Now()}}
 	for _, u := range opts.AllowedUsers {
 		a.allowed[u] = true
@@ -198,8 +198,8 @@ func (a *Adapter) setHealth(up bool, state, lastErr string) {
 
 // Run receives until ctx ends: over the long connection in mode "ws"
 // (connecting again after every failure), through the webhook on Addr in
-// mode "webhook". It hands each event over as a chat.Update, one at a
-// time, and answers Feishu 200 only after handle returned nil (500
+// mode "webhook". It hands each event over as a chat.Update (a thread's
+// one at a time in the order they came, threads at once), and answers Feishu 200 only after handle returned nil (500
 // otherwise, so that Feishu delivers it again). An event id handled
 // before is answered 200 and dropped. Every goroutine Run started has
 // ended when it returns.
@@ -212,18 +212,27 @@ func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 		// taken all the same.
 		a.logger.Warn("cannot read the bot's open id; its @-mentions are not cut", "error", err)
 	}
-	take := func(ctx context.Context, h EventHeader, ev Event) error {
-		return a.take(ctx, h, ev, handle)
+	admit := func(ctx context.Context, h EventHeader, ev Event) (func() error, error) {
+		return a.admit(ctx, h, ev, handle)
 	}
 	if a.opts.Mode == ModeWS {
-		return a.runLongConn(ctx, bot, take)
+		return a.runLongConn(ctx, bot, admit)
+	}
+	// Each webhook request is its own goroutine: admitted and handled at
+	// once, in its thread's order.
+	take := func(ctx context.Context, h EventHeader, ev Event) error {
+		finish, err := admit(ctx, h, ev)
+		if err != nil {
+			return err
+		}
+		return finish()
 	}
 	return a.serveWebhook(ctx, bot, take)
 }
 
 // runLongConn receives over the long connection until ctx ends.
-func (a *Adapter) runLongConn(ctx context.Context, bot string, take HandlerFunc) error {
-	lc := newLongConn(a.opts, bot, take, a.logger.Named("ws"), a.setHealth)
+func (a *Adapter) runLongConn(ctx context.Context, bot string, admit admitFunc) error {
+	lc := newLongConn(a.opts, bot, admit, a.logger.Named("ws"), a.setHealth)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -284,16 +293,40 @@ func (a *Adapter) serveWebhook(ctx context.Context, bot string, take HandlerFunc
 	}
 }
 
-// take hands one event over: one at a time, deduplicated by event id
-// through the store (see the package doc, "Deduplication").
-func (a *Adapter) take(ctx context.Context, h EventHeader, ev Event, handle chat.Handler) error {
-	eventID := h.ID
-	select {
-	case a.turn <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+// admitFunc takes an event in two steps: the call admits it to its
+// thread's order (the long connection makes it in the order events
+// arrive), and the finish it returns hands it over once every event of
+// the thread admitted before it is done, returning what a HandlerFunc
+// would. finish must be called once for each admitted event.
+type admitFunc func(ctx context.Context, h EventHeader, ev Event) (finish func() error, err error)
+
+// admit makes the event's update and takes its place in its thread's
+// order; the finish it returns hands it over, deduplicated by event id
+// through the store (see the package doc, "Deduplication"). Events of
+// different threads are handed over at once; of one thread, one at a
+// time in the order admitted.
+func (a *Adapter) admit(ctx context.Context, h EventHeader, ev Event, handle chat.Handler) (func() error, error) {
+	u := a.update(ev)
+	if m, ok := ev.(*MessageReceived); ok {
+		if err := a.describe(ctx, &u, m); err != nil {
+			return nil, err
+		}
 	}
-	defer func() { <-a.turn }()
+	turn, leave := a.gates.enter(u.Thread)
+	return func() error {
+		defer leave()
+		select {
+		case <-turn:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return a.take(ctx, h, u, handle)
+	}, nil
+}
+
+// take hands one admitted event over, on its thread's turn.
+func (a *Adapter) take(ctx context.Context, h EventHeader, u chat.Update, handle chat.Handler) error {
+	eventID := h.ID
 	rec, found, err := a.store.Get(eventID)
 	if err != nil {
 		return fmt.Errorf("feishu: read event %s: %w", eventID, err)
@@ -306,12 +339,6 @@ func (a *Adapter) take(ctx context.Context, h EventHeader, ev Event, handle chat
 		rec = EventRecord{Update: a.nextID(h.Created)}
 		if err := a.store.Put(eventID, rec); err != nil {
 			return fmt.Errorf("feishu: record event %s: %w", eventID, err)
-		}
-	}
-	u := a.update(ev)
-	if m, ok := ev.(*MessageReceived); ok {
-		if err := a.describe(ctx, &u, m); err != nil {
-			return err
 		}
 	}
 	u.ID = rec.Update
@@ -328,6 +355,38 @@ func (a *Adapter) take(ctx context.Context, h EventHeader, ev Event, handle chat
 		a.logger.Warn("cannot mark an event handled", "event_id", eventID, "error", err)
 	}
 	return nil
+}
+
+// gates keeps the events of each thread in line: each waits for the one
+// admitted before it in its thread to be done.
+type gates struct {
+	mu   sync.Mutex
+	tail map[string]chan struct{} // thread -> closed when its last admitted event is done
+}
+
+// enter takes the next place of thread's line: turn is closed when every
+// event before it is done, and leave (called once) ends its own turn.
+func (g *gates) enter(thread string) (turn <-chan struct{}, leave func()) {
+	mine := make(chan struct{})
+	g.mu.Lock()
+	prev, ok := g.tail[thread]
+	g.tail[thread] = mine
+	g.mu.Unlock()
+	if !ok {
+		prev = make(chan struct{})
+		close(prev)
+	}
+	var once sync.Once
+	return prev, func() {
+		once.Do(func() {
+			g.mu.Lock()
+			if g.tail[thread] == mine {
+				delete(g.tail, thread)
+			}
+			g.mu.Unlock()
+			close(mine)
+		})
+	}
 }
 
 // nextID gives out Update.IDs in the platform's order: the event's

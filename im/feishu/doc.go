@@ -21,7 +21,8 @@
 // serves the Webhook on Options.Listen at Options.Path (an http.Server of
 // its own, with read, write and idle timeouts, shut down when Run's
 // context ends). Either way it hands each event over
-// as a chat.Update, one at a time: a message (the bot's @-mention cut; a
+// as a chat.Update, the events of one thread one at a time in the order
+// they came and those of different threads at once: a message (the bot's @-mention cut; a
 // message that is not text names its type in Media, and an image, file,
 // audio or media message its file in File, which Download fetches with the
 // message resource API), a rename
@@ -138,7 +139,9 @@
 // and seq (a payload split in sum parts is put together by message id;
 // parts wait 30 s), trace_id. A connection that hears nothing for three
 // ping intervals (and 10 s) is taken for dead and dropped. Frames are
-// handled one at a time, in order.
+// taken in order: each is admitted to its thread's line as it comes, then
+// handled and answered on its own (64 at most at once), so a slow thread
+// holds up no other.
 //
 // Each data frame's payload is a schema 2.0 event, decoded by the
 // webhook's decoder (readEvent: the same envelope, the same decodeEvent);

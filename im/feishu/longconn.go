@@ -48,6 +48,9 @@ const (
 	// wsQueue is how many whole data frames wait for the handler; the
 	// reader stops reading while it is full.
 	wsQueue = 16
+	// wsInFlight is how many data frames are handled at once (threads go
+	// at once, each in its order); the worker waits while it is reached.
+	wsInFlight = 64
 )
 
 // stateReceiving is Health's state while the long connection is up.
@@ -71,7 +74,7 @@ const codeWSBusy = 1000040345
 type longConn struct {
 	appID, appSecret, base string
 	botOpenID              string
-	handle                 HandlerFunc
+	admit                  admitFunc
 	logger                 hclog.Logger
 	// report is Adapter.setHealth.
 	report func(up bool, state, lastErr string)
@@ -83,14 +86,14 @@ type longConn struct {
 
 // newLongConn builds the receiver; the endpoint call is bounded by
 // opts.SendTimeout.
-func newLongConn(opts Options, botOpenID string, handle HandlerFunc, logger hclog.Logger,
+func newLongConn(opts Options, botOpenID string, admit admitFunc, logger hclog.Logger,
 	report func(up bool, state, lastErr string)) *longConn {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// The endpoint is asked once a connection: no idle connection (nor
 	// its goroutines) is kept between.
 	tr.DisableKeepAlives = true
 	return &longConn{appID: opts.AppID, appSecret: opts.AppSecret, base: opts.BaseURL, botOpenID: botOpenID,
-		handle: handle, logger: logger, report: report,
+		admit: admit, logger: logger, report: report,
 		httpc:  &http.Client{Timeout: opts.SendTimeout, Transport: tr},
 		dialer: &websocket.Dialer{HandshakeTimeout: wsDialTimeout, Proxy: http.ProxyFromEnvironment},
 		drop:   dropBackoff, refuse: refusedBackoff}
@@ -352,9 +355,16 @@ func (s *wsSession) pinger(stop <-chan struct{}) {
 	}
 }
 
-// work handles the queued data frames one at a time until stop; a frame
-// queued but not handled is not answered, and Feishu delivers it again.
+// work takes the queued data frames in the order they came until stop:
+// each is admitted to its thread's order here, then handled and answered
+// in a goroutine of its own (at most wsInFlight at once), so that a slow
+// thread holds up no other. A frame queued but not taken is not answered,
+// and Feishu delivers it again. work returns once every frame it took is
+// answered (or its answer failed).
 func (s *wsSession) work(ctx context.Context, queue <-chan dataFrame, stop <-chan struct{}) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, wsInFlight)
 	for {
 		select {
 		case <-stop:
@@ -363,20 +373,26 @@ func (s *wsSession) work(ctx context.Context, queue <-chan dataFrame, stop <-cha
 			select {
 			case <-stop:
 				return
-			default:
+			case slots <- struct{}{}:
 			}
-			s.answer(ctx, d)
+			hs := larkws.Headers(d.frame.Headers)
+			finish := s.c.take(ctx, hs.GetString(larkws.HeaderType), d.payload)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				s.answer(d, finish)
+			}()
 		}
 	}
 }
 
-// answer hands one data frame over and answers it on the same frame,
-// only once the handler returned.
-func (s *wsSession) answer(ctx context.Context, d dataFrame) {
+// answer runs one data frame's finish and answers on the same frame, only
+// once it returned.
+func (s *wsSession) answer(d dataFrame, finish func() *larkws.Response) {
 	hs := larkws.Headers(d.frame.Headers)
-	typ := hs.GetString(larkws.HeaderType)
 	start := time.Now()
-	resp := s.c.take(ctx, typ, d.payload)
+	resp := finish()
 	if resp == nil {
 		return
 	}
@@ -396,35 +412,44 @@ func (s *wsSession) answer(ctx context.Context, d dataFrame) {
 
 // take decodes one data frame's payload ("event" and "card" frames alike:
 // a schema 2.0 event, a card frame's a card.action.trigger) with the
-// webhook's decoder and hands it over. The answer says what the webhook's
-// status would: 200 handled (or not taken), 400 undecodable, 500 not
-// handled (Feishu delivers it again). A frame of another type gets no
-// answer (nil), as the SDK does.
-func (c *longConn) take(ctx context.Context, typ string, payload []byte) *larkws.Response {
+// webhook's decoder and admits it to its thread's order; the finish it
+// returns hands it over and says what the webhook's status would: 200
+// handled (or not taken), 400 undecodable, 500 not handled (Feishu
+// delivers it again). A frame of another type gets no answer (nil), as
+// the SDK does.
+func (c *longConn) take(ctx context.Context, typ string, payload []byte) (finish func() *larkws.Response) {
+	answer := func(r *larkws.Response) func() *larkws.Response { return func() *larkws.Response { return r } }
 	if t := larkws.MessageType(typ); t != larkws.MessageTypeEvent && t != larkws.MessageTypeCard {
 		c.logger.Warn("a data frame of an unknown type; not answered", "type", typ)
-		return nil
+		return answer(nil)
 	}
 	env, ev, err := readEvent(payload, c.botOpenID)
 	if err != nil {
 		c.logger.Error("undecodable event", "frame", typ, "error", err)
-		return larkws.NewResponseByCode(http.StatusBadRequest)
+		return answer(larkws.NewResponseByCode(http.StatusBadRequest))
 	}
-	h := env.Header
+	h := env.header()
 	if ev == nil {
-		c.logger.Debug("event not taken", "event_id", h.EventID, "type", h.EventType)
-		return larkws.NewResponseByCode(http.StatusOK)
+		c.logger.Debug("event not taken", "event_id", h.ID, "type", h.Type)
+		return answer(larkws.NewResponseByCode(http.StatusOK))
 	}
-	if err := c.handle(ctx, env.header(), ev); err != nil {
-		c.logger.Warn("event not handled; Feishu will deliver it again", "event_id", h.EventID, "type", h.EventType, "error", err)
-		return larkws.NewResponseByCode(http.StatusInternalServerError)
+	handle, err := c.admit(ctx, h, ev)
+	if err != nil {
+		c.logger.Warn("event not admitted; Feishu will deliver it again", "event_id", h.ID, "type", h.Type, "error", err)
+		return answer(larkws.NewResponseByCode(http.StatusInternalServerError))
 	}
-	resp := larkws.NewResponseByCode(http.StatusOK)
-	if _, isCard := ev.(*CardPressed); isCard {
-		// A card callback's answer: an empty object, no toast.
-		resp.Data = []byte("{}")
+	return func() *larkws.Response {
+		if err := handle(); err != nil {
+			c.logger.Warn("event not handled; Feishu will deliver it again", "event_id", h.ID, "type", h.Type, "error", err)
+			return larkws.NewResponseByCode(http.StatusInternalServerError)
+		}
+		resp := larkws.NewResponseByCode(http.StatusOK)
+		if _, isCard := ev.(*CardPressed); isCard {
+			// A card callback's answer: an empty object, no toast.
+			resp.Data = []byte("{}")
+		}
+		return resp
 	}
-	return resp
 }
 
 // write writes one frame, bounded by wsWriteTimeout.

@@ -232,3 +232,76 @@ func TestOptionsInWSModeNeedTheAppButNoToken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAThreadWhoseHandlerHangsHoldsUpNoOther, in both modes: the handler
+// of one chat hangs on its first message. Another chat's message is
+// handled and answered meanwhile; the hanging chat's second message waits
+// for its first, and both are handled in order once it is released.
+func TestAThreadWhoseHandlerHangsHoldsUpNoOther(t *testing.T) {
+	for _, mode := range []string{feishu.ModeWebhook, feishu.ModeWS} {
+		t.Run(mode, func(t *testing.T) {
+			checkLeaks(t)
+			s := newFake(t)
+			s.AddChat(fakefeishu.Chat{ID: "oc_2", Name: "other box"})
+			var r *running
+			var send func(eventID, chat, text string) int
+			if mode == feishu.ModeWS {
+				r = startWS(t, s, newMemStore(), appSecret)
+				waitUp(t, r)
+				send = func(eventID, chat, text string) int {
+					a, err := s.PushEvent(context.Background(), eventID, "im.message.receive_v1",
+						fakefeishu.TextMessage("om_"+eventID, chat, "group", "", "ou_alice", text), 1)
+					if err != nil {
+						t.Error(err)
+					}
+					return a.Status
+				}
+			} else {
+				r = startAdapter(t, s, newMemStore())
+				send = func(eventID, chat, text string) int {
+					a, err := r.poster.Post(context.Background(), r.poster.Envelope(eventID, "im.message.receive_v1",
+						fakefeishu.TextMessage("om_"+eventID, chat, "group", "", "ou_alice", text)))
+					if err != nil {
+						t.Error(err)
+					}
+					return a.Status
+				}
+			}
+			release := make(chan struct{})
+			hanging := make(chan struct{})
+			r.setHandle(func(u chat.Update) error {
+				if u.Text == "slow one" {
+					close(hanging)
+					<-release
+				}
+				return nil
+			})
+			answers := make(chan int, 2)
+			go func() { answers <- send("ev-1", "oc_1", "slow one") }()
+			<-hanging
+			go func() { answers <- send("ev-2", "oc_1", "slow two") }()
+			if st := send("ev-3", "oc_2", "other"); st != 200 {
+				t.Fatalf("the other chat's message was answered %d while the first chat's hangs", st)
+			}
+			texts := func() []string {
+				var out []string
+				for _, u := range r.got() {
+					out = append(out, u.Text)
+				}
+				return out
+			}
+			if got := texts(); len(got) != 1 || got[0] != "other" {
+				t.Fatalf("while the first chat hangs, handled %q", got)
+			}
+			close(release)
+			for range 2 {
+				if st := <-answers; st != 200 {
+					t.Fatalf("the hanging chat's message answered %d once released", st)
+				}
+			}
+			if got := texts(); len(got) != 3 || got[1] != "slow one" || got[2] != "slow two" {
+				t.Fatalf("handled %q, want the hanging chat's in order after the other", got)
+			}
+		})
+	}
+}

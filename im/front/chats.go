@@ -225,7 +225,10 @@ type cursorRow struct {
 // note records the cursor of the last update handled, writing the row at
 // most every cursorEvery; one skipped is written cursorEvery after the
 // last write (a trailing write), so the row never stays behind the last
-// update of a burst. stop writes it too.
+// update of a burst. stop writes it too. Threads handled at once note
+// their cursors in any order: each passes only updates handled, and one
+// a little behind only has the platform offer again what the bindings
+// drop.
 func (c *cursorRow) note(next string) {
 	if next == "" {
 		return

@@ -105,7 +105,7 @@ func (a *Adapter) Allows(user string) bool {
 }
 
 // Run runs the Bot's Run (see there), handing each update over as a
-// chat.Update whose Cursor is its id + 1.
+// chat.Update whose Cursor is the Inbound's.
 func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 	return a.bot.Run(ctx, func(ctx context.Context, in Inbound) error {
 		return handle(ctx, Update(in))
@@ -115,7 +115,11 @@ func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {
 // Update turns an Inbound into a chat.Update. An update of no
 // conversation (an inline query) has no Thread.
 func Update(in Inbound) chat.Update {
-	u := chat.Update{ID: in.UpdateID, Cursor: strconv.FormatInt(in.UpdateID+1, 10), Topic: in.Topic,
+	cursor := in.Cursor
+	if cursor == 0 {
+		cursor = in.UpdateID + 1 // an Inbound made by hand
+	}
+	u := chat.Update{ID: in.UpdateID, Cursor: strconv.FormatInt(cursor, 10), Topic: in.Topic,
 		Text: in.Text, Media: in.Media, Caption: in.Caption, File: in.File, Name: in.TopicName, NameSrc: in.NameSrc, Other: in.Other}
 	if in.ChatID != 0 && in.ThreadID != 0 {
 		u.Thread = ThreadKey(in.ChatID, in.ThreadID)

@@ -115,7 +115,8 @@ type Bot struct {
 
 	// next is the first update id not yet handled; confirmed is the offset
 	// Telegram last saw; lastAt is when the last update came (or the
-	// offset was saved). They belong to Run (one at a time).
+	// offset was saved). They belong to Run's own goroutine (one Run at a
+	// time).
 	next, confirmed int64
 	lastAt          time.Time
 	now             func() time.Time

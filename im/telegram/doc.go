@@ -1,5 +1,6 @@
 // Package telegram is thatch's Telegram adapter: it long-polls a bot's
-// updates and hands them, one at a time and in order, to the IM front end
+// updates and hands them, in order within each conversation and
+// conversations at once, to the IM front end
 // as Inbound values (one forum topic = one agent session), and it sends the
 // front end's replies (split, rendered, paced) back. It decides nothing
 // about bindings: it translates.

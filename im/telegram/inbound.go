@@ -9,9 +9,13 @@ import (
 // Inbound is one update, reduced to what a binding needs. Fields that the
 // update does not carry are zero.
 type Inbound struct {
-	// UpdateID is the update's id; the caller persists UpdateID+1 as the
-	// next Offset once it has handled the update.
+	// UpdateID is the update's id.
 	UpdateID int64
+	// Cursor is what the caller may persist as the next Offset once it
+	// has handled the update: every update before it is handled by then
+	// (UpdateID+1 when nothing before this one is still being handled;
+	// Run hands other conversations' updates over at once).
+	Cursor int64
 	// UserID is the sender (or the user who pressed a button).
 	UserID int64
 	// ChatID is the chat the update happened in.

@@ -38,12 +38,18 @@ var (
 const pollLimit = 100
 
 // Run long-polls getUpdates until ctx ends and calls handle for each
-// update, one at a time, in update-id order. An update is confirmed to
-// Telegram (a getUpdates offset passes it) only after handle returned nil
-// for it and for every update before it. When handle fails, Run logs, waits
-// (backoff) and calls handle again with the same update: nothing is
-// skipped. Before it waits, and when ctx ends, Run confirms the updates
-// handled so far, so that Telegram drops those and only those.
+// update. Updates of one conversation (a chat, or a forum topic: ChatID
+// and ThreadID) are handed over one at a time in update-id order; those
+// of different conversations at once, each conversation in a lane of its
+// own, so that a conversation whose handler is slow or failing holds up
+// no other. An update is confirmed to Telegram (a getUpdates offset
+// passes it) only after handle returned nil for it and for every update
+// before it. When handle fails, its lane logs, waits (backoff) and calls
+// handle again with the same update: nothing is skipped. While an update
+// is still being handled, Run asks Telegram again every stallRepoll for
+// updates of the other conversations (confirming what was handled so
+// far); and when ctx ends, it waits for every lane to return and
+// confirms what was handled, so that Telegram drops those and only those.
 //
 // Run returns nil when ctx ends, and ErrRunning when another Run is
 // polling. A getUpdates failure is logged and retried; a refusal of the
@@ -61,66 +67,70 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 	if b.lastAt.IsZero() {
 		b.lastAt = b.now()
 	}
-	var pending []models.Update
-	failures := 0 // in a row; a getUpdates or a handle that succeeds resets it
+	l := newLanes(ctx, b, handle)
+	defer func() {
+		l.wait()
+		b.next = l.prefix(b.next)
+	}()
+	failures := 0 // getUpdates failures in a row
+	var polled time.Time
 	for ctx.Err() == nil {
-		if len(pending) == 0 {
-			if b.next > 0 && b.now().Sub(b.lastAt) >= IDReset {
-				// Telegram may number the next update anew, below
-				// b.next: ask from the earliest unconfirmed one.
-				b.log.Debug("no update for a while; asking from the earliest unconfirmed update", "since", b.lastAt)
-				b.next, b.confirmed = 0, 0
-			}
-			ups, err := b.getUpdates(ctx, b.next, pollLimit, b.poll)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				changed := b.setHealth(err)
-				failures++
-				wait := nextBackoff(failures, err)
-				if errors.Is(err, ErrRefused) {
-					if changed {
-						b.log.Error("Telegram refuses the bot's token or the method; no message is received until it accepts it again (asking again, slowly)", "error", err, "wait", wait)
-					}
-				} else {
-					b.log.Warn("getUpdates failed; retrying", "error", err, "wait", wait)
-				}
-				retry.Sleep(ctx, wait)
-				continue
-			}
-			if b.setHealth(nil) {
-				b.log.Info("polling Telegram for updates")
-			}
-			failures = 0
-			b.confirmed = b.next
-			if len(ups) > 0 {
-				b.lastAt = b.now()
-			}
-			for _, u := range ups {
-				// Telegram answers in order from the offset; anything
-				// older was handled already.
-				if u.ID >= b.next {
-					pending = append(pending, u)
-				}
-			}
-			continue
-		}
-		u := pending[0]
-		if err := handle(ctx, b.inbound(&u)); err != nil {
+		wait := b.poll
+		if l.busy() {
+			// Updates are still being handled: ask again (at once, not
+			// a long poll, which Telegram answers at once anyway with
+			// what is unconfirmed) when they are done or stallRepoll
+			// after the last poll, whichever comes first.
+			l.waitIdle(ctx, polled.Add(stallRepoll))
 			if ctx.Err() != nil {
 				return nil
 			}
-			b.confirm(ctx)
+			b.next = l.prefix(b.next)
+			if l.busy() {
+				wait = 0
+			}
+		}
+		if wait > 0 && b.next > 0 && b.now().Sub(b.lastAt) >= IDReset {
+			// Telegram may number the next update anew, below
+			// b.next: ask from the earliest unconfirmed one.
+			b.log.Debug("no update for a while; asking from the earliest unconfirmed update", "since", b.lastAt)
+			b.next, b.confirmed = 0, 0
+			l.renumbered()
+		}
+		polled = b.now()
+		ups, err := b.getUpdates(ctx, b.next, pollLimit, wait)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			changed := b.setHealth(err)
 			failures++
-			wait := nextBackoff(failures, nil)
-			b.log.Warn("update handler failed; retrying the same update", "update_id", u.ID, "error", b.redact(err), "wait", wait)
+			wait := nextBackoff(failures, err)
+			if errors.Is(err, ErrRefused) {
+				if changed {
+					b.log.Error("Telegram refuses the bot's token or the method; no message is received until it accepts it again (asking again, slowly)", "error", err, "wait", wait)
+				}
+			} else {
+				b.log.Warn("getUpdates failed; retrying", "error", err, "wait", wait)
+			}
 			retry.Sleep(ctx, wait)
 			continue
 		}
+		if b.setHealth(nil) {
+			b.log.Info("polling Telegram for updates")
+		}
 		failures = 0
-		b.next = u.ID + 1
-		pending = pending[1:]
+		b.confirmed = b.next
+		if len(ups) > 0 {
+			b.lastAt = b.now()
+		}
+		for _, u := range ups {
+			// Telegram answers in order from the offset; anything older
+			// was handled already, and what is taken is not taken twice.
+			if u.ID >= b.next {
+				l.add(b.inbound(&u))
+			}
+		}
 	}
 	return nil
 }

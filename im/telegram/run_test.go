@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,7 @@ import (
 	"github.com/thatch-run/thatch/internal/testwait"
 )
 
-func TestRunDeliversEachKindOfUpdateInOrderWithItsFields(t *testing.T) {
+func TestRunDeliversEachKindOfUpdateInItsConversationsOrderWithItsFields(t *testing.T) {
 	w := newWorld(t, nil)
 	const forum, group, private = int64(-1001), int64(-2002), int64(555)
 	thread := w.srv.CreateTopic(forum, "claude: fix build")
@@ -32,7 +33,21 @@ func TestRunDeliversEachKindOfUpdateInOrderWithItsFields(t *testing.T) {
 	run(t, w.bot, func(_ context.Context, in Inbound) error { rec.add(in); return nil })
 	testwait.Until(t, "six updates", func() bool { return len(rec.get()) >= 6 })
 
+	// Conversations are handed over at once: each keeps its order, and
+	// the ids say where each update stands in Telegram's.
 	got := rec.get()
+	lastOf := map[string]int64{}
+	for i := range got {
+		if prev := lastOf[laneOf(got[i])]; got[i].UpdateID <= prev {
+			t.Fatalf("update %d of %s handed over after %d", got[i].UpdateID, laneOf(got[i]), prev)
+		}
+		lastOf[laneOf(got[i])] = got[i].UpdateID
+		if got[i].Cursor < 1 || got[i].Cursor > got[i].UpdateID+1 {
+			t.Fatalf("update %d has cursor %d: it may pass only what is handled", got[i].UpdateID, got[i].Cursor)
+		}
+		got[i].Cursor = 0
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].UpdateID < got[j].UpdateID })
 	if got[5].Callback == nil || got[5].Callback.ID == "" {
 		t.Fatalf("update 6 is not a callback with an id: %+v", got[5])
 	}
@@ -205,4 +220,52 @@ func TestRunTakesUpdatesTelegramNumberedAnewAfterAWeek(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAConversationWhoseHandlerHangsHoldsUpNoOther: the handler of one
+// forum topic hangs on its first update. Another chat's updates, the one
+// in the same batch and one sent after it, are handed over meanwhile; the
+// hanging topic's second update waits for its first; Telegram is told
+// nothing past the hanging update until it is handled, and then all.
+func TestAConversationWhoseHandlerHangsHoldsUpNoOther(t *testing.T) {
+	w := newWorld(t, nil)
+	const slowChat, otherChat = int64(-100), int64(-200)
+	slow1 := w.srv.Message(slowChat, 0, 9, "slow one")
+	w.srv.Message(otherChat, 0, 9, "other one")
+	release := make(chan struct{})
+	rec := &recorder{}
+	run(t, w.bot, func(ctx context.Context, in Inbound) error {
+		if in.UpdateID == slow1 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		rec.add(in)
+		return nil
+	})
+	texts := func() []string {
+		var out []string
+		for _, in := range rec.get() {
+			out = append(out, in.Text)
+		}
+		return out
+	}
+	testwait.Until(t, "the other chat's first update", func() bool { return len(rec.get()) == 1 })
+	w.srv.Message(slowChat, 0, 9, "slow two")
+	w.srv.Message(otherChat, 0, 9, "other two")
+	testwait.Until(t, "the other chat's update sent while the topic hangs", func() bool { return len(rec.get()) == 2 })
+	if got := texts(); !reflect.DeepEqual(got, []string{"other one", "other two"}) {
+		t.Fatalf("while the slow chat hangs, handed over %q", got)
+	}
+	if c := w.srv.Confirmed(); c >= slow1 {
+		t.Fatalf("Telegram was told update %d is handled while its handler hangs", c)
+	}
+	close(release)
+	testwait.Until(t, "the slow chat's updates", func() bool { return len(rec.get()) == 4 })
+	if got := texts(); !reflect.DeepEqual(got[2:], []string{"slow one", "slow two"}) {
+		t.Fatalf("the slow chat's updates came as %q, want in order", got[2:])
+	}
+	testwait.Until(t, "all four confirmed", func() bool { return w.srv.Confirmed() == 4 })
 }
