@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,9 +33,16 @@ func (n *Node) Publish(ctx context.Context, node, msgID string, data []byte) (du
 // consumerName is the durable consumer of a node's subject.
 func consumerName(node string) string { return "in-" + node }
 
-// ackWait is how long a message handed to handle may stay unacknowledged
-// before the stream offers it again; handle is bounded well below it.
-const ackWait = 2 * time.Minute
+// ackWait is how long a message handed out may stay unacknowledged
+// before the stream offers it again. While handle runs, Consume tells the
+// stream every progressEvery that it still works on it, so ackWait bounds
+// only a message that was lost on its way (a fetch answered while this
+// node was stopped, or as the consumer's leader moved): it is offered
+// again within seconds, not after a long handle's bound.
+const (
+	ackWait       = 10 * time.Second
+	progressEvery = ackWait / 4
+)
 
 // nakDelay is how long a message handle failed waits before it is
 // offered again.
@@ -42,9 +50,10 @@ const nakDelay = time.Second
 
 // Consume hands each message of this node's subject to handle, one at a
 // time and in order, until ctx ends: one acknowledged only once handle
-// returned nil for it (then it leaves the stream), one handle failed is
-// offered again after nakDelay, and nothing after it is handed over
-// meanwhile. The consumer is durable: what arrives while the node is
+// returned nil for it (then it leaves the stream; an acknowledgement that
+// fails, as in an election, is made again until ackWait has passed), one
+// handle failed is offered again after nakDelay, and nothing after it is
+// handed over meanwhile. The consumer is durable: what arrives while the node is
 // down waits in the stream.
 func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, data []byte) error) {
 	if !n.Wait(ctx) {
@@ -88,7 +97,7 @@ func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, dat
 		if msg == nil {
 			continue
 		}
-		if err := handle(ctx, msg.Data()); err != nil {
+		if err := handleInProgress(ctx, msg, handle); err != nil {
 			if ctx.Err() != nil {
 				return // not acknowledged: offered again after the restart
 			}
@@ -96,13 +105,52 @@ func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, dat
 			_ = msg.NakWithDelay(nakDelay)
 			continue
 		}
-		c, cancel := context.WithTimeout(ctx, opTimeout)
-		if err := msg.DoubleAck(c); err != nil && !errors.Is(err, context.Canceled) {
-			// Offered again after ackWait; the binding drops an update
-			// it handled.
-			n.log.Warn("cannot acknowledge an update; it will be offered again and dropped", "error", err)
+		n.ack(ctx, msg)
+	}
+}
+
+// handleInProgress runs handle on msg, telling the stream every
+// progressEvery meanwhile that the message is still worked on.
+func handleInProgress(ctx context.Context, msg jetstream.Msg, handle func(ctx context.Context, data []byte) error) error {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress() // a lost one: the next tick, or ackWait
+			}
 		}
+	})
+	defer wg.Wait()
+	defer close(done)
+	return handle(ctx, msg.Data())
+}
+
+// ack acknowledges a handled message, again and again while it fails (the
+// consumer's leader may be moving) until ackWait has passed, when the
+// stream offers it again anyway and its binding drops it.
+func (n *Node) ack(ctx context.Context, msg jetstream.Msg) {
+	deadline := time.Now().Add(ackWait)
+	for attempt := 1; ; attempt++ {
+		c, cancel := context.WithTimeout(ctx, opTimeout)
+		err := msg.DoubleAck(c)
 		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.log.Warn("cannot acknowledge an update; it will be offered again and dropped", "attempts", attempt, "error", err)
+			return
+		}
+		n.log.Debug("cannot acknowledge an update yet; trying again", "error", err)
+		if !retry.Sleep(ctx, nakDelay) {
+			return
+		}
 	}
 }
 

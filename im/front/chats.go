@@ -1,6 +1,7 @@
 package front
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -57,12 +58,20 @@ func (f *FrontEnd) openChats() error {
 		if f.opts.ChatInterval != 0 {
 			interval = f.opts.ChatInterval
 		}
+		var parking telegram.Parking
+		if !f.cfg.Cluster.Enabled() {
+			// In a cluster, updates are parked on the owner's stream
+			// subject instead; a row here could wait for a lease this
+			// node no longer holds.
+			parking = &parkRows{rows: f.rows, log: f.log}
+		}
 		a, err := telegram.Open(telegram.Options{
 			Token:        im.Telegram.Token.Reveal(),
 			APIURL:       im.Telegram.APIURL,
 			PollTimeout:  f.opts.PollTimeout,
 			SendTimeout:  im.Telegram.SendTimeout,
 			ChatInterval: interval,
+			Parking:      parking,
 			Logger:       f.log.Named("telegram"),
 		}, im.AllowedUsers, resume)
 		if err != nil {
@@ -158,6 +167,48 @@ func (e *eventRows) Put(eventID string, r feishu.EventRecord) error {
 func (e *eventRows) Prune(cutoff time.Time) error {
 	_, err := e.rows.DeleteWrittenBefore(eventTable, cutoff)
 	return err
+}
+
+// parkTable holds the Telegram updates confirmed to Telegram before their
+// bindings journaled them (telegram.Parking): a thread whose binding is
+// slow holds up no other, and its updates are handed over at the next
+// start if thatch stops first.
+const parkTable = "im.telegram.parked"
+
+// parkRows is the Telegram adapter's telegram.Parking on the row table:
+// the key is the update id (zero-padded, so rows come in order), the
+// value the update as JSON. Rows.Put is a synced write.
+type parkRows struct {
+	rows *persistence.Rows
+	log  hclog.Logger
+}
+
+func (p *parkRows) Park(in telegram.Inbound) error {
+	v, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return p.rows.Put(parkTable, fmt.Sprintf("%020d", in.UpdateID), v)
+}
+
+func (p *parkRows) Unpark(id int64) error {
+	return p.rows.Delete(parkTable, fmt.Sprintf("%020d", id))
+}
+
+// Parked skips a row that cannot be read, saying so in the log (and
+// keeps it, for a look): the rest still go.
+func (p *parkRows) Parked() ([]telegram.Inbound, error) {
+	var out []telegram.Inbound
+	err := p.rows.Scan(parkTable, func(row persistence.Row) error {
+		var in telegram.Inbound
+		if err := json.Unmarshal(row.Value, &in); err != nil || in.UpdateID <= 0 {
+			p.log.Error("a parked Telegram update cannot be read; it is not handed over", "table", parkTable, "key", row.Key, "error", err)
+			return nil
+		}
+		out = append(out, in)
+		return nil
+	})
+	return out, err
 }
 
 // closeChats drops the adapters' connections.

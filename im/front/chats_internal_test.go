@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/thatch-run/thatch/e2e/fakefeishu"
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/feishu"
+	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/persistence"
 )
@@ -82,4 +84,49 @@ type testLogWriter struct{ t *testing.T }
 func (w testLogWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// TestParkedTelegramUpdatesOutliveARestartOfTheStore: what the Telegram
+// adapter parks is read back whole after the store is opened again, an
+// unparked one is gone, and a row that cannot be read is skipped while
+// the others still come back.
+func TestParkedTelegramUpdatesOutliveARestartOfTheStore(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*persistence.Store, *parkRows) {
+		st, err := persistence.Open(dir, persistence.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, &parkRows{rows: st.Rows(), log: hclog.New(&hclog.LoggerOptions{Output: testLogWriter{t}})}
+	}
+	st, p := open()
+	ins := []telegram.Inbound{
+		{UpdateID: 41, ChatID: -100, ThreadID: 7, Topic: true, UserID: 9, Text: "first", Cursor: 41},
+		{UpdateID: 42, ChatID: -100, ThreadID: 7, Topic: true, UserID: 9, Media: "document", Caption: "the log",
+			File: &chat.File{Kind: chat.FileDocument, Ref: "file-ref", Name: "build.log", Size: 120}},
+		{UpdateID: 43, ChatID: -100, ThreadID: 7, Topic: true, UserID: 9, Callback: &telegram.Callback{ID: "cb", Data: "p:1", MessageID: 5}},
+	}
+	for _, in := range ins {
+		if err := p.Park(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Unpark(43); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Rows().Put(parkTable, "garbage", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, p = open()
+	defer st.Close()
+	got, err := p.Parked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, ins[:2]) {
+		t.Fatalf("parked after the restart:\n got %+v\nwant %+v", got, ins[:2])
+	}
 }

@@ -93,6 +93,15 @@ type Options struct {
 	// (Telegram allows about one message a second per chat). Default:
 	// DefaultChatInterval; negative means no spacing (tests).
 	ChatInterval time.Duration
+	// Parking, when set, keeps the updates of a conversation whose handler
+	// runs ParkAfter or longer, so that Run confirms them to Telegram and
+	// goes on with the others; Run hands them over again at its next
+	// start. Nil: a slow conversation holds Telegram's offset until it is
+	// handled, and Run asks for the others' updates only every second
+	// meanwhile.
+	Parking Parking
+	// ParkAfter: see Parking. Default: DefaultParkAfter.
+	ParkAfter time.Duration
 	// Logger receives retries and failures. Default: a null logger.
 	Logger hclog.Logger
 }
@@ -111,6 +120,8 @@ type Bot struct {
 	reqTO     time.Duration
 	sendTO    time.Duration
 	interval  time.Duration
+	parking   Parking
+	parkAfter time.Duration
 	running   atomic.Bool
 
 	// next is the first update id not yet handled; confirmed is the offset
@@ -182,10 +193,11 @@ func New(o Options) (*Bot, error) {
 		reqTO:    o.RequestTimeout,
 		sendTO:   o.SendTimeout,
 		interval: o.ChatInterval,
-		next:     o.Offset,
-		lastAt:   o.OffsetSaved,
-		now:      time.Now,
-		chats:    map[int64]*chatGate{},
+		parking:  o.Parking, parkAfter: o.ParkAfter,
+		next:   o.Offset,
+		lastAt: o.OffsetSaved,
+		now:    time.Now,
+		chats:  map[int64]*chatGate{},
 	}
 	// A transport of its own, so that Close can drop its idle connections.
 	b.transport = http.DefaultTransport.(*http.Transport).Clone()
@@ -230,6 +242,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ChatInterval == 0 {
 		o.ChatInterval = DefaultChatInterval
+	}
+	if o.ParkAfter <= 0 {
+		o.ParkAfter = DefaultParkAfter
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()

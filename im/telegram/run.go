@@ -44,12 +44,16 @@ const pollLimit = 100
 // own, so that a conversation whose handler is slow or failing holds up
 // no other. An update is confirmed to Telegram (a getUpdates offset
 // passes it) only after handle returned nil for it and for every update
-// before it. When handle fails, its lane logs, waits (backoff) and calls
-// handle again with the same update: nothing is skipped. While an update
-// is still being handled, Run asks Telegram again every stallRepoll for
-// updates of the other conversations (confirming what was handled so
-// far); and when ctx ends, it waits for every lane to return and
-// confirms what was handled, so that Telegram drops those and only those.
+// before it, or parked (Options.Parking: a conversation whose handler
+// runs ParkAfter or longer has its updates parked, so that the others'
+// next updates need not wait for it; Run hands parked updates over again
+// at its next start, first). When handle fails, its lane logs, waits
+// (backoff) and calls handle again with the same update: nothing is
+// skipped. While an update is neither handled nor parked, Run asks
+// Telegram again every stallRepoll for updates of the other
+// conversations (confirming what was handled so far); and when ctx ends,
+// it waits for every lane to return and confirms what was handled or
+// parked, so that Telegram drops those and only those.
 //
 // Run returns nil when ctx ends, and ErrRunning when another Run is
 // polling. A getUpdates failure is logged and retried; a refusal of the
@@ -68,6 +72,7 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 		b.lastAt = b.now()
 	}
 	l := newLanes(ctx, b, handle)
+	l.unpark()
 	defer func() {
 		l.wait()
 		b.next = l.prefix(b.next)

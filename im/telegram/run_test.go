@@ -269,3 +269,89 @@ func TestAConversationWhoseHandlerHangsHoldsUpNoOther(t *testing.T) {
 	}
 	testwait.Until(t, "all four confirmed", func() bool { return w.srv.Confirmed() == 4 })
 }
+
+// memParking is a Parking in memory, kept across the Bots of a test.
+type memParking struct {
+	mu  sync.Mutex
+	ins map[int64]Inbound
+}
+
+func (p *memParking) Park(in Inbound) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ins[in.UpdateID] = in
+	return nil
+}
+
+func (p *memParking) Unpark(id int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.ins, id)
+	return nil
+}
+
+func (p *memParking) Parked() ([]Inbound, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Inbound
+	for _, in := range p.ins {
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func (p *memParking) texts() []string {
+	ins, _ := p.Parked()
+	sort.Slice(ins, func(i, j int) bool { return ins[i].UpdateID < ins[j].UpdateID })
+	var out []string
+	for _, in := range ins {
+		out = append(out, in.Text)
+	}
+	return out
+}
+
+// TestASlowConversationIsParkedAndHandedOverAfterARestart: with Parking,
+// a conversation whose handler hangs has its updates parked, so that
+// Telegram is told every update is taken and the other conversation's
+// come through at once; a restart hands the parked ones over first, in
+// order, and Telegram sends none of them again.
+func TestASlowConversationIsParkedAndHandedOverAfterARestart(t *testing.T) {
+	park := &memParking{ins: map[int64]Inbound{}}
+	tweak := func(o *Options) { o.Parking, o.ParkAfter = park, 50*time.Millisecond }
+	w := newWorld(t, tweak)
+	const slowChat, otherChat = int64(-100), int64(-200)
+	w.srv.Message(slowChat, 0, 9, "slow one")
+	w.srv.Message(otherChat, 0, 9, "other one")
+	rec := &recorder{}
+	stop := run(t, w.bot, func(ctx context.Context, in Inbound) error {
+		if in.ChatID == slowChat {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		rec.add(in)
+		return nil
+	})
+	testwait.Until(t, "the other chat's first update", func() bool { return len(rec.get()) == 1 })
+	w.srv.Message(slowChat, 0, 9, "slow two")
+	w.srv.Message(otherChat, 0, 9, "other two")
+	testwait.Until(t, "the other chat's second update", func() bool { return len(rec.get()) == 2 })
+	testwait.Until(t, "every update confirmed, the slow chat's parked", func() bool { return w.srv.Confirmed() == 4 })
+	if got := park.texts(); !reflect.DeepEqual(got, []string{"slow one", "slow two"}) {
+		t.Fatalf("parked %q, want the slow chat's two updates", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	again := &recorder{}
+	run(t, w.newBot(tweak), func(_ context.Context, in Inbound) error { again.add(in); return nil })
+	testwait.Until(t, "the parked updates handed over", func() bool { return len(again.get()) == 2 })
+	var texts []string
+	for _, in := range again.get() {
+		texts = append(texts, in.Text)
+	}
+	if !reflect.DeepEqual(texts, []string{"slow one", "slow two"}) {
+		t.Fatalf("after the restart handed over %q, want the parked updates in order", texts)
+	}
+	testwait.Until(t, "nothing parked once handled", func() bool { return len(park.texts()) == 0 })
+}
