@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -357,6 +358,11 @@ func benchFeishu(c *Config) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Logf("feishu: %d webhook events over %v with %d busy loops running", total, d, fsBusyLoops)
+	loaded, err := w.loadedRound(post, total, d)
+	if err != nil {
+		return nil, err
+	}
 	closePost()
 
 	c.Logf("feishu: long connection (mode ws)")
@@ -372,7 +378,42 @@ func benchFeishu(c *Config) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fsRecords(n, total, d, hook, hookTG, ws, wsTG), nil
+	return append(fsRecords(n, total, d, hook, hookTG, ws, wsTG), fsLoadedRecord(n, total, d, loaded)), nil
+}
+
+// fsBusyLoops is how many busy CPU loops (shells spinning, processes of
+// their own) run beside the daemon in the loaded round.
+const fsBusyLoops = 2
+
+// loadedRound delivers total events over d while fsBusyLoops busy loops
+// run, each its own process, ended by its PID afterwards.
+func (w *fsWorld) loadedRound(deliver fsDeliver, total int, d time.Duration) (*fsRun, error) {
+	var loops []*exec.Cmd
+	defer func() {
+		for _, l := range loops {
+			_ = l.Process.Kill()
+			_ = l.Wait()
+		}
+	}()
+	for range fsBusyLoops {
+		l := exec.Command("sh", "-c", "while :; do :; done")
+		if err := l.Start(); err != nil {
+			return nil, fmt.Errorf("bench: feishu: start a busy loop: %w", err)
+		}
+		loops = append(loops, l)
+	}
+	return w.round(deliver, 0, total, d, "l", false)
+}
+
+// fsLoadedRecord is the webhook's answers under load.
+func fsLoadedRecord(n, total int, d time.Duration, r *fsRun) Record {
+	rec := newRecord("feishu.webhook_answer.loaded", ms(percentile(r.answers, 99)), "ms",
+		fmt.Sprintf("as feishu.webhook_answer (%d bound chats, %d events over %v at %d/s, round robin, an open loop), with %d "+
+			"busy CPU loops (`sh -c 'while :; do :; done'`, processes of their own) running through the round: %s; each "+
+			"answered 200, recorded handled and typed (%d typed in time); the threads' events are handled at once, each "+
+			"thread's in order; baseline is the 100 ms limit, not a measurement",
+			n, total, d, fsRate, fsBusyLoops, imLatencies(r.answers), len(r.keys.inside))).withBaseline(ms(fsAnswerMax))
+	return fsMissing(imJudged(rec, n, fsChatsFull, ms(fsAnswerMax)), r.keys.missing)
 }
 
 // warmUp sends one message to each Telegram topic and one event to each
@@ -400,7 +441,7 @@ func fsRecords(n, total int, d time.Duration, hook *fsRun, hookTG *keysRun, ws *
 			"goroutine of its own at its time (an open loop), timed from the request's start (body encrypted and signed before) "+
 			"to the 200. Before the 200: decrypt, signature and token checks, the event id recorded (a synced row), the chat's "+
 			"info (cached since the warm-up), the binding journals the message (synced), the id marked handled (a synced row); "+
-			"events wait their turn, one at a time: %s; each was answered 200, recorded handled, and typed into its window "+
+			"events of different chats are handled at once, each chat's in order: %s; each was answered 200, recorded handled, and typed into its window "+
 			"(see feishu.webhook_event_to_keys); baseline is the 100 ms limit, not a measurement",
 			load, compared, imLatencies(hook.answers))).withBaseline(ms(fsAnswerMax))
 	answer = fsMissing(imJudged(answer, n, fsChatsFull, ms(fsAnswerMax)), hook.keys.missing)

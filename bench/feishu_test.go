@@ -22,7 +22,7 @@ func TestFeishuMeasuresEachPathAgainstTelegram(t *testing.T) {
 	if !ok || tg.Value <= 0 {
 		t.Fatalf("no Telegram baseline measured: %+v in %v", tg, names(recs))
 	}
-	for _, name := range []string{"feishu.webhook_answer", "feishu.ws_event_to_keys", "feishu.webhook_event_to_keys"} {
+	for _, name := range []string{"feishu.webhook_answer", "feishu.webhook_answer.loaded", "feishu.ws_event_to_keys", "feishu.webhook_event_to_keys"} {
 		r, ok := byName[name]
 		switch {
 		case !ok:

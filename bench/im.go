@@ -67,7 +67,7 @@ func init() {
 }
 
 func benchIM(c *Config) ([]Record, error) {
-	return runSteps(c, benchIMKeys, benchIMReplies, benchIMPassivated)
+	return runSteps(c, benchIMKeys, benchIMStalled, benchIMReplies, benchIMPassivated)
 }
 
 // runSteps runs the parts of a benchmark in order and gathers their
@@ -113,16 +113,36 @@ type imTracer struct {
 	// other holds the other stages (a cluster's "published" and
 	// "consumed"), by stage and update.
 	other map[string]map[int64]time.Time
+	// hold makes the front end's handler of these updates wait this long
+	// at "received": a thread whose handler is slow.
+	hold map[int64]time.Duration
 }
 
 func newIMTracer() *imTracer {
-	return &imTracer{received: map[int64]time.Time{}, typed: map[int64]time.Time{}, other: map[string]map[int64]time.Time{}}
+	return &imTracer{received: map[int64]time.Time{}, typed: map[int64]time.Time{}, other: map[string]map[int64]time.Time{},
+		hold: map[int64]time.Duration{}}
+}
+
+// holding pushes an update (push returns its id) whose handler is to wait
+// d at "received"; the id is known before the front end can trace it.
+func (t *imTracer) holding(d time.Duration, push func() int64) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := push()
+	t.hold[id] = d
+	return id
 }
 
 func (t *imTracer) trace(stage string, id int64) {
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if d := t.hold[id]; d > 0 && stage == "received" {
+		delete(t.hold, id)
+		t.mu.Unlock()
+		time.Sleep(d)
+		t.mu.Lock()
+	}
 	switch stage {
 	case "received":
 		t.received[id] = now
@@ -636,8 +656,8 @@ func (p imProbes) records(idle *keysRun) []Record {
 			fmt.Sprintf("p50 of %d agents.ProcTree calls on a window's pane, which every window check makes (it reads /proc/<pid>/stat "+
 				"and cmdline of every process on the machine: %d now)", imBareRuns, p.procs)),
 		newRecord("im.synced_write", ms(p.synced), "ms",
-			fmt.Sprintf("p50 of %d synced Rows.Put on the daemon's store; the bot handles updates one at a time and each costs a "+
-				"journal append and an offset row, both synced", imBareRuns)),
+			fmt.Sprintf("p50 of %d synced Rows.Put on the daemon's store; each update costs a journal append (synced, shared by "+
+				"the threads handled at once through the journal's group commit)", imBareRuns)),
 	}
 }
 
@@ -720,8 +740,7 @@ func (r *keysRun) records(n, total int, d time.Duration, bare time.Duration) []R
 	setup := fmt.Sprintf("%d bound threads (planted), one message per second each, %d messages pushed into the fake Bot API over %v "+
 		"(pushing took %v), %d typed within %v of the last push; latency is Trace(\"typed\") minus Trace(\"received\") of each "+
 		"update: the binding journals it, checks its window (tmux display-message and the pane's process tree) and types it "+
-		"(send-keys -l + Enter over the control-mode client): %s; from the push into the fake server (long poll and the bot's "+
-		"serial queue included): %s",
+		"(send-keys -l + Enter over the control-mode client): %s; from the push into the fake server (long poll included): %s",
 		n, total, d, r.pushing.Round(time.Millisecond), typed, imDrainTimeout, imLatencies(r.inside), imLatencies(r.endToEnd))
 	keys := newRecord("im.update_to_keys", p99, "ms", setup+"; baseline is the 20 ms limit, not a measurement").
 		withBaseline(ms(imKeysLimit))
@@ -980,4 +999,93 @@ func (h imHeap) records(n int) []Record {
 			fmt.Sprintf("runtime.NumGoroutine(): %d before, %d started, %d after waking and passivating %d bindings",
 				h.gBefore, h.gStarted, h.gAfter, n)),
 	}
+}
+
+// The stalled-thread comparison: imStallThreads bound threads take
+// messages at imStallRate in stretches of imStallStretch; every other
+// stretch, one more thread gets a message every imStallHold whose
+// handler is held imStallHold at "received" (the front end's Trace hook),
+// so that the thread always has an update being handled slowly.
+const (
+	imStallThreads = 20
+	imStallRate    = 20 // messages per second over the threads
+	imStallStretch = 3 * time.Second
+	imStallHold    = time.Second
+	imStallLimit   = 1.1 // p99 with the stalled thread against without
+)
+
+func benchIMStalled(c *Config) ([]Record, error) {
+	pairs := c.Count(3, 2)
+	w, err := newIMWorld(c, "stalled", 5*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	bs, err := w.boot(imStallThreads + 1)
+	if err != nil {
+		return nil, err
+	}
+	slow, others := bs[0], bs[1:]
+	c.Logf("im: stalled thread, warm-up")
+	if _, err := w.typeRound(bs, len(bs), time.Second, "sw", true); err != nil {
+		return nil, err
+	}
+	stretch := c.Duration(imStallStretch, imStallStretch)
+	per := max(int(imStallRate*stretch.Seconds()), 1)
+	plain, stalled := &keysRun{}, &keysRun{}
+	var held []int64
+	for p := range pairs {
+		c.Logf("im: stalled thread, pair %d of %d: %d messages without, then with a thread held %v per update", p+1, pairs, per, imStallHold)
+		r, err := w.typeRound(others, per, stretch, fmt.Sprintf("sa%d-", p), true)
+		if err != nil {
+			return nil, err
+		}
+		plain.add(r)
+		// The held thread's updates start a stretch's worth before the
+		// measured messages and go on through them, one per hold.
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			t := time.NewTicker(imStallHold)
+			defer t.Stop()
+			for i := 0; ; i++ {
+				held = append(held, w.tracer.holding(imStallHold, func() int64 {
+					return w.tg.Message(imChat, slow.thread, imUser, fmt.Sprintf("held%d-%d", p, i))
+				}))
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+		})
+		time.Sleep(imStallHold + imStallHold/2)
+		r, err = w.typeRound(others, per, stretch, fmt.Sprintf("sb%d-", p), true)
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			return nil, err
+		}
+		stalled.add(r)
+		// The held thread drains before the next plain stretch.
+		if err := imWaitFor(imDrainTimeout, "the held thread's updates typed", func() (bool, error) {
+			return w.tracer.typedAll(held), nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range []*keysRun{plain, stalled} {
+		slices.Sort(r.endToEnd)
+		slices.Sort(r.inside)
+	}
+	with, without := ms(percentile(stalled.endToEnd, 99)), ms(percentile(plain.endToEnd, 99))
+	return []Record{newRecord("im.update_to_keys.stalled", with, "ms",
+		fmt.Sprintf("%d bound threads, %d messages per stretch of %v at %d/s round robin, pushed into the fake Bot API; stretches "+
+			"take turns (%d pairs): without, then with one more thread (from 1.5 holds before) whose every update's handler is held %v at the front "+
+			"end's Trace(\"received\") (a binding that does not answer), an update every %v, so one is always being handled "+
+			"(%d held in all; the adapter parks that thread's updates after 500 ms and goes on); latency from the push to "+
+			"Trace(\"typed\"), the long poll included, of the other threads' messages: with the held thread %s; baseline is "+
+			"the same without it: %s", imStallThreads, per, stretch, imStallRate, pairs, imStallHold, imStallHold,
+			len(held), imLatencies(stalled.endToEnd), imLatencies(plain.endToEnd))).
+		withBaseline(without).ratioAtMost(imStallLimit)}, nil
 }

@@ -20,6 +20,12 @@ const stallRepoll = time.Second
 // parks its conversation (Options.ParkAfter).
 const DefaultParkAfter = 500 * time.Millisecond
 
+// slowMemory is how long a conversation stays slow after a handler of its
+// ran ParkAfter or longer: its updates are parked as they come meanwhile,
+// so that a binding that answers slowly again and again does not hold
+// Telegram's offset for ParkAfter at each update.
+const slowMemory = time.Minute
+
 // Parking keeps the updates Run confirms to Telegram before they are
 // handled: those of a conversation whose handler is slow (a binding that
 // does not answer), so that Telegram's offset, and with it every other
@@ -57,6 +63,9 @@ type lanes struct {
 	// is taken.
 	high  int64
 	lanes map[string]*lane
+	// slow holds when each conversation last had a handler run ParkAfter
+	// or longer (forgotten after slowMemory).
+	slow map[string]time.Time
 	// changed is signalled (without blocking) when an update is handled.
 	changed chan struct{}
 }
@@ -67,13 +76,15 @@ type lane struct {
 	queue  []Inbound
 	since  time.Time
 	parked bool
-	// isParked holds the ids of queue that are parked.
-	isParked map[int64]bool
+	// isParked holds the ids of queue that are parked, parking those
+	// being parked, waiting those in queue.
+	isParked, parking, waiting map[int64]bool
 }
 
 func newLanes(ctx context.Context, b *Bot, handle func(ctx context.Context, in Inbound) error) *lanes {
 	return &lanes{ctx: ctx, b: b, handle: handle, parking: b.parking, after: b.parkAfter, known: map[int64]bool{},
-		ready: map[int64]bool{}, high: -1, lanes: map[string]*lane{}, changed: make(chan struct{}, 1)}
+		ready: map[int64]bool{}, high: -1, lanes: map[string]*lane{}, slow: map[string]time.Time{},
+		changed: make(chan struct{}, 1)}
 }
 
 // laneOf names the conversation of an update; updates of none (an inline
@@ -110,7 +121,8 @@ func (l *lanes) unpark() {
 }
 
 // add takes an update, unless it was taken before. Its lane starts when
-// it has nothing else to hand over; a lane that is parked parks it.
+// it has nothing else to hand over; a lane that is parked, or of a
+// conversation that was slow within slowMemory, parks it.
 func (l *lanes) add(in Inbound) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -120,6 +132,16 @@ func (l *lanes) add(in Inbound) {
 	l.known[in.UpdateID] = true
 	l.taken = append(l.taken, in.UpdateID)
 	ln := l.enqueueLocked(in)
+	if l.parking == nil {
+		return
+	}
+	key := laneOf(in)
+	if at, ok := l.slow[key]; ok && time.Since(at) >= slowMemory {
+		delete(l.slow, key)
+	}
+	if _, slow := l.slow[key]; slow {
+		ln.parked = true
+	}
 	if ln.parked {
 		l.parkLocked(ln, in)
 	}
@@ -131,27 +153,55 @@ func (l *lanes) enqueueLocked(in Inbound) *lane {
 	key := laneOf(in)
 	ln := l.lanes[key]
 	if ln == nil {
-		ln = &lane{since: time.Now(), isParked: map[int64]bool{}}
+		ln = &lane{since: time.Now(), isParked: map[int64]bool{}, parking: map[int64]bool{}, waiting: map[int64]bool{}}
 		l.lanes[key] = ln
 		l.wg.Add(1)
 		go l.run(key, ln)
 	}
 	ln.queue = append(ln.queue, in)
+	ln.waiting[in.UpdateID] = true
 	return ln
 }
 
-// parkLocked parks in (of ln, not handled yet): once Park returned, the
-// prefix may pass it.
+// parkLocked parks in (of ln, not handled yet) in a goroutine of its own,
+// since Park is a synced write and neither Run's polling nor the other
+// lanes wait for it: once Park returned, the prefix may pass the update.
+// One handled meanwhile is unparked at once.
 func (l *lanes) parkLocked(ln *lane, in Inbound) {
-	if ln.isParked[in.UpdateID] {
+	id := in.UpdateID
+	if ln.isParked[id] || ln.parking[id] || !ln.waiting[id] {
 		return
 	}
-	if err := l.parking.Park(in); err != nil {
-		l.b.log.Warn("cannot park an update; Telegram's offset waits for it", "update_id", in.UpdateID, "error", err)
-		return
+	ln.parking[id] = true
+	l.wg.Go(func() {
+		err := l.parking.Park(in)
+		l.mu.Lock()
+		delete(ln.parking, id)
+		switch {
+		case err != nil:
+			l.mu.Unlock()
+			l.b.log.Warn("cannot park an update; Telegram's offset waits for it", "update_id", id, "error", err)
+			return
+		case !ln.waiting[id]:
+			l.mu.Unlock() // handled already
+			if err := l.parking.Unpark(id); err != nil {
+				l.b.log.Warn("cannot unpark a handled update", "update_id", id, "error", err)
+			}
+			return
+		}
+		ln.isParked[id] = true
+		l.readyLocked(id)
+		l.mu.Unlock()
+		l.signal()
+	})
+}
+
+// signal tells waitIdle that an update was handled or parked.
+func (l *lanes) signal() {
+	select {
+	case l.changed <- struct{}{}:
+	default:
 	}
-	ln.isParked[in.UpdateID] = true
-	l.readyLocked(in.UpdateID)
 }
 
 // readyLocked counts id as handled or parked, and moves the prefix past
@@ -183,6 +233,7 @@ func (l *lanes) parkStalled() bool {
 		for _, in := range ln.queue {
 			l.parkLocked(ln, in)
 		}
+		l.slow[laneOf(ln.queue[0])] = time.Now()
 		parked = true
 		l.b.log.Warn("an update's handler is slow; its conversation's updates are parked so that the others go on",
 			"update_id", ln.queue[0].UpdateID, "for", time.Since(ln.since).Round(time.Millisecond))
@@ -198,7 +249,6 @@ func (l *lanes) run(key string, ln *lane) {
 	for {
 		l.mu.Lock()
 		in := ln.queue[0]
-		wasParked := ln.isParked[in.UpdateID]
 		// Once this update is handled, everything before the prefix is
 		// too; and if nothing before it is still being handled, so is
 		// everything up to it.
@@ -207,6 +257,7 @@ func (l *lanes) run(key string, ln *lane) {
 			in.Cursor++
 		}
 		l.mu.Unlock()
+		began := time.Now()
 		if err := l.handle(l.ctx, in); err != nil {
 			if l.ctx.Err() != nil {
 				return
@@ -221,6 +272,9 @@ func (l *lanes) run(key string, ln *lane) {
 			continue
 		}
 		failures = 0
+		l.mu.Lock()
+		wasParked := ln.isParked[in.UpdateID]
+		l.mu.Unlock()
 		if wasParked {
 			if err := l.parking.Unpark(in.UpdateID); err != nil {
 				// Kept: it is handed over again at the next start, and its
@@ -229,23 +283,24 @@ func (l *lanes) run(key string, ln *lane) {
 			}
 		}
 		l.mu.Lock()
+		if l.parking != nil && time.Since(began) >= l.after {
+			l.slow[key] = time.Now()
+		}
 		if !ln.isParked[in.UpdateID] {
 			l.readyLocked(in.UpdateID)
 		}
 		delete(ln.isParked, in.UpdateID)
+		delete(ln.waiting, in.UpdateID)
 		ln.queue = ln.queue[1:]
 		ln.since = time.Now()
 		empty := len(ln.queue) == 0
 		if empty {
 			delete(l.lanes, key)
-		} else if len(ln.isParked) == 0 {
+		} else if len(ln.isParked) == 0 && len(ln.parking) == 0 {
 			ln.parked = false // caught up: what comes next is not parked
 		}
 		l.mu.Unlock()
-		select {
-		case l.changed <- struct{}{}:
-		default:
-		}
+		l.signal()
 		if empty {
 			return
 		}
