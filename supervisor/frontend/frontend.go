@@ -95,7 +95,14 @@ type Tree interface {
 	// ForgetPassive deletes the journal of an entity that holds nothing
 	// and is not live.
 	ForgetPassive(id actors.Identity, timeout time.Duration) (bool, error)
-	// Quiesce waits until no message and no effect is in flight.
+	// Quiesce waits until no message and no effect of the tree is in
+	// flight: every effect released so far has run (on every lane), its
+	// result was handled, and the effects that released have run too.
+	// It sees nothing outside the tree: a front end's own goroutines
+	// (the IM front end's transcript followers, progress watchers,
+	// receivers and cluster loops, the opencode stream readers) are
+	// outside input to it, like a timer that fires later, so a test
+	// first waits for what they are to have read or sent.
 	Quiesce(timeout time.Duration) error
 }
 
