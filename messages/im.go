@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // This file holds the IM front end's vocabulary: what a chat thread's
@@ -24,11 +25,20 @@ import (
 // Chat-side inputs. The front end has already checked the user against the
 // allow-list and the text against the size limit.
 
+// IMUpdateIDReset is how long a thread may go without any update before
+// its adapter may number the next one lower than the last: Telegram may
+// then number at random instead of in sequence ("at least a week"; a day
+// of margin). The Telegram bot asks from its earliest unconfirmed update
+// after this long, and a binding takes an id at or below its last one as
+// a new numbering, not a repeat. The im/chat package doc says what this
+// asks of every adapter.
+const IMUpdateIDReset = 6 * 24 * time.Hour
+
 // IMUpdate is one chat update for a thread: a message (Text), a name the
 // update teaches (TopicName with NameSource), or both. UpdateID orders
 // updates: the adapter's id (chat.Update.ID), the same when the platform
 // delivers the update again and increasing along the thread; a binding
-// handles each id once.
+// handles each id once (see IMUpdateIDReset).
 type IMUpdate struct {
 	UpdateID int64 `json:"updateID"`
 	// User is the sender, in the platform's ids.

@@ -529,7 +529,7 @@ func TestAnUpdateIDBelowTheLastIsNewAfterTelegramsReset(t *testing.T) {
 	if len(h.s.Queue) != 1 {
 		t.Fatalf("a lower id a moment later is a repeat: queue %v", h.s.Queue)
 	}
-	h.now = h.now.Add(UpdateIDReset + time.Hour)
+	h.now = h.now.Add(messages.IMUpdateIDReset + time.Hour)
 	h.send(&messages.IMUpdate{UpdateID: 12, User: "42", Text: "after the reset"})
 	if len(h.s.Queue) != 2 || h.s.Queue[1].Text != "after the reset" || h.s.LastUpdate != 12 {
 		t.Fatalf("after the reset: queue %v last %d", h.s.Queue, h.s.LastUpdate)

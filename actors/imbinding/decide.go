@@ -105,22 +105,15 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	return p.decision(nil)
 }
 
-// UpdateIDReset is how long a thread may go without any update before its
-// adapter may number the next one lower than the last: Telegram may then
-// number at random instead of in sequence ("at least a week"; a day of
-// margin; im/telegram's IDReset is the same). The im/chat package doc
-// says what this asks of every adapter.
-const UpdateIDReset = 6 * 24 * time.Hour
-
 // seen reports an update handled already. A platform redelivers what was
 // not confirmed before a crash, and the adapter gives it the same id
 // (chat.Update.ID), within a day; ids increase along a thread. An id at or
 // below the last one is such a repeat only while the last one is recent;
-// after UpdateIDReset it is a new numbering (Telegram's), and taken. The
+// after messages.IMUpdateIDReset it is a new numbering (Telegram's), and taken. The
 // ids are the adapter's: Telegram's update ids, which increase across
 // all chats, or ids another adapter makes increasing per thread.
 func (p *plan) seen(id int64) bool {
-	return id <= p.s.LastUpdate && p.now.UnixMilli()-p.s.LastAt < UpdateIDReset.Milliseconds()
+	return id <= p.s.LastUpdate && p.now.UnixMilli()-p.s.LastAt < messages.IMUpdateIDReset.Milliseconds()
 }
 
 // update handles a chat message or service message.

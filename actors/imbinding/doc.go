@@ -21,7 +21,7 @@
 // (State.Name). Users and chat message ids are the platform's, as text
 // (older journals' numbers decode as their decimal text). Each update is
 // taken once, by its id: ids increase along a thread, and one at or below
-// the last taken is a platform's redelivery (see UpdateIDReset).
+// the last taken is a platform's redelivery (see messages.IMUpdateIDReset).
 //
 // # Phases
 //

@@ -12,6 +12,8 @@ import (
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/messages"
 )
 
 // Sentinel errors, checked with errors.Is.
@@ -50,11 +52,12 @@ const (
 	DefaultRequestTimeout = 15 * time.Second
 	DefaultSendTimeout    = 10 * time.Second
 	DefaultChatInterval   = time.Second
-	// IDReset is how long the bot may go without any update before
-	// Telegram may number the next ones at random ("at least a week"; a
-	// day of margin). The bindings use the same window for their repeats.
-	IDReset = 6 * 24 * time.Hour
 )
+
+// IDReset is how long the bot may go without any update before Telegram
+// may number the next ones at random: the bindings' window, whose owner is
+// messages.IMUpdateIDReset.
+const IDReset = messages.IMUpdateIDReset
 
 // Options configure a Bot. Zero values take the documented defaults.
 type Options struct {
