@@ -302,9 +302,23 @@ func (n *Node) setup() error {
 		return fmt.Errorf("stream %s: %w", StreamName, err)
 	}
 	kv := func(bucket string, ttl time.Duration) (jetstream.KeyValue, error) {
-		if _, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, TTL: ttl,
-			Replicas: r, Storage: jetstream.FileStorage, History: 1}); err != nil {
+		// Making or updating a bucket turns its direct reads back on
+		// (below) for a moment, and a handle another node makes in that
+		// moment reads directly, and gets no answer at all once they are
+		// off again: so a bucket that is there as wanted is left as it is.
+		want := jetstream.KeyValueConfig{Bucket: bucket, TTL: ttl, Replicas: r, Storage: jetstream.FileStorage, History: 1}
+		if have, err := n.js.KeyValue(ctx, bucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+			if _, err := n.js.CreateKeyValue(ctx, want); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+				return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+			}
+		} else if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+		} else if st, err := have.Status(ctx); err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+		} else if st.TTL() != ttl || r > 0 && st.Config().Replicas != r || st.History() != 1 {
+			if _, err := n.js.UpdateKeyValue(ctx, want); err != nil {
+				return nil, fmt.Errorf("bucket %s: %w", bucket, err)
+			}
 		}
 		// A bucket answers reads from any replica ("direct get") unless
 		// told not to, and a replica may lag behind a write just made:
@@ -338,6 +352,20 @@ func (n *Node) setup() error {
 	}
 	if n.cursors, err = kv(cursorBucket, 0); err != nil {
 		return err
+	}
+	return n.answering(ctx)
+}
+
+// answering reads a key of each bucket through this node's handles: the
+// node is ready only once every bucket answers (a handle made while
+// another node had direct reads on gets no responders, and setup, tried
+// again, makes a new one).
+func (n *Node) answering(ctx context.Context) error {
+	for name, b := range map[string]jetstream.KeyValue{leaseBucket: n.leases, memberBucket: n.members,
+		threadBucket: n.threads, cursorBucket: n.cursors} {
+		if _, err := b.Get(ctx, "ready-probe"); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("bucket %s does not answer a read: %w", name, err)
+		}
 	}
 	return nil
 }
