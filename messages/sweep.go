@@ -63,8 +63,21 @@ type SweepStaleClaims struct{}
 // deleted worktree): machinery is deleted, real top-level sessions are
 // moved to their project's canonical checkout, task children are left
 // alone. It also stops watching plugin-registered servers whose process is
-// gone.
-type SweepStrandedSessions struct{}
+// gone. Every round runs here, in the sweeper's strand lane, one at a time.
+type SweepStrandedSessions struct {
+	// Host, when set, limits the round to that host (one that just
+	// connected); its report is not a round of the timer's and arms
+	// nothing.
+	Host string `json:"host,omitempty"`
+}
+
+// SweepStrandHost asks the sweeper for a strand round of one host that
+// just connected (its connect reconcile done), so that a start heals at
+// once. The sweeper answers with SweepStrandedSessions{Host}, unless the
+// strand sweep is off.
+type SweepStrandHost struct {
+	Host string `json:"host"`
+}
 
 // MaxReportItems bounds each list of a SweepReport; the counts stay exact.
 const MaxReportItems = 50

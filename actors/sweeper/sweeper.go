@@ -131,6 +131,11 @@ func (k Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 			}
 		}
 		return actors.Decision{}
+	case *messages.SweepStrandHost:
+		if k.NoStrand || m.Host == "" {
+			return actors.Decision{}
+		}
+		return actors.Decision{Effects: []any{&messages.SweepStrandedSessions{Host: m.Host}}}
 	case *messages.SweepReport:
 		if m.Sweep == "" {
 			return actors.Decision{}

@@ -172,3 +172,31 @@ func TestReportListsStayBoundedAndCountsStayExact(t *testing.T) {
 		t.Fatalf("list %d count %d", len(r.Dropped), r.Counts.Dropped)
 	}
 }
+
+// A host that just connected gets a strand round of its own from the
+// sweeper, in the same lane as the timer's rounds; its report is journaled
+// but arms nothing, and the timer's next round stays where it was.
+func TestAConnectedHostsStrandRoundRunsAsTheSweepersEffect(t *testing.T) {
+	k := Kind{Interval: 5 * time.Minute, StrandInterval: 10 * time.Minute}
+	s := apply(k, &State{}, k.Decide(&State{}, &actors.Recovered{}, t0))
+	d := k.Decide(s, &messages.SweepStrandHost{Host: "laptop"}, t0)
+	if len(d.Events) != 0 || len(d.Effects) != 1 {
+		t.Fatalf("decision %+v: want only the round's effect", d)
+	}
+	if e, ok := d.Effects[0].(*messages.SweepStrandedSessions); !ok || e.Host != "laptop" {
+		t.Fatalf("effect %#v, want a strand round of laptop", d.Effects[0])
+	}
+	next := s.Sweeps[messages.SweepStrand].Next
+	rd := k.Decide(s, &messages.SweepReport{Sweep: messages.SweepStrand, Started: t0, Finished: t0.Add(time.Second)}, t0.Add(time.Second))
+	if len(timers(rd)) != 0 {
+		t.Fatalf("a host's round armed %v", timers(rd))
+	}
+	s = apply(k, s, rd)
+	if got := s.Sweeps[messages.SweepStrand]; got.Last == nil || !got.Next.Equal(next) {
+		t.Fatalf("after the host's round: last %+v, next %v (want the report journaled and next %v)", got.Last, got.Next, next)
+	}
+	off := Kind{NoStrand: true}
+	if d := off.Decide(s, &messages.SweepStrandHost{Host: "laptop"}, t0); len(d.Effects) != 0 {
+		t.Fatalf("a disarmed strand sweep ran a host's round: %+v", d)
+	}
+}

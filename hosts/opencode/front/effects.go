@@ -310,11 +310,12 @@ func (o *FrontEnd) sweepStaleClaims(context.Context, actors.Identity, *messages.
 	return nil
 }
 
-// sweepStranded runs one strand round over every connected host; its
-// report goes back to the sweeper.
-func (o *FrontEnd) sweepStranded(ctx context.Context, _ actors.Identity, _ *messages.SweepStrandedSessions) any {
-	rep := o.healStranded(ctx, "")
-	rep.Round = true
+// sweepStranded runs one strand round over every connected host (or the
+// one host that just connected); its report goes back to the sweeper.
+// Every round runs here, in the sweeper's strand lane: one at a time.
+func (o *FrontEnd) sweepStranded(ctx context.Context, _ actors.Identity, e *messages.SweepStrandedSessions) any {
+	rep := o.healStranded(ctx, e.Host)
+	rep.Round = e.Host == ""
 	return rep
 }
 

@@ -80,8 +80,6 @@ type FrontEnd struct {
 	// holds are the stream events waiting for their family's reconcile.
 	holds *holds
 
-	// strandMu keeps strand rounds from overlapping.
-	strandMu sync.Mutex
 	// costMu serializes the read-modify-writes of the extraction cost and
 	// pause rows (budget.go).
 	costMu sync.Mutex

@@ -70,10 +70,9 @@ type strandTarget struct {
 // healStranded runs one round of the strand sweep over every connected
 // host (or only the host named only) and reports it. Each host call has
 // its own request timeout; every leg degrades quietly: a failure is
-// logged and counted, never fatal. Rounds never overlap.
+// logged and counted, never fatal. It runs only as the sweeper's effect
+// (sweepStranded), in one lane, so rounds never overlap.
 func (o *FrontEnd) healStranded(ctx context.Context, only string) *messages.SweepReport {
-	o.strandMu.Lock()
-	defer o.strandMu.Unlock()
 	rep := &messages.SweepReport{Sweep: messages.SweepStrand, Started: o.now()}
 	defer func() { rep.Finished = o.now() }()
 	if !o.cfg.Sweep.Strand {
@@ -329,17 +328,16 @@ func countOn(items []messages.SweepItem, host string) int {
 	return n
 }
 
-// strandOnConnect runs the strand sweep for a host that just connected
-// (its connect reconcile done), so that a start heals at once, and reports
-// the round to the sweeper. It also records which families the host
-// inherited.
+// strandOnConnect asks the sweeper for a strand round of a host that just
+// connected (its connect reconcile done), so that a start heals at once;
+// the round runs in the sweeper's strand lane like every other. It also
+// records which families the host inherited.
 func (o *FrontEnd) strandOnConnect(ctx context.Context, name string) {
 	o.noteInherited(ctx, name)
 	if !o.cfg.Sweep.Strand || o.tree == nil {
 		return
 	}
-	rep := o.healStranded(ctx, name)
-	o.tree.Send(sweeper.Identity, rep)
+	o.tree.Send(sweeper.Identity, &messages.SweepStrandHost{Host: name})
 }
 
 // reapGone disconnects plugin-registered hosts whose process is gone.
