@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -104,7 +105,7 @@ func (l *lanes) unpark() {
 		l.b.log.Error("cannot read the updates parked before; they are handled at the next start", "error", err)
 		return
 	}
-	slices.SortFunc(ins, func(a, b Inbound) int { return int(a.UpdateID - b.UpdateID) })
+	slices.SortFunc(ins, func(a, b Inbound) int { return cmp.Compare(a.UpdateID, b.UpdateID) })
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, in := range ins {
@@ -273,16 +274,9 @@ func (l *lanes) run(key string, ln *lane) {
 		}
 		failures = 0
 		l.mu.Lock()
+		// A park still being written sees the update is no longer
+		// waiting and unparks it itself; one written is unparked below.
 		wasParked := ln.isParked[in.UpdateID]
-		l.mu.Unlock()
-		if wasParked {
-			if err := l.parking.Unpark(in.UpdateID); err != nil {
-				// Kept: it is handed over again at the next start, and its
-				// binding drops an id it handled.
-				l.b.log.Warn("cannot unpark a handled update", "update_id", in.UpdateID, "error", err)
-			}
-		}
-		l.mu.Lock()
 		if l.parking != nil && time.Since(began) >= l.after {
 			l.slow[key] = time.Now()
 		}
@@ -300,6 +294,13 @@ func (l *lanes) run(key string, ln *lane) {
 			ln.parked = false // caught up: what comes next is not parked
 		}
 		l.mu.Unlock()
+		if wasParked {
+			if err := l.parking.Unpark(in.UpdateID); err != nil {
+				// Kept: it is handed over again at the next start, and its
+				// binding drops an id it handled.
+				l.b.log.Warn("cannot unpark a handled update", "update_id", in.UpdateID, "error", err)
+			}
+		}
 		l.signal()
 		if empty {
 			return

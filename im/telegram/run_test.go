@@ -355,3 +355,58 @@ func TestASlowConversationIsParkedAndHandedOverAfterARestart(t *testing.T) {
 	}
 	testwait.Until(t, "nothing parked once handled", func() bool { return len(park.texts()) == 0 })
 }
+
+// gatedParking is a memParking whose Park waits for gate once armed.
+type gatedParking struct {
+	memParking
+	armed atomic.Bool
+	gate  chan struct{}
+	parks atomic.Int32 // Park calls returned
+}
+
+func (p *gatedParking) Park(in Inbound) error {
+	if p.armed.Load() {
+		<-p.gate
+	}
+	defer p.parks.Add(1)
+	return p.memParking.Park(in)
+}
+
+// TestAnUpdateHandledWhileItsParkIsWrittenIsNotLeftParked: a conversation
+// that was slow has its next update parked as it comes; when the handler
+// is done with it before the park is written, the park is taken back, so
+// the update is not handed over again at the next start.
+func TestAnUpdateHandledWhileItsParkIsWrittenIsNotLeftParked(t *testing.T) {
+	park := &gatedParking{memParking: memParking{ins: map[int64]Inbound{}}, gate: make(chan struct{})}
+	w := newWorld(t, func(o *Options) { o.Parking, o.ParkAfter = park, 50*time.Millisecond })
+	const chatID = int64(-100)
+	slow := w.srv.Message(chatID, 0, 9, "slow")
+	release := make(chan struct{})
+	rec := &recorder{}
+	run(t, w.bot, func(ctx context.Context, in Inbound) error {
+		if in.UpdateID == slow {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		rec.add(in)
+		return nil
+	})
+	testwait.Until(t, "the slow update parked", func() bool { return len(park.texts()) == 1 })
+	close(release)
+	testwait.Until(t, "the slow update handled and unparked", func() bool { return len(rec.get()) == 1 && len(park.texts()) == 0 })
+
+	park.armed.Store(true) // the next park waits
+	w.srv.Message(chatID, 0, 9, "fast")
+	testwait.Until(t, "the next update handled while its park waits", func() bool { return len(rec.get()) == 2 })
+	if park.parks.Load() != 1 {
+		t.Fatalf("%d parks written before the gate opened, want the slow update's only", park.parks.Load())
+	}
+	close(park.gate)
+	testwait.Until(t, "every update confirmed", func() bool { return w.srv.Confirmed() == 2 })
+	testwait.Until(t, "the second park written and taken back", func() bool {
+		return park.parks.Load() == 2 && len(park.texts()) == 0
+	})
+}
