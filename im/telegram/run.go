@@ -90,11 +90,13 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 			if ctx.Err() != nil {
 				return nil
 			}
-			b.next = l.prefix(b.next)
 			if l.busy() {
 				wait = 0
 			}
 		}
+		// Whatever the lanes handled since the last poll (all of it
+		// perhaps before busy was asked) is confirmed by this one.
+		b.next = l.prefix(b.next)
 		if wait > 0 && b.next > 0 && b.now().Sub(b.lastAt) >= IDReset {
 			// Telegram may number the next update anew, below
 			// b.next: ask from the earliest unconfirmed one.

@@ -410,3 +410,15 @@ func TestAnUpdateHandledWhileItsParkIsWrittenIsNotLeftParked(t *testing.T) {
 		return park.parks.Load() == 2 && len(park.texts()) == 0
 	})
 }
+
+// TestEveryHandledUpdateIsConfirmedByTheNextPoll: updates handled at once
+// (the lane done before Run looks again) are confirmed all the same: the
+// next poll's offset passes each, one message at a time.
+func TestEveryHandledUpdateIsConfirmedByTheNextPoll(t *testing.T) {
+	w := newWorld(t, nil)
+	run(t, w.bot, func(context.Context, Inbound) error { return nil })
+	for i := range 30 {
+		id := w.srv.Message(int64(-100-i%3), 0, 9, "m")
+		testwait.Until(t, "the update confirmed", func() bool { return w.srv.Confirmed() == id })
+	}
+}
