@@ -189,18 +189,19 @@ func New(o Options) (*Bot, error) {
 		return nil, err
 	}
 	b := &Bot{
-		url:      strings.TrimRight(o.APIURL, "/"),
-		token:    o.Token,
-		log:      o.Logger,
-		poll:     o.PollTimeout,
-		reqTO:    o.RequestTimeout,
-		sendTO:   o.SendTimeout,
-		interval: o.ChatInterval,
-		parking:  o.Parking, parkAfter: o.ParkAfter,
-		next:   o.Offset,
-		lastAt: o.OffsetSaved,
-		now:    time.Now,
-		chats:  map[int64]*chatGate{},
+		url:       strings.TrimRight(o.APIURL, "/"),
+		token:     o.Token,
+		log:       o.Logger,
+		poll:      o.PollTimeout,
+		reqTO:     o.RequestTimeout,
+		sendTO:    o.SendTimeout,
+		interval:  o.ChatInterval,
+		parking:   o.Parking,
+		parkAfter: o.ParkAfter,
+		next:      o.Offset,
+		lastAt:    o.OffsetSaved,
+		now:       time.Now,
+		chats:     map[int64]*chatGate{},
 	}
 	// A transport of its own, so that Close can drop its idle connections.
 	b.transport = http.DefaultTransport.(*http.Transport).Clone()
