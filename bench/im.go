@@ -60,7 +60,7 @@ func init() {
 	register(Bench{
 		Name: "im",
 		Doc: "IM front end: update to keys typed (500 bound threads, 500 msgs/s) vs 20 ms and a bare tmux send-keys; " +
-			"a thread whose handler is held 1 s per update vs 1.1x the others' latency without it; "+
+			"a thread whose handler is held 1 s per update vs 1.1x the others' latency without it; " +
 			"transcript line to sendMessage (50 bindings) vs 250 ms; heap per passivated binding (2000) vs 4 KiB",
 		Order: 90,
 		Run:   benchIM,
