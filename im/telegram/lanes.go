@@ -136,11 +136,12 @@ func (l *lanes) add(in Inbound) {
 	if l.parking == nil {
 		return
 	}
-	key := laneOf(in)
-	if at, ok := l.slow[key]; ok && time.Since(at) >= slowMemory {
-		delete(l.slow, key)
+	for k, at := range l.slow {
+		if time.Since(at) >= slowMemory {
+			delete(l.slow, k) // a handful at most: conversations slow within the minute
+		}
 	}
-	if _, slow := l.slow[key]; slow {
+	if _, slow := l.slow[laneOf(in)]; slow {
 		ln.parked = true
 	}
 	if ln.parked {
