@@ -310,6 +310,31 @@ type Telegram struct {
 	ChatInterval time.Duration `koanf:"chat_interval" usage:"least time between two Telegram requests to one chat (Telegram's limit is about one a second)"`
 }
 
+// Modes of receiving Feishu's events (Feishu.Mode).
+const (
+	FeishuModeWS      = "ws"
+	FeishuModeWebhook = "webhook"
+)
+
+// FeishuDefaults is [im.feishu] with nothing set: the one place its
+// defaults are written (im/feishu's Options take theirs from here).
+func FeishuDefaults() Feishu {
+	return Feishu{BaseURL: "https://open.feishu.cn", Mode: FeishuModeWS, Listen: "127.0.0.1:0", Path: "/feishu/events"}
+}
+
+// Problems are [im.feishu]'s problems as Validate reports them (none when
+// app_id is empty: the adapter does not run); open is im.open, which lets
+// an empty allow-list pass. im/feishu's Options.Validate uses it too, so
+// the rules are written once.
+func (f Feishu) Problems(open bool) error {
+	v := &validator{}
+	v.feishu(&f, open)
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
 // Feishu configures the Feishu (Lark) app. The Feishu adapter runs when
 // AppID is set.
 type Feishu struct {
@@ -587,7 +612,7 @@ func Defaults() *Config {
 			OnClose:       OnCloseKeep,
 			InboxDir:      ".thatch/inbox",
 			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second, ChatInterval: time.Second},
-			Feishu:        Feishu{BaseURL: "https://open.feishu.cn", Mode: "ws", Listen: "127.0.0.1:0", Path: "/feishu/events"},
+			Feishu:        FeishuDefaults(),
 			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
 			Agents: Agents{
 				Claude: Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`, Input: DefaultClaudeInput,

@@ -378,8 +378,8 @@ func (v *validator) feishu(c *Feishu, open bool) {
 		v.add("im.feishu.allowed_users", "is empty: list the open ids (ou_...) allowed in (or set im.open = true to let everyone in)")
 	}
 	v.httpURL("im.feishu.base_url", c.BaseURL)
-	v.oneOf("im.feishu.mode", c.Mode, "ws", "webhook")
-	if c.Mode != "webhook" {
+	v.oneOf("im.feishu.mode", c.Mode, FeishuModeWS, FeishuModeWebhook)
+	if c.Mode != FeishuModeWebhook {
 		return
 	}
 	if c.VerificationToken == "" {

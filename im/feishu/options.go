@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/thatch-run/thatch/config"
 )
 
-// Modes of receiving events.
+// Modes of receiving events (config's: the [im.feishu] section owns
+// them).
 const (
-	ModeWS      = "ws"
-	ModeWebhook = "webhook"
+	ModeWS      = config.FeishuModeWS
+	ModeWebhook = config.FeishuModeWebhook
 )
 
 // Options mirrors the [im.feishu] section of the config (the config
@@ -58,19 +61,22 @@ type Options struct {
 	Clock func() time.Time
 }
 
-// WithDefaults returns o with every unset field at its default.
+// WithDefaults returns o with every unset field at its default: those of
+// the config's section from config.FeishuDefaults, the one place they are
+// written.
 func (o Options) WithDefaults() Options {
+	d := config.FeishuDefaults()
 	if o.BaseURL == "" {
-		o.BaseURL = "https://open.feishu.cn"
+		o.BaseURL = d.BaseURL
 	}
 	if o.Mode == "" {
-		o.Mode = ModeWS
+		o.Mode = d.Mode
 	}
 	if o.Listen == "" {
-		o.Listen = "127.0.0.1:0"
+		o.Listen = d.Listen
 	}
 	if o.Path == "" {
-		o.Path = "/feishu/events"
+		o.Path = d.Path
 	}
 	if o.SendTimeout <= 0 {
 		o.SendTimeout = 10 * time.Second
@@ -84,27 +90,22 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// Validate reports every problem of o (with defaults applied) at once.
+// Validate reports every problem of o (with defaults applied) at once:
+// the adapter needs an app id, and the rest are the config's rules for
+// [im.feishu] (config.Feishu.Problems; the allow-list is the front
+// end's), written once there.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
 	var errs []error
 	if o.AppID == "" {
 		errs = append(errs, errors.New("feishu: app_id is empty"))
+		o.AppID = "(unset)" // the section's rules apply to a configured app
 	}
-	if o.AppSecret == "" {
-		errs = append(errs, errors.New("feishu: app_secret is empty"))
-	}
-	switch o.Mode {
-	case ModeWS:
-	case ModeWebhook:
-		if o.VerificationToken == "" {
-			errs = append(errs, errors.New("feishu: verification_token is required in webhook mode"))
-		}
-		if o.Path == "" || o.Path[0] != '/' {
-			errs = append(errs, fmt.Errorf("feishu: path %q does not start with /", o.Path))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("feishu: mode %q is neither %q nor %q", o.Mode, ModeWS, ModeWebhook))
+	c := config.Feishu{AppID: o.AppID, AppSecret: config.Secret(o.AppSecret), VerificationToken: config.Secret(o.VerificationToken),
+		EncryptKey: config.Secret(o.EncryptKey), BaseURL: o.BaseURL, Mode: o.Mode, Listen: o.Listen, Path: o.Path,
+		AllowedUsers: o.AllowedUsers}
+	if err := c.Problems(true); err != nil {
+		errs = append(errs, fmt.Errorf("feishu: %w", err))
 	}
 	return errors.Join(errs...)
 }
