@@ -199,8 +199,9 @@ func (a *Adapter) setHealth(up bool, state, lastErr string) {
 // Run receives until ctx ends: over the long connection in mode "ws"
 // (connecting again after every failure), through the webhook on Addr in
 // mode "webhook". It hands each event over as a chat.Update (a thread's
-// one at a time in the order they came, threads at once), and answers Feishu 200 only after handle returned nil (500
-// otherwise, so that Feishu delivers it again). An event id handled
+// one at a time in the order they came, threads at once), and answers
+// Feishu 200 only after handle returned nil (500 otherwise, so that
+// Feishu delivers it again). An event id handled
 // before is answered 200 and dropped. Every goroutine Run started has
 // ended when it returns.
 func (a *Adapter) Run(ctx context.Context, handle chat.Handler) error {

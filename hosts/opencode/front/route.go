@@ -48,8 +48,8 @@ func (o *FrontEnd) route(msg any) (actors.Identity, error) {
 // fromStream takes one event of a host's stream. It tells the registry
 // what the event teaches (record), routes it, and delivers it, waiting
 // until its family has journaled it; it never reconciles (the stream's
-// goroutine does, in OnConnect, before a connection's first event). An event that
-// moves its family to a new host is held instead, and so is every later
+// goroutine does, in OnConnect, before a connection's first event). An
+// event that moves its family to a new host is held instead, and so is every later
 // stream event of that family while the registry's ReconcileFamily effect
 // reconciles it (see holds): fromStream then returns at once, and done
 // gets the outcome of the event's delivery. A failure to record is logged
