@@ -80,29 +80,9 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 	failures := 0 // getUpdates failures in a row
 	var polled time.Time
 	for ctx.Err() == nil {
-		wait := b.poll
-		if l.busy() {
-			// Updates are still being handled: ask again (at once, not
-			// a long poll, which Telegram answers at once anyway with
-			// what is unconfirmed) when they are done or stallRepoll
-			// after the last poll, whichever comes first.
-			l.waitIdle(ctx, polled.Add(stallRepoll))
-			if ctx.Err() != nil {
-				return nil
-			}
-			if l.busy() {
-				wait = 0
-			}
-		}
-		// Whatever the lanes handled since the last poll (all of it
-		// perhaps before busy was asked) is confirmed by this one.
-		b.next = l.prefix(b.next)
-		if wait > 0 && b.next > 0 && b.now().Sub(b.lastAt) >= IDReset {
-			// Telegram may number the next update anew, below
-			// b.next: ask from the earliest unconfirmed one.
-			b.log.Debug("no update for a while; asking from the earliest unconfirmed update", "since", b.lastAt)
-			b.next, b.confirmed = 0, 0
-			l.renumbered()
+		wait := b.nextWait(ctx, l, polled)
+		if ctx.Err() != nil {
+			return nil
 		}
 		polled = b.now()
 		ups, err := b.getUpdates(ctx, b.next, pollLimit, wait)
@@ -110,17 +90,8 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 			if ctx.Err() != nil {
 				return nil
 			}
-			changed := b.setHealth(err)
 			failures++
-			wait := nextBackoff(failures, err)
-			if errors.Is(err, ErrRefused) {
-				if changed {
-					b.log.Error("Telegram refuses the bot's token or the method; no message is received until it accepts it again (asking again, slowly)", "error", err, "wait", wait)
-				}
-			} else {
-				b.log.Warn("getUpdates failed; retrying", "error", err, "wait", wait)
-			}
-			retry.Sleep(ctx, wait)
+			b.pollFailed(ctx, err, failures)
 			continue
 		}
 		if b.setHealth(nil) {
@@ -140,6 +111,47 @@ func (b *Bot) Run(ctx context.Context, handle func(ctx context.Context, in Inbou
 		}
 	}
 	return nil
+}
+
+// nextWait readies the next poll: while updates are still being handled
+// it waits until they are done or stallRepoll after the last poll
+// (polled), whichever comes first, and asks at once then (not a long
+// poll, which Telegram answers at once anyway with what is unconfirmed);
+// b.next then passes whatever the lanes handled or parked. It returns the
+// poll's wait.
+func (b *Bot) nextWait(ctx context.Context, l *lanes, polled time.Time) time.Duration {
+	wait := b.poll
+	if l.busy() {
+		l.waitIdle(ctx, polled.Add(stallRepoll))
+		if l.busy() {
+			wait = 0
+		}
+	}
+	// All of it perhaps done before busy was asked.
+	b.next = l.prefix(b.next)
+	if wait > 0 && b.next > 0 && b.now().Sub(b.lastAt) >= IDReset {
+		// Telegram may number the next update anew, below b.next: ask
+		// from the earliest unconfirmed one.
+		b.log.Debug("no update for a while; asking from the earliest unconfirmed update", "since", b.lastAt)
+		b.next, b.confirmed = 0, 0
+		l.renumbered()
+	}
+	return wait
+}
+
+// pollFailed records the failures-th getUpdates failure in a row, logs it
+// (a refusal at ERROR once per change), and waits its backoff.
+func (b *Bot) pollFailed(ctx context.Context, err error, failures int) {
+	changed := b.setHealth(err)
+	wait := nextBackoff(failures, err)
+	if errors.Is(err, ErrRefused) {
+		if changed {
+			b.log.Error("Telegram refuses the bot's token or the method; no message is received until it accepts it again (asking again, slowly)", "error", err, "wait", wait)
+		}
+	} else {
+		b.log.Warn("getUpdates failed; retrying", "error", err, "wait", wait)
+	}
+	retry.Sleep(ctx, wait)
 }
 
 // confirm tells Telegram that every update below b.next is handled, when

@@ -222,6 +222,22 @@ func TestRunTakesUpdatesTelegramNumberedAnewAfterAWeek(t *testing.T) {
 	}
 }
 
+// holding is a handler that records each update, holding the one of id
+// until release is closed (or Run ends).
+func holding(id int64, release <-chan struct{}, rec *recorder) func(context.Context, Inbound) error {
+	return func(ctx context.Context, in Inbound) error {
+		if in.UpdateID == id {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		rec.add(in)
+		return nil
+	}
+}
+
 // TestAConversationWhoseHandlerHangsHoldsUpNoOther: the handler of one
 // forum topic hangs on its first update. Another chat's updates, the one
 // in the same batch and one sent after it, are handed over meanwhile; the
@@ -234,17 +250,7 @@ func TestAConversationWhoseHandlerHangsHoldsUpNoOther(t *testing.T) {
 	w.srv.Message(otherChat, 0, 9, "other one")
 	release := make(chan struct{})
 	rec := &recorder{}
-	run(t, w.bot, func(ctx context.Context, in Inbound) error {
-		if in.UpdateID == slow1 {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		rec.add(in)
-		return nil
-	})
+	run(t, w.bot, holding(slow1, release, rec))
 	texts := func() []string {
 		var out []string
 		for _, in := range rec.get() {
@@ -383,17 +389,7 @@ func TestAnUpdateHandledWhileItsParkIsWrittenIsNotLeftParked(t *testing.T) {
 	slow := w.srv.Message(chatID, 0, 9, "slow")
 	release := make(chan struct{})
 	rec := &recorder{}
-	run(t, w.bot, func(ctx context.Context, in Inbound) error {
-		if in.UpdateID == slow {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		rec.add(in)
-		return nil
-	})
+	run(t, w.bot, holding(slow, release, rec))
 	testwait.Until(t, "the slow update parked", func() bool { return len(park.texts()) == 1 })
 	close(release)
 	testwait.Until(t, "the slow update handled and unparked", func() bool { return len(rec.get()) == 1 && len(park.texts()) == 0 })
