@@ -26,7 +26,7 @@ func TestCommandsMeasuresEachPath(t *testing.T) {
 		{"commands.screenshot_render", 50},
 		{"commands.screenshot_capture", 0},
 		{"commands.screenshot_render.vs_bare_capture", -1},
-		{"commands.prompt_to_buttons", 1500},
+		{"commands.prompt_to_buttons", 300},
 		{"commands.watch_cost.watched", 0},
 		{"commands.watch_cost", 2},
 	} {

@@ -107,6 +107,21 @@ type IMAgentPromptGone struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
+// IMAgentIdle says the watch of the agent at work since Since (Unix
+// milliseconds, as IMWatchPane gave it) saw it stop: its window stayed
+// still with no prompt of its own (Why AgentIdleQuiet), or the window is
+// gone (AgentIdleGone).
+type IMAgentIdle struct {
+	Since int64  `json:"since"`
+	Why   string `json:"why"`
+}
+
+// Why an IMAgentIdle was sent.
+const (
+	AgentIdleQuiet = "quiet"
+	AgentIdleGone  = "gone"
+)
+
 // IMTranscriptRead carries the agent's replies that the transcript
 // follower read between byte offsets From and To of Path.
 type IMTranscriptRead struct {
@@ -360,6 +375,19 @@ type IMAdoptWindow struct {
 	WindowID string `json:"windowID"`
 	Tag      string `json:"tag"`
 	Name     string `json:"name"`
+}
+
+// IMWatchPane tells the screen watcher what the binding knows of its
+// agent at work: it runs Agent in WindowID and was set to work at Since
+// (Unix milliseconds), and the chat shows its prompt Shown (a
+// fingerprint; "" none). The watcher tells the binding of a prompt other
+// than Shown (IMAgentPrompt), of Shown gone (IMAgentPromptGone), and of
+// the agent stopped (IMAgentIdle). Since 0 ends the watch. No result.
+type IMWatchPane struct {
+	WindowID string `json:"windowID,omitempty"`
+	Agent    string `json:"agent,omitempty"`
+	Since    int64  `json:"since,omitempty"`
+	Shown    string `json:"shown,omitempty"`
 }
 
 // IMStopFollowing stops following Path. No result.
@@ -766,6 +794,17 @@ type IMAgentAskClosed struct {
 	Nonce uint64 `json:"nonce"`
 }
 
+// IMWorkStarted records the agent set to work at At (Unix milliseconds):
+// a message was typed and taken, or its prompt answered. Its window is
+// watched until the agent stops (IMWorkEnded).
+type IMWorkStarted struct {
+	At int64 `json:"at"`
+}
+
+// IMWorkEnded records the agent's work over: its window stayed still,
+// went away, or the work outlived the watch's limit.
+type IMWorkEnded struct{}
+
 // IMResumed records a restart: checks and deliveries in flight are
 // started again.
 type IMResumed struct {
@@ -800,6 +839,8 @@ func init() {
 	Register[IMAgentAsked]("im.agent_asked", 1)
 	Register[IMAgentAskPending]("im.agent_ask_pending", 1)
 	Register[IMAgentAskClosed]("im.agent_ask_closed", 1)
+	Register[IMWorkStarted]("im.work_started", 1)
+	Register[IMWorkEnded]("im.work_ended", 1)
 }
 
 // UpgradeIDs is the Upgrade of a body that carried ids as numbers: see

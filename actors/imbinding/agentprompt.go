@@ -113,6 +113,7 @@ func (p *plan) agentAnswered(m *messages.IMAgentPromptAnswered) {
 	switch {
 	case m.Err == "" && m.Outcome == messages.AgentPromptAnswered:
 		p.closeAsk()
+		p.workStarted() // the agent goes on: watch for its next prompt
 	case m.Err == "" && m.Outcome == messages.AgentPromptGone:
 		p.closeAsk()
 		p.say(messages.IMOutEntry{Text: "That prompt is no longer open."})

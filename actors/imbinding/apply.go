@@ -9,7 +9,7 @@ import (
 // Apply returns the state after ev; s is left as it was.
 func (*Kind) Apply(s *State, ev any) *State {
 	n := *s
-	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) || applyAsk(&n, s, ev) || applyReopen(&n, s, ev) || applyFiles(&n, s, ev) {
+	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) || applyAsk(&n, s, ev) || applyReopen(&n, s, ev) || applyFiles(&n, s, ev) || applyWork(&n, ev) {
 		return &n
 	}
 	return s

@@ -67,6 +67,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.agentPromptGone(m)
 	case *messages.IMAgentPromptAnswered:
 		p.agentAnswered(m)
+	case *messages.IMAgentIdle:
+		p.agentIdle(m)
 	case *messages.IMKeysSent, *messages.IMScreenshotSent, *messages.IMHistoryRead, *messages.IMBindingsListed:
 		p.commandResult(m)
 	case *messages.IMChatPartSent:
@@ -102,6 +104,7 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		return actors.Decision{Unhandled: true}
 	}
 	p.saveFiles(s, msg)
+	p.watchChanged(s)
 	return p.decision(nil)
 }
 
@@ -255,6 +258,8 @@ func (p *plan) tick(m *actors.Tick) {
 		if s := p.s; s.lookingForSession() {
 			p.effect(s.findBound())
 		}
+	case timerWork:
+		p.workTimer()
 	case timerTyping:
 		if s := p.s; s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Queue) > 0 {
 			p.event(&messages.IMResumed{})

@@ -100,7 +100,7 @@ func (s *State) closeWindow() *messages.IMCloseWindow {
 func applyEnded(n *State, e *messages.IMEnded) {
 	n.Phase = PhaseEnded
 	n.Ended = &Ending{Reason: e.Reason, At: e.At, WindowClosed: e.WindowClosed, Reopenable: e.Reopenable}
-	n.Setup, n.Prompt, n.Asked, n.Checking = nil, nil, nil, false
+	n.Setup, n.Prompt, n.Asked, n.Checking, n.Work = nil, nil, nil, false, 0
 	n.Queue, n.Waiting, n.Outbox, n.OutFlight, n.Held = nil, nil, nil, 0, 0
 	if !e.Reopenable {
 		n.Transcript, n.Offset = "", 0 // a reopened thread follows its transcript on from here

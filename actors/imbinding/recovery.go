@@ -11,6 +11,7 @@ import (
 func (p *plan) recovered() {
 	s := p.s
 	p.sendHead() // nothing is in flight after a restart
+	p.recoveredWork()
 	if s.Transcript != "" && s.Bound() {
 		p.effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
 	}

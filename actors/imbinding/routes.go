@@ -104,6 +104,9 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	}
 	check := len(s.Queue) > 1 && s.Phase == PhaseBound
 	p.event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
+	if !m.NotTaken {
+		p.workStarted()
+	}
 	if m.NotTaken {
 		// Typing it again would put it in the input line twice.
 		p.say(messages.IMOutEntry{Text: fmt.Sprintf("Your message %q was typed into %s, but %s did not take it: it is still in its input line (%s). Open the window to send it, or clear the line and send it again.",

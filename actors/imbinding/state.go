@@ -212,6 +212,9 @@ type State struct {
 	Ended *Ending `json:"ended,omitempty"`
 	// Asked is the agent's own prompt shown in the chat, if any.
 	Asked *AgentAsk `json:"asked,omitempty"`
+	// Work is when the agent was last set to work (Unix milliseconds),
+	// while its window is watched (work.go); 0 when it is not at work.
+	Work int64 `json:"work,omitempty"`
 }
 
 // The state's version 2 keeps users and message ids as text. Version 1
@@ -305,14 +308,14 @@ func (*Kind) Initial(id string) *State {
 }
 
 // Active reports unfinished work: a flow or prompt, queued messages,
-// unsent chat messages, or a transcript to follow (so that the follower
-// is set up again at start).
+// unsent chat messages, a transcript to follow (so that the follower is
+// set up again at start), or an agent at work (so that its watch is).
 func (*Kind) Active(s *State) bool {
 	if s.Phase == PhaseEnded {
 		return len(s.Outbox) > 0 // its transcript is not followed while it is ended
 	}
 	return s.Phase == PhaseSetup || s.Phase == PhaseRecovering || s.Phase == PhasePrompting ||
-		len(s.Queue) > 0 || len(s.Waiting) > 0 || len(s.Outbox) > 0 || s.Transcript != ""
+		len(s.Queue) > 0 || len(s.Waiting) > 0 || len(s.Outbox) > 0 || s.Transcript != "" || s.Work != 0
 }
 
 // sending reports whether queued messages are being typed now.

@@ -69,7 +69,6 @@ func (f *FrontEnd) answerAgentPrompt(ctx context.Context, from actors.Identity, 
 			return res("", err)
 		}
 		if !open {
-			f.progress.working(from.ID, e.WindowID, e.Agent) // the agent goes on: watch for its reply, or its next prompt
 			return res(messages.AgentPromptAnswered, nil)
 		}
 		if time.Now().After(deadline) {

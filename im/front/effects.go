@@ -60,6 +60,7 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.saveFile, supervisor.Lane(laneFiles)),
 		supervisor.Handle(f.listFreeWindows),
 		supervisor.Handle(f.adoptWindow),
+		supervisor.Handle(f.watchPane, supervisor.Lane(laneWatch)),
 	}
 }
 
@@ -99,9 +100,6 @@ func (f *FrontEnd) checkWindow(parent context.Context, from actors.Identity, e *
 		res.TypeNotTaken, err = f.typeText(parent, e.WindowID, agent, t.UpdateID, t.Text)
 		res.TypeErr = errText(err)
 		res.TypeNotReady = errors.Is(err, errNotReady)
-		if err == nil && !res.TypeNotTaken {
-			f.progress.working(from.ID, e.WindowID, agent)
-		}
 	}
 	return res
 }
@@ -131,9 +129,6 @@ func (f *FrontEnd) sendToWindow(ctx context.Context, from actors.Identity, e *me
 	}
 	agent := f.detect(w)
 	notTaken, err := f.typeText(ctx, e.WindowID, agent, e.UpdateID, e.Text)
-	if err == nil && !notTaken {
-		f.progress.working(from.ID, e.WindowID, agent)
-	}
 	return &messages.IMSentToWindow{UpdateID: e.UpdateID, Err: errText(err), NotTaken: notTaken, NotReady: errors.Is(err, errNotReady)}
 }
 
@@ -142,6 +137,7 @@ const (
 	laneChat    = "chat"
 	laneFind    = "find"
 	laneButtons = "buttons"
+	laneWatch   = "watch"
 )
 
 // sendChat sends one outbox entry, in the binding's chat lane: a send may
@@ -606,9 +602,6 @@ func (f *FrontEnd) parseLine(agent string, line []byte) []string {
 // moves on rather than retrying forever.
 func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m any) error {
 	err := f.tree.DeliverContext(ctx, bindingID(binding), m, deliverTimeout)
-	if tr, ok := m.(*messages.IMTranscriptRead); ok && err == nil && len(tr.Replies) > 0 {
-		f.progress.replied(binding)
-	}
 	if err != nil && refused(err) {
 		f.log.Error("a binding refused what its agent's transcript or hook told; it is not relayed", "thread", binding, "error", err)
 		return nil

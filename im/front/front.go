@@ -108,7 +108,7 @@ type FrontEnd struct {
 	// environment.
 	withheldEnv []string
 	follow      *follower
-	progress    progress
+	watch       *watcher
 	// cl is this node's part of a cluster; nil for a single node.
 	cl *clusterPart
 	// Set by Mount.
@@ -228,6 +228,8 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		Env: childEnv}); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
+	f.watch = newWatcher()
+	f.tmux.OnActivity(f.watch.active)
 	if f.wins, err = newServers(f.tmux, im.Tmux.AdoptSockets, f.log); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
@@ -293,10 +295,15 @@ func (f *FrontEnd) Start(context.Context) error {
 			f.setCommands(ctx, p.a)
 		}()
 	}
-	f.wg.Add(1)
+	signs := make(chan string, 64)
+	f.wg.Add(2)
 	go func() {
 		defer f.wg.Done()
-		f.runProgress(ctx)
+		f.runWatch(ctx, signs)
+	}()
+	go func() {
+		defer f.wg.Done()
+		f.runSigns(ctx, signs)
 	}()
 	return nil
 }

@@ -58,6 +58,7 @@ type Options struct {
 // Window is what tmux reports about a window and its active pane.
 type Window struct {
 	ID      string // "@12"; reused by a new server after a restart
+	Pane    string // #{pane_id} of its active pane, "%3" (what activity names)
 	Name    string // #{window_name}, as tmux stores it (rename-window escapes a newline as \n)
 	Dir     string // #{pane_current_path}, or the start directory while tmux cannot tell
 	PanePID int    // #{pane_pid}
@@ -83,8 +84,10 @@ type Client struct {
 	dialGen  uint64             // counts redialNow calls
 	retryAt  time.Time          // no dial before then, after one failed
 	closed   bool
-	reaping  sync.WaitGroup // control-mode clients being closed in the background
-	retiring *conn          // the last client dropped; the next dial waits until it is gone
+	reaping  sync.WaitGroup  // control-mode clients being closed in the background
+	retiring *conn           // the last client dropped; the next dial waits until it is gone
+	activity func(id string) // told of activity (activity.go); nil: none asked for
+	feedGen  uint64          // control-mode clients attached that report activity
 }
 
 // redialDelay is how long a Client forks tmux per command after a failed
@@ -215,6 +218,7 @@ func (c *Client) startDialLocked() {
 	gen := c.dialGen
 	retiring := c.retiring
 	c.retiring = nil
+	notify := c.activity
 	go func() {
 		defer close(dialing)
 		if retiring != nil {
@@ -227,7 +231,7 @@ func (c *Client) startDialLocked() {
 			case <-ctx.Done():
 			}
 		}
-		cn, err := dial(ctx, c)
+		cn, err := dial(ctx, c, notify)
 		cancel()
 		c.mu.Lock()
 		c.dialing, c.stopDial = nil, nil
@@ -241,6 +245,9 @@ func (c *Client) startDialLocked() {
 			}
 		case !closed:
 			c.conn = cn
+			if notify != nil {
+				c.feedGen++
+			}
 		}
 		c.mu.Unlock()
 		switch {

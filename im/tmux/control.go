@@ -50,6 +50,13 @@ type conn struct {
 	err     error        // why the client stopped; nil while it runs
 	leaving bool         // it said %exit, or its output lost its framing: write nothing more
 
+	// notify, when set, is told of activity (activity.go); paused are
+	// the panes tmux paused for this client, which resumePanes
+	// continues when unpause is signalled.
+	notify  func(id string)
+	paused  map[string]bool
+	unpause chan struct{}
+
 	attached  chan error    // the answer to the attach-session it was started with
 	done      chan struct{} // closed when read has returned and the process was reaped
 	closeOnce sync.Once
@@ -64,8 +71,12 @@ type conn struct {
 // and leave behind a server without sessions, which fails every command
 // with "no current target" until it exits. Only newSession starts a
 // server.
-func dial(ctx context.Context, c *Client) (*conn, error) {
-	args := append(append([]string{"-N"}, c.baseArgs()...), "-C", "attach-session", "-f", "ignore-size,no-output", "-t", "="+c.o.Session)
+func dial(ctx context.Context, c *Client, notify func(id string)) (*conn, error) {
+	flags := "ignore-size,no-output"
+	if notify != nil {
+		flags = activityFlags // it is sent the panes' output (activity.go)
+	}
+	args := append(append([]string{"-N"}, c.baseArgs()...), "-C", "attach-session", "-f", flags, "-t", "="+c.o.Session)
 	cmd := exec.Command(c.o.Binary, args...)
 	cmd.Env = c.env
 	cmd.WaitDelay = time.Second
@@ -82,7 +93,7 @@ func dial(ctx context.Context, c *Client) (*conn, error) {
 	}
 	cn := &conn{
 		log: c.log, cmd: cmd, stdin: w, stderr: &headBuffer{max: 2048}, wsem: make(chan struct{}, 1),
-		attached: make(chan error, 1), done: make(chan struct{}),
+		attached: make(chan error, 1), done: make(chan struct{}), notify: notify, unpause: make(chan struct{}, 1),
 	}
 	cmd.Stderr = cn.stderr
 	err = cmd.Start()
@@ -98,6 +109,9 @@ func dial(ctx context.Context, c *Client) (*conn, error) {
 			cn.close()
 			return nil, err
 		}
+		if notify != nil {
+			go cn.resumePanes(c.o.Timeout)
+		}
 		return cn, nil
 	case <-cn.done:
 		return nil, fmt.Errorf("%w before attaching: %s", errConnLost, strings.TrimSpace(cn.stderr.String()))
@@ -108,8 +122,9 @@ func dial(ctx context.Context, c *Client) (*conn, error) {
 }
 
 // read owns the client's stdout until it ends: it frames the %begin ...
-// %end/%error blocks, hands each to the command it answers, and ignores
-// notifications (which never come inside a block). Then it reaps the
+// %end/%error blocks, hands each to the command it answers, and passes
+// notifications (which never come inside a block) to notice when the
+// client reports activity, ignoring them otherwise. Then it reaps the
 // process and fails whatever is still owed.
 //
 // A block ends at the first line equal to its %end or %error guard, so
@@ -134,6 +149,7 @@ func (cn *conn) read(stdout io.Reader) {
 		if lost {
 			continue // drained until the killed client's output ends
 		}
+		outside := f.guard == ""
 		b, err := f.line(line)
 		switch {
 		case err != nil:
@@ -146,6 +162,8 @@ func (cn *conn) read(stdout io.Reader) {
 		case strings.HasPrefix(line, "%exit"):
 			cn.log.Debug("control-mode client exiting", "notice", line)
 			cn.leave()
+		case outside && f.guard == "" && cn.notify != nil:
+			cn.notice(line)
 		}
 	}
 	werr := cn.cmd.Wait()

@@ -12,7 +12,10 @@
 // commands are lines on its stdin, answers are %begin ... %end (or %error)
 // blocks on its stdout, matched to commands first in, first out. The
 // ignore-size and no-output flags keep that client from resizing the
-// user's windows and from receiving pane output. The connection is made
+// user's windows and from receiving pane output, unless the caller asked
+// to be told which panes wrote (OnActivity, activity.go: the client then
+// receives the output, with pause-after, and reports each pane's id
+// instead of the caller capturing panes on a timer). The connection is made
 // on first use and made again after the server or the session went away;
 // while it cannot be made, each command forks a tmux client instead (the
 // exec path), which is also what Options.ExecOnly selects.

@@ -10,13 +10,13 @@ import (
 // tagOption is the window user option that holds a window's tag.
 const tagOption = "@thatch_tag"
 
-// windowFormat describes one window as "ID PID DEAD " and then its name,
+// windowFormat describes one window as "ID PANE PID DEAD " and then its name,
 // directory, command and tag, each as "LENGTH:VALUE" (#{n:...} counts
 // bytes), so that any byte in a value (a newline in a directory, a tab in
 // a tag) is read back as it is. tmux finds a pane's current path through
 // its foreground process group, which a just-started pane may not have
 // yet; the directory it started in stands in until then.
-var windowFormat = "#{window_id} #{pane_pid} #{?pane_dead,1,0} " +
+var windowFormat = "#{window_id} #{pane_id} #{pane_pid} #{?pane_dead,1,0} " +
 	sized("#{window_name}") +
 	sized("#{?pane_current_path,#{pane_current_path},#{pane_start_path}}") +
 	sized("#{pane_current_command}") + sized("#{"+tagOption+"}")
@@ -52,6 +52,11 @@ func parseWindow(s string) (Window, string, error) {
 	if !ok || !validID(id) {
 		return w, "", fmt.Errorf("%w: window id in %q", errParse, clip(id))
 	}
+	pane, s, ok := strings.Cut(s, " ")
+	if !ok || !validPane(pane) {
+		return w, "", fmt.Errorf("%w: pane id %q of %s", errParse, clip(pane), id)
+	}
+	w.Pane = pane
 	pid, s, ok := strings.Cut(s, " ")
 	n, err := strconv.Atoi(pid)
 	if !ok || err != nil {
