@@ -62,6 +62,14 @@ type Kind[S any] interface {
 	Active(s *S) bool
 }
 
+// EffectLister is a Kind that names the effects it releases, a value of
+// each type (a nil pointer will do), besides StartTimer, CancelTimer and
+// Send: the runtime then refuses to start without a handler for each,
+// instead of dropping the effect when it is first released.
+type EffectLister interface {
+	Effects() []any
+}
+
 // Recovered is delivered to an entity right after it rebuilt its state from
 // its snapshot and journal, before any other message. A kind reconciles here:
 // it re-arms timers and re-issues effects whose results may have been lost.

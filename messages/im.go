@@ -107,6 +107,12 @@ type IMAgentPromptGone struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
+// IMNotice is something the front end tells a thread without its
+// binding (see actors/imnotice): plain text, sent once, in order.
+type IMNotice struct {
+	Text string `json:"text"`
+}
+
 // IMAgentIdle says the watch of the agent at work since Since (Unix
 // milliseconds, as IMWatchPane gave it) saw it stop: its window stayed
 // still with no prompt of its own (Why AgentIdleQuiet), or the window is

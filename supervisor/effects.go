@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,33 @@ type effects struct {
 	// it before and after to tell that nothing new was released meanwhile.
 	issued    atomic.Uint64
 	unhandled atomic.Uint64
+}
+
+// cover checks that every effect a kind says it releases
+// (actors.EffectLister) has a handler.
+func (x *effects) cover(kinds []Spec) error {
+	var missing []string
+	for _, k := range kinds {
+		for _, t := range k.Effects() {
+			if _, ok := x.handlers[t]; !ok && !runByEntity(t) {
+				missing = append(missing, fmt.Sprintf("%s releases %v", k.KindName(), t))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("supervisor: effects without a handler: %s", strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// runByEntity reports the effects an entity runs itself: timers and
+// sends.
+func runByEntity(t reflect.Type) bool {
+	switch t {
+	case reflect.TypeFor[*actors.StartTimer](), reflect.TypeFor[*actors.CancelTimer](), reflect.TypeFor[*actors.Send]():
+		return true
+	}
+	return false
 }
 
 func newEffects(log hclog.Logger, hs []Handler) (*effects, error) {

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/internal/testwait"
 	"github.com/thatch-run/thatch/messages"
+	"github.com/thatch-run/thatch/persistence"
 )
 
 // fxKind is a test kind whose entities release the effects a message
@@ -413,4 +415,37 @@ func TestAnEntityIsNotPassivatedWhileItsEffectRuns(t *testing.T) {
 		ids, err := r.tree.LiveIDs("fx", 5*time.Second)
 		return err == nil && len(ids) == 0
 	})
+}
+
+// listingKind is fxKind saying it releases orphanEff and stepEff
+// (actors.EffectLister).
+type listingKind struct{ fxKind }
+
+func (listingKind) Effects() []any {
+	return []any{(*stepEff)(nil), (*orphanEff)(nil), (*actors.StartTimer)(nil)}
+}
+
+// A kind that says which effects it releases is refused at start when one
+// of them has no handler, naming it, rather than dropping the effect the
+// first time it is released; with a handler for each it starts.
+func TestStartRefusesAKindWhoseListedEffectHasNoHandler(t *testing.T) {
+	st, err := persistence.Open("db", persistence.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := listingKind{fxKind{restarts: new(atomic.Int64)}}
+	step := Handle(func(context.Context, actors.Identity, *stepEff) any { return nil })
+	_, err = Start(Options{Journal: st.Journal(), Kinds: []Spec{Entity[fxState](k)}, Effects: []Handler{step}})
+	if err == nil || !strings.Contains(err.Error(), "fx releases *supervisor.orphanEff") || strings.Contains(err.Error(), "stepEff") {
+		t.Fatalf("Start = %v, want it refused for orphanEff alone", err)
+	}
+	orphan := Handle(func(context.Context, actors.Identity, *orphanEff) any { return nil })
+	tree, err := Start(Options{Journal: st.Journal(), Kinds: []Spec{Entity[fxState](k)}, Effects: []Handler{step, orphan}})
+	if err != nil {
+		t.Fatalf("Start with a handler for each listed effect: %v", err)
+	}
+	if err := tree.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 }

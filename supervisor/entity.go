@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -81,6 +82,9 @@ func (r *Rejected) Unwrap() error { return r.Err }
 // props of one entity.
 type Spec interface {
 	KindName() string
+	// Effects are the effect types the kind says it releases
+	// (actors.EffectLister); nil when it does not say.
+	Effects() []reflect.Type
 	Props(id string, env *Env) *actor.Props
 	// peek rebuilds the inspection of an entity from the journal; gap
 	// reports a compaction that ran while it read (read again).
@@ -93,6 +97,18 @@ func Entity[S any](k actors.Kind[S]) Spec { return entitySpec[S]{k: k} }
 type entitySpec[S any] struct{ k actors.Kind[S] }
 
 func (s entitySpec[S]) KindName() string { return s.k.Name() }
+
+func (s entitySpec[S]) Effects() []reflect.Type {
+	l, ok := s.k.(actors.EffectLister)
+	if !ok {
+		return nil
+	}
+	var ts []reflect.Type
+	for _, e := range l.Effects() {
+		ts = append(ts, reflect.TypeOf(e))
+	}
+	return ts
+}
 
 func (s entitySpec[S]) Props(id string, env *Env) *actor.Props {
 	sh := &shell{}

@@ -139,9 +139,10 @@ func Start(o Options) (t *Tree, err error) {
 	t = &Tree{sys: sys, journal: o.Journal, log: o.Logger, kinds: map[string]*actor.PID{}, specs: map[string]Spec{}, keepErrs: o.KeepErrors,
 		started: time.Now(), restarts: map[*time.Timer]struct{}{}, forgetWake: make(chan struct{}, 1), done: make(chan struct{}),
 		forget: o.Journal.Forget}
+	built := t // the returns below set t to nil
 	defer func() {
 		if err != nil {
-			_ = t.shutdown(context.Background())
+			_ = built.shutdown(context.Background())
 			sys.Shutdown()
 		}
 	}()
@@ -187,6 +188,9 @@ func (t *Tree) entityEnv(o Options) (*Env, error) {
 		var err error
 		t.effects, err = newEffects(o.Logger.Named("effects"), o.Effects)
 		if err != nil {
+			return nil, err
+		}
+		if err := t.effects.cover(o.Kinds); err != nil {
 			return nil, err
 		}
 		t.effects.send = t.Send

@@ -25,13 +25,13 @@ const adoptLabel = "Existing window"
 // listFreeWindows starts the adoption: which windows are free.
 func (p *plan) listFreeWindows() {
 	p.closePrompt()
-	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepWindows})
-	p.effect(&messages.IMListFreeWindows{})
+	p.Event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepWindows})
+	p.Effect(&messages.IMListFreeWindows{})
 }
 
 // freeWindows offers the free windows, one button each.
 func (p *plan) freeWindows(m *messages.IMFreeWindowsListed) {
-	s := p.s
+	s := p.S
 	if s.Phase != PhaseSetup || s.Setup == nil || s.Setup.Step != StepWindows {
 		return
 	}
@@ -72,7 +72,7 @@ func (p *plan) freeWindows(m *messages.IMFreeWindowsListed) {
 func (p *plan) adopt(verb string, choice func() (string, bool)) {
 	if verb == "back" {
 		p.closePrompt()
-		p.startSetup(p.s.Actor)
+		p.startSetup(p.S.Actor)
 		return
 	}
 	id, ok := choice()
@@ -80,17 +80,17 @@ func (p *plan) adopt(verb string, choice func() (string, bool)) {
 		return
 	}
 	p.closePrompt()
-	s := p.s
+	s := p.S
 	gen := s.Gen + 1
 	t := tag(s.Key, gen)
-	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepAdopt, Window: id, Gen: gen, Tag: t})
-	p.effect(&messages.IMAdoptWindow{WindowID: id, Tag: t, Name: s.Name()})
+	p.Event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepAdopt, Window: id, Gen: gen, Tag: t})
+	p.Effect(&messages.IMAdoptWindow{WindowID: id, Tag: t, Name: s.Name()})
 }
 
 // adopted goes on, once the window is the binding's, as a launch does:
 // the session the agent runs there is looked for, and the thread is bound.
 func (p *plan) adopted(m *messages.IMWindowAdopted) {
-	s := p.s
+	s := p.S
 	if s.Phase != PhaseSetup || s.Setup == nil || s.Setup.Step != StepAdopt || m.WindowID != s.Setup.Window || m.Tag != s.Setup.Tag {
 		return
 	}
@@ -105,6 +105,6 @@ func (p *plan) adopted(m *messages.IMWindowAdopted) {
 		return
 	}
 	st := Setup{Step: StepFind, Agent: m.Agent, Dir: m.Dir, Tag: m.Tag, Window: m.WindowID, WindowName: m.Name}
-	p.event(setupEvent(PhaseSetup, st))
-	p.effect(st.find())
+	p.Event(setupEvent(PhaseSetup, st))
+	p.Effect(st.find())
 }

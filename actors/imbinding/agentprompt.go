@@ -32,7 +32,7 @@ const maxOptionLabel = 40
 // agentPrompt shows the agent's prompt in the chat, once per prompt: the
 // same prompt seen again changes nothing; another one closes the first.
 func (p *plan) agentPrompt(m *messages.IMAgentPrompt) {
-	s := p.s
+	s := p.S
 	if !s.Bound() || len(m.Options) == 0 {
 		return
 	}
@@ -42,8 +42,8 @@ func (p *plan) agentPrompt(m *messages.IMAgentPrompt) {
 		}
 		p.closeAsk()
 	}
-	nonce := p.s.Nonce + 1
-	p.event(&messages.IMAgentAsked{Nonce: nonce, Fingerprint: m.Fingerprint, User: s.Actor, Options: m.Options})
+	nonce := p.S.Nonce + 1
+	p.Event(&messages.IMAgentAsked{Nonce: nonce, Fingerprint: m.Fingerprint, User: s.Actor, Options: m.Options})
 	var text strings.Builder
 	text.WriteString("The agent asks:\n" + m.Text + "\n")
 	var rows [][]messages.IMButton
@@ -57,20 +57,20 @@ func (p *plan) agentPrompt(m *messages.IMAgentPrompt) {
 
 // closeAsk closes the agent's prompt shown and clears its buttons.
 func (p *plan) closeAsk() {
-	a := p.s.Asked
+	a := p.S.Asked
 	if a == nil {
 		return
 	}
-	p.event(&messages.IMAgentAskClosed{Nonce: a.Nonce})
+	p.Event(&messages.IMAgentAskClosed{Nonce: a.Nonce})
 	for _, id := range a.MessageIDs {
-		p.effect(&messages.IMClearButtons{MessageID: id})
+		p.Effect(&messages.IMClearButtons{MessageID: id})
 	}
 }
 
 // agentPromptGone closes the prompt shown once the screen no longer shows
 // it (answered in the terminal), unless a press is on its way.
 func (p *plan) agentPromptGone(m *messages.IMAgentPromptGone) {
-	if a := p.s.Asked; a != nil && a.Fingerprint == m.Fingerprint && !a.Pending {
+	if a := p.S.Asked; a != nil && a.Fingerprint == m.Fingerprint && !a.Pending {
 		p.closeAsk()
 	}
 }
@@ -78,35 +78,35 @@ func (p *plan) agentPromptGone(m *messages.IMAgentPromptGone) {
 // pressedAgentPrompt answers the agent's prompt with the option pressed:
 // only the prompt the button was shown for, for the user it was shown to.
 func (p *plan) pressedAgentPrompt(m *messages.IMPress) {
-	s := p.s
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+	s := p.S
+	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 	nonceText, optText, _ := strings.Cut(strings.TrimPrefix(m.Data, pressAgent), ":")
 	nonce, err1 := strconv.ParseUint(nonceText, 10, 64)
 	opt, err2 := strconv.Atoi(optText)
 	a := s.Asked
 	switch {
 	case err1 != nil || err2 != nil:
-		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
+		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
 	case a == nil || a.Nonce != nonce || !s.Bound():
-		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "That prompt is no longer open."})
+		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "That prompt is no longer open."})
 		if m.MessageID != "" && (a == nil || !slices.Contains(a.MessageIDs, m.MessageID)) {
-			p.effect(&messages.IMClearButtons{MessageID: m.MessageID})
+			p.Effect(&messages.IMClearButtons{MessageID: m.MessageID})
 		}
 	case m.User != a.User || opt < 0 || opt >= len(a.Options):
-		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
+		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
 	case a.Pending:
-		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "An answer is on its way."})
+		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "An answer is on its way."})
 	default:
-		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
-		p.event(&messages.IMAgentAskPending{Nonce: nonce, Pending: true})
-		p.effect(&messages.IMAnswerAgentPrompt{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType,
+		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+		p.Event(&messages.IMAgentAskPending{Nonce: nonce, Pending: true})
+		p.Effect(&messages.IMAnswerAgentPrompt{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType,
 			Fingerprint: a.Fingerprint, Nonce: nonce, Option: opt, Keys: a.Options[opt].Keys})
 	}
 }
 
 // agentAnswered acts on how the answer went.
 func (p *plan) agentAnswered(m *messages.IMAgentPromptAnswered) {
-	a := p.s.Asked
+	a := p.S.Asked
 	if a == nil || a.Nonce != m.Nonce {
 		return
 	}
@@ -118,10 +118,10 @@ func (p *plan) agentAnswered(m *messages.IMAgentPromptAnswered) {
 		p.closeAsk()
 		p.say(messages.IMOutEntry{Text: "That prompt is no longer open."})
 	case m.Err != "":
-		p.event(&messages.IMAgentAskPending{Nonce: a.Nonce})
+		p.Event(&messages.IMAgentAskPending{Nonce: a.Nonce})
 		p.say(messages.IMOutEntry{Text: "Could not answer the prompt: " + m.Err})
 	default:
-		p.event(&messages.IMAgentAskPending{Nonce: a.Nonce})
+		p.Event(&messages.IMAgentAskPending{Nonce: a.Nonce})
 		p.say(messages.IMOutEntry{Text: "The keys did not take: the prompt is still open."})
 	}
 }

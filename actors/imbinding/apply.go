@@ -33,42 +33,27 @@ func applyChat(n, s *State, ev any) bool {
 		if e.Check {
 			n.Checking = true
 		}
-	case *messages.IMOutboxAdded:
-		n.Outbox = slices.Clip(s.Outbox)
-		for i, entry := range e.Entries {
-			n.Outbox = append(n.Outbox, Out{Seq: e.Seq + uint64(i), IMOutEntry: entry})
-		}
-		n.NextSeq = e.Seq + uint64(len(e.Entries))
-	case *messages.IMOutboxReleased:
-		n.OutFlight = e.Seq + 1
-	case *messages.IMOutboxPartSent:
-		i := slices.IndexFunc(s.Outbox, func(o Out) bool { return o.Seq == e.Seq })
-		if i >= 0 {
-			n.Outbox = slices.Clone(s.Outbox)
-			n.Outbox[i].Parts = e.Parts
-		}
+	case *messages.IMOutboxAdded, *messages.IMOutboxReleased, *messages.IMOutboxPartSent:
+		n.Box, _ = s.Box.Apply(ev)
 	case *messages.IMOutboxSent:
-		if s.OutFlight == e.Seq+1 {
-			n.OutFlight = 0
-		}
-		i := slices.IndexFunc(s.Outbox, func(o Out) bool { return o.Seq == e.Seq })
-		if i < 0 {
+		o, ok := s.Box.Entry(e.Seq)
+		n.Box, _ = s.Box.Apply(ev)
+		if !ok {
 			return true
 		}
 		if e.Refused != "" {
 			n.Refused = e.Refused
 		}
-		if pr := s.Prompt; pr != nil && s.Outbox[i].Prompt == pr.Nonce && e.MessageID != "" {
+		if pr := s.Prompt; pr != nil && o.Prompt == pr.Nonce && e.MessageID != "" {
 			c := *pr
 			c.MessageIDs = append(slices.Clip(pr.MessageIDs), e.MessageID)
 			n.Prompt = &c
 		}
-		if a := s.Asked; a != nil && s.Outbox[i].Prompt == a.Nonce && e.MessageID != "" {
+		if a := s.Asked; a != nil && o.Prompt == a.Nonce && e.MessageID != "" {
 			c := *a
 			c.MessageIDs = append(slices.Clip(a.MessageIDs), e.MessageID)
 			n.Asked = &c
 		}
-		n.Outbox = slices.Delete(slices.Clone(s.Outbox), i, i+1)
 	case *messages.IMPromptOpened:
 		n.Nonce = e.Nonce
 		n.Prompt = &Prompt{Kind: e.Kind, Nonce: e.Nonce, User: e.User, Choices: e.Choices, Detected: e.Detected, Window: e.Window,

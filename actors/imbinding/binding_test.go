@@ -41,6 +41,9 @@ func (h *harness) send(msg any) []any {
 		h.t.Fatalf("%T unhandled", msg)
 	}
 	for _, e := range d.Effects {
+		if !listed(h.k, e) {
+			h.t.Fatalf("the binding released %T, which its Effects do not list: the runtime would start without its handler", e)
+		}
 		if sc, ok := e.(*messages.IMSendChat); ok && len(sc.Buttons) > 0 {
 			nonce, _, _ := strings.Cut(sc.Buttons[0][0].Data, ":")
 			h.prompts[nonce] = sc.Buttons
@@ -1055,4 +1058,18 @@ func TestAMessageRefusedForGoodIsShownInTheView(t *testing.T) {
 	if v := h.k.View(h.s).(View); v.Refused != "Bad Request: message thread not found" || v.Unsent != 0 {
 		t.Fatalf("view %+v: the refusal is not shown", v)
 	}
+}
+
+// listed reports whether e is a timer or of a type k's Effects list.
+func listed(k *Kind, e any) bool {
+	switch e.(type) {
+	case *actors.StartTimer, *actors.CancelTimer, *actors.Send:
+		return true
+	}
+	for _, l := range k.Effects() {
+		if reflect.TypeOf(l) == reflect.TypeOf(e) {
+			return true
+		}
+	}
+	return false
 }

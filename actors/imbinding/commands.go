@@ -32,15 +32,15 @@ func (p *plan) command(m *messages.IMCommand) {
 	if p.seen(m.UpdateID) {
 		return
 	}
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 	p.runCommand(m.Name, m.Args, m.User)
 }
 
 // runCommand runs a command for user.
 func (p *plan) runCommand(name, args, user string) {
-	s := p.s
+	s := p.S
 	if name == "sessions" {
-		p.effect(&messages.IMListBindings{User: user})
+		p.Effect(&messages.IMListBindings{User: user})
 		return
 	}
 	if !s.Bound() || s.Phase == PhaseEnded || s.Phase == PhaseRecovering {
@@ -49,9 +49,9 @@ func (p *plan) runCommand(name, args, user string) {
 	}
 	switch name {
 	case "esc", "interrupt", "enter":
-		p.effect(&messages.IMSendKeys{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Key: name})
+		p.Effect(&messages.IMSendKeys{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Key: name})
 	case "screenshot":
-		p.effect(&messages.IMScreenshot{WindowID: s.Window.WindowID, Tag: s.Tag, Name: s.windowName(), Buttons: screenshotButtons(user)})
+		p.Effect(&messages.IMScreenshot{WindowID: s.Window.WindowID, Tag: s.Tag, Name: s.windowName(), Buttons: screenshotButtons(user)})
 	case "history":
 		n := DefaultHistory
 		if args != "" {
@@ -66,7 +66,7 @@ func (p *plan) runCommand(name, args, user string) {
 			p.say(messages.IMOutEntry{Text: "thatch has not found the agent's session yet, so it has no history to show."})
 			return
 		}
-		p.effect(&messages.IMReadHistory{Path: s.Transcript, Agent: s.Info.AgentType, N: n})
+		p.Effect(&messages.IMReadHistory{Path: s.Transcript, Agent: s.Info.AgentType, N: n})
 	case "kill":
 		if pr := s.Prompt; pr != nil && pr.Kind != PromptKill {
 			p.say(messages.IMOutEntry{Text: "Answer the open question first."})
@@ -94,12 +94,12 @@ func screenshotButtons(user string) [][]messages.IMButton {
 func (p *plan) pressedCommand(m *messages.IMPress) {
 	cmd, user, _ := strings.Cut(strings.TrimPrefix(m.Data, pressCommand), ":")
 	ok := user == m.User && (cmd == "screenshot" || keyNames[cmd] != "")
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 	if !ok {
-		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
+		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
 		return
 	}
-	p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+	p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
 	p.runCommand(cmd, "", user)
 }
 
@@ -110,7 +110,7 @@ func (p *plan) answerKill(verb string) {
 		p.say(messages.IMOutEntry{Text: "Kept."})
 		return
 	}
-	window := p.s.windowName()
+	window := p.S.windowName()
 	p.end("killed from the chat", true)
 	p.say(messages.IMOutEntry{Text: "Window " + window + " is killed and this thread's binding ended. Send a message to set up a new one."})
 }

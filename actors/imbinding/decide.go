@@ -10,35 +10,22 @@ import (
 	"github.com/thatch-run/thatch/messages"
 )
 
-// plan accumulates one decision: each event is applied at once, so that
-// the steps after it decide on the state it made.
+// plan is one decision (actors.Plan: each event is applied at once, so
+// that the steps after it decide on the state it made).
 type plan struct {
-	k       *Kind
-	s       *State
-	events  []any
-	effects []any
-	now     time.Time
-}
-
-func (p *plan) event(ev any) {
-	p.events = append(p.events, ev)
-	p.s = p.k.Apply(p.s, ev)
-}
-
-func (p *plan) effect(e ...any) { p.effects = append(p.effects, e...) }
-
-func (p *plan) decision(reply any) actors.Decision {
-	return actors.Decision{Events: p.events, Effects: p.effects, Reply: reply}
+	actors.Plan[State]
+	k   *Kind
+	now time.Time
 }
 
 // Decide handles one message.
 func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
-	p := &plan{k: k, s: s, now: now}
+	p := &plan{Plan: actors.NewPlan(s, k.Apply, nil), k: k, now: now}
 	if s.Phase == PhaseEnded && !endedAccepts(msg) {
 		if _, ok := msg.(*actors.Recovered); ok {
 			p.recoveredEnded()
 		}
-		return p.decision(nil)
+		return p.Decision()
 	}
 	switch m := msg.(type) {
 	case *messages.IMUpdate:
@@ -90,7 +77,7 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		case m.Err != "":
 			p.say(messages.IMOutEntry{Text: "Could not rename the window: " + m.Err})
 		case m.Name != "" && m.Name != s.Info.WindowName:
-			p.event(&messages.IMRenamed{Name: m.Name, WindowOnly: true})
+			p.Event(&messages.IMRenamed{Name: m.Name, WindowOnly: true})
 		}
 	case *messages.IMTranscriptRead:
 		p.transcript(m)
@@ -105,7 +92,7 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	}
 	p.saveFiles(s, msg)
 	p.watchChanged(s)
-	return p.decision(nil)
+	return p.Decision()
 }
 
 // seen reports an update handled already. A platform redelivers what was
@@ -116,12 +103,12 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 // ids are the adapter's: Telegram's update ids, which increase across
 // all chats, or ids another adapter makes increasing per thread.
 func (p *plan) seen(id int64) bool {
-	return id <= p.s.LastUpdate && p.now.UnixMilli()-p.s.LastAt < messages.IMUpdateIDReset.Milliseconds()
+	return id <= p.S.LastUpdate && p.now.UnixMilli()-p.S.LastAt < messages.IMUpdateIDReset.Milliseconds()
 }
 
 // update handles a chat message or service message.
 func (p *plan) update(m *messages.IMUpdate) {
-	s := p.s
+	s := p.S
 	if p.seen(m.UpdateID) {
 		return // handled before a crash: the update was redelivered
 	}
@@ -142,21 +129,21 @@ func (p *plan) update(m *messages.IMUpdate) {
 	}
 	if e := s.Ended; s.Phase == PhaseEnded && e != nil && e.Reopenable {
 		// A closed topic: nothing is queued for the agent.
-		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+		p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 		if text != "" || m.Start || m.Media != "" {
 			p.endedMessage(m.User)
 		}
 		return
 	}
 	if len(s.Queue)+len(s.Waiting) >= MaxQueued && (text != "" || m.File != nil) {
-		p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, At: p.now.UnixMilli()})
+		p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, At: p.now.UnixMilli()})
 		p.say(messages.IMOutEntry{Text: fmt.Sprintf("%d messages are already waiting for the agent; this one was not queued. Send it again later.", MaxQueued)})
 		return
 	}
 	// A message behind a file not saved yet waits for it (files.go).
 	check := text != "" && s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Waiting) == 0
 	has := text != "" || m.File != nil
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, Text: text, At: p.now.UnixMilli(),
+	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, Text: text, At: p.now.UnixMilli(),
 		Check: check, Actor: has || m.Start, File: m.File, Caption: m.Caption})
 	if m.Media != "" && m.File == nil {
 		// Agents take typed text only.
@@ -174,8 +161,8 @@ func (p *plan) update(m *messages.IMUpdate) {
 		p.reask(m.User)
 	case !has:
 	case check:
-		p.effect(p.check())
-	case p.s.Phase == PhaseUnbound:
+		p.Effect(p.check())
+	case p.S.Phase == PhaseUnbound:
 		p.startSetup(m.User)
 	default:
 		p.reask(m.User)
@@ -186,9 +173,9 @@ func (p *plan) update(m *messages.IMUpdate) {
 // when it belongs to the open prompt (its nonce: every message that
 // carried the prompt) and the prompt's user.
 func (p *plan) press(m *messages.IMPress) {
-	s := p.s
+	s := p.S
 	if p.seen(m.UpdateID) {
-		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
 		return
 	}
 	if strings.HasPrefix(m.Data, pressCommand) {
@@ -205,12 +192,12 @@ func (p *plan) press(m *messages.IMPress) {
 	// The nonce names the prompt: every copy of it in the chat (a send
 	// repeated after a crash makes two) answers alike.
 	ok := err == nil && pr != nil && nonce == pr.Nonce && m.User == pr.User
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli(), Actor: ok})
+	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli(), Actor: ok})
 	if !ok {
-		p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
+		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
 		return
 	}
-	p.effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
+	p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
 	verb, arg, _ := strings.Cut(action, ":")
 	choice := func() (string, bool) {
 		i, err := strconv.Atoi(arg)
@@ -227,8 +214,8 @@ func (p *plan) press(m *messages.IMPress) {
 		}
 		if a, ok := choice(); ok && verb == "a" {
 			p.closePrompt()
-			p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: a})
-			p.effect(&messages.IMListDirectory{})
+			p.Event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: a})
+			p.Effect(&messages.IMListDirectory{})
 		}
 	case PromptDir:
 		p.browse(verb, choice)
@@ -249,21 +236,21 @@ func (p *plan) press(m *messages.IMPress) {
 func (p *plan) tick(m *actors.Tick) {
 	switch m.Name {
 	case timerRename:
-		if p.s.Prompt != nil && p.s.Prompt.Kind == PromptRename {
+		if p.S.Prompt != nil && p.S.Prompt.Kind == PromptRename {
 			p.rename()
 		}
 	case timerOutbox:
 		p.sendHead() // again, after a failed send: the head is the entry in flight
 	case timerFind:
-		if s := p.s; s.lookingForSession() {
-			p.effect(s.findBound())
+		if s := p.S; s.lookingForSession() {
+			p.Effect(s.findBound())
 		}
 	case timerWork:
 		p.workTimer()
 	case timerTyping:
-		if s := p.s; s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Queue) > 0 {
-			p.event(&messages.IMResumed{})
-			p.effect(p.check())
+		if s := p.S; s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Queue) > 0 {
+			p.Event(&messages.IMResumed{})
+			p.Effect(p.check())
 		}
 	}
 }

@@ -30,7 +30,7 @@ func (p *plan) chatEnded(m *messages.IMChatEnded) {
 	if p.seen(m.UpdateID) {
 		return
 	}
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 	p.endAs(m.Reason, false, m.Reopenable)
 }
 
@@ -38,17 +38,17 @@ func (p *plan) chatEnded(m *messages.IMChatEnded) {
 // window and session again; its next message takes the usual route (a
 // window gone offers Recover).
 func (p *plan) chatReopened(m *messages.IMChatReopened) {
-	s := p.s
+	s := p.S
 	if p.seen(m.UpdateID) {
 		return
 	}
-	p.event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
+	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 	if s.Phase != PhaseEnded || s.Ended == nil || !s.Ended.Reopenable || s.Window.WindowID == "" {
 		return
 	}
-	p.event(&messages.IMReopened{At: p.now.UnixMilli()})
+	p.Event(&messages.IMReopened{At: p.now.UnixMilli()})
 	if s.Transcript != "" {
-		p.effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
+		p.Effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
 	}
 	p.say(messages.IMOutEntry{Text: "Reopened: this thread is bound again to " + s.Info.AgentType + " in " + s.windowName() + "."})
 }
@@ -57,14 +57,14 @@ func (p *plan) chatReopened(m *messages.IMChatReopened) {
 // come back (a closed topic), one note and nothing typed; in one that
 // cannot, the chat is back (the bot was added again): a new setup.
 func (p *plan) endedMessage(user string) {
-	s := p.s
+	s := p.S
 	if !s.Ended.Reopenable {
 		p.say(messages.IMOutEntry{Text: "The earlier binding of this chat ended (" + s.Ended.Reason + "). Setting up a new one."})
 		p.startSetup(user)
 		return
 	}
 	if !s.Ended.Noted {
-		p.event(&messages.IMEndNoted{})
+		p.Event(&messages.IMEndNoted{})
 		p.say(messages.IMOutEntry{Text: "This topic is closed: nothing is typed to the agent. Reopen it to go on."})
 	}
 }
@@ -78,17 +78,17 @@ func (p *plan) end(reason string, kill bool) { p.endAs(reason, kill, false) }
 
 // endAs is end for a thread that may come back (reopenable).
 func (p *plan) endAs(reason string, kill, reopenable bool) {
-	s := p.s
+	s := p.S
 	if s.Phase == PhaseEnded {
 		return
 	}
 	kill = (kill || p.k.cfg.OnClose == OnCloseKill) && s.Window.WindowID != ""
 	if s.Transcript != "" {
-		p.effect(&messages.IMStopFollowing{Path: s.Transcript})
+		p.Effect(&messages.IMStopFollowing{Path: s.Transcript})
 	}
-	p.event(&messages.IMEnded{Reason: reason, At: p.now.UnixMilli(), WindowClosed: kill, Reopenable: reopenable})
+	p.Event(&messages.IMEnded{Reason: reason, At: p.now.UnixMilli(), WindowClosed: kill, Reopenable: reopenable})
 	if kill {
-		p.effect(p.s.closeWindow())
+		p.Effect(p.S.closeWindow())
 	}
 }
 

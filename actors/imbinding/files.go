@@ -70,7 +70,7 @@ func applyFiles(n, s *State, ev any) bool {
 // twice writes the same file (its name is made of the update's time),
 // and only the first result counts.
 func (p *plan) saveFiles(old *State, msg any) {
-	s := p.s
+	s := p.S
 	if !s.Bound() || s.Info.Cwd == "" || s.Phase == PhaseEnded {
 		return
 	}
@@ -83,7 +83,7 @@ func (p *plan) saveFiles(old *State, msg any) {
 		if !all && slices.ContainsFunc(old.Waiting, func(o Queued) bool { return o.UpdateID == q.UpdateID }) {
 			continue
 		}
-		p.effect(&messages.IMSaveFile{UpdateID: q.UpdateID, At: q.At, Dir: s.Info.Cwd, File: *q.File})
+		p.Effect(&messages.IMSaveFile{UpdateID: q.UpdateID, At: q.At, Dir: s.Info.Cwd, File: *q.File})
 	}
 }
 
@@ -91,7 +91,7 @@ func (p *plan) saveFiles(old *State, msg any) {
 // transcript of a voice note) in its turn, or says why the file was not
 // saved and types nothing for it.
 func (p *plan) fileSaved(m *messages.IMFileSaved) {
-	s := p.s
+	s := p.S
 	i := slices.IndexFunc(s.Waiting, func(q Queued) bool { return q.UpdateID == m.UpdateID && q.File != nil })
 	if i < 0 {
 		return // a save asked for twice: the first result counted
@@ -100,10 +100,10 @@ func (p *plan) fileSaved(m *messages.IMFileSaved) {
 	what := fileWhat(q.File)
 	switch {
 	case m.Err != "" && m.TooLarge:
-		p.event(&messages.IMFileReady{UpdateID: m.UpdateID, Dropped: true})
+		p.Event(&messages.IMFileReady{UpdateID: m.UpdateID, Dropped: true})
 		p.say(messages.IMOutEntry{Text: "The " + what + " is too large to take (" + m.Err + "): nothing was given to the agent."})
 	case m.Err != "":
-		p.event(&messages.IMFileReady{UpdateID: m.UpdateID, Dropped: true})
+		p.Event(&messages.IMFileReady{UpdateID: m.UpdateID, Dropped: true})
 		p.say(messages.IMOutEntry{Text: "Could not save the " + what + " (" + m.Err + "): nothing was given to the agent."})
 	default:
 		line := "[file: " + m.Path + "]"
@@ -113,15 +113,15 @@ func (p *plan) fileSaved(m *messages.IMFileSaved) {
 		if m.Transcript != "" {
 			line += "\n" + m.Transcript
 		}
-		p.event(&messages.IMFileReady{UpdateID: m.UpdateID, Text: line})
+		p.Event(&messages.IMFileReady{UpdateID: m.UpdateID, Text: line})
 		if m.TranscribeErr != "" {
 			p.say(messages.IMOutEntry{Text: "The voice note was saved, but not transcribed (" + m.TranscribeErr + "): only its path is typed."})
 		}
 	}
 	// The messages it held up may go now.
-	if n := p.s; n.Phase == PhaseBound && !n.Checking && !n.sending() && len(n.Queue) > 0 {
-		p.event(&messages.IMResumed{})
-		p.effect(p.check())
+	if n := p.S; n.Phase == PhaseBound && !n.Checking && !n.sending() && len(n.Queue) > 0 {
+		p.Event(&messages.IMResumed{})
+		p.Effect(p.check())
 	}
 }
 

@@ -16,14 +16,14 @@ func (p *plan) ask(kind, text, user string, choices []string, detected string, r
 // askIn is ask for a prompt that remembers a live window to reuse.
 func (p *plan) askIn(kind, text, user string, choices []string, detected, window string, rows [][]messages.IMButton) {
 	plain := cloneRows(rows)
-	nonce := p.s.Nonce + 1
+	nonce := p.S.Nonce + 1
 	for _, row := range rows {
 		for i := range row {
 			row[i].Data = strconv.FormatUint(nonce, 10) + ":" + row[i].Data
 		}
 	}
 	p.closePrompt()
-	p.event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, User: user, Choices: choices, Detected: detected, Window: window,
+	p.Event(&messages.IMPromptOpened{Kind: kind, Nonce: nonce, User: user, Choices: choices, Detected: detected, Window: window,
 		Text: text, Rows: plain})
 	p.say(messages.IMOutEntry{Text: text, Buttons: rows, Prompt: nonce})
 }
@@ -40,28 +40,28 @@ func cloneRows(rows [][]messages.IMButton) [][]messages.IMButton {
 // (its buttons do nothing for others), so when another allowed user
 // speaks in the thread, the question moves to them.
 func (p *plan) reask(user string) {
-	pr := p.s.Prompt
+	pr := p.S.Prompt
 	if pr == nil || pr.User == user || pr.Text == "" {
 		return
 	}
 	p.askIn(pr.Kind, pr.Text, user, slices.Clone(pr.Choices), pr.Detected, pr.Window, cloneRows(pr.Rows))
 	if pr.Kind == PromptRename {
-		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+		p.Effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
 	}
 }
 
 // closePrompt closes the open prompt, if any, and removes its buttons.
 func (p *plan) closePrompt() {
-	pr := p.s.Prompt
+	pr := p.S.Prompt
 	if pr == nil {
 		return
 	}
-	p.event(&messages.IMPromptClosed{Nonce: pr.Nonce})
+	p.Event(&messages.IMPromptClosed{Nonce: pr.Nonce})
 	for _, id := range pr.MessageIDs {
-		p.effect(&messages.IMClearButtons{MessageID: id})
+		p.Effect(&messages.IMClearButtons{MessageID: id})
 	}
 	if pr.Kind == PromptRename {
-		p.effect(&actors.CancelTimer{Name: timerRename})
+		p.Effect(&actors.CancelTimer{Name: timerRename})
 	}
 }
 
@@ -70,46 +70,46 @@ func (p *plan) answer(pr *Prompt, verb, user string) {
 	switch {
 	case verb == "new":
 		p.closePrompt()
-		if s := p.s; s.Window.WindowID != "" {
+		if s := p.S; s.Window.WindowID != "" {
 			// The new session gets a window of its own: the old one (its
 			// agent replaced) is closed, never left to nobody.
-			p.effect(s.closeWindow())
+			p.Effect(s.closeWindow())
 		}
 		p.startSetup(user)
 	case pr.Kind == PromptRename && verb == "rename":
 		p.rename()
 	case pr.Kind == PromptMismatch && verb == "update":
 		p.closePrompt()
-		if p.s.Transcript != "" {
-			p.effect(&messages.IMStopFollowing{Path: p.s.Transcript})
+		if p.S.Transcript != "" {
+			p.Effect(&messages.IMStopFollowing{Path: p.S.Transcript})
 		}
-		p.event(&messages.IMAgentChanged{Agent: pr.Detected})
+		p.Event(&messages.IMAgentChanged{Agent: pr.Detected})
 		// The new agent started after the old one: a transcript written
 		// since the old one's launch may be the new one's.
-		p.effect(&messages.IMFindAgentSession{WindowID: p.s.Window.WindowID, Tag: p.s.Tag, Agent: pr.Detected, Dir: p.s.Info.Cwd,
-			Since: p.s.Info.Since, Fresh: true})
+		p.Effect(&messages.IMFindAgentSession{WindowID: p.S.Window.WindowID, Tag: p.S.Tag, Agent: pr.Detected, Dir: p.S.Info.Cwd,
+			Since: p.S.Info.Since, Fresh: true})
 		p.recheck()
 	case pr.Kind == PromptDead && verb == "recover":
 		p.closePrompt()
-		s := p.s
+		s := p.S
 		if pr.Window != "" && pr.Window == s.Window.WindowID {
 			// The window is alive and its agent exited: start it again there.
-			p.event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
+			p.Event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
 				Tag: s.Tag, Window: s.Window.WindowID, WindowName: s.Info.WindowName, Resume: s.Info.SessionID})
 			p.launch(s.Info.SessionID)
 			return
 		}
-		p.event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
+		p.Event(&messages.IMSetupStep{Phase: PhaseRecovering, Step: StepWindow, Agent: s.Info.AgentType, Dir: s.Info.Cwd,
 			Gen: s.Gen + 1, Tag: tag(s.Key, s.Gen+1), Resume: s.Info.SessionID})
-		p.effect(&messages.IMCreateWindow{Tag: p.s.Setup.Tag, Name: s.Chat.DisplayName, Dir: s.Info.Cwd})
+		p.Effect(&messages.IMCreateWindow{Tag: p.S.Setup.Tag, Name: s.Chat.DisplayName, Dir: s.Info.Cwd})
 	}
 }
 
 // rename accepts the chat side's name: the binding and the window take it.
 func (p *plan) rename() {
 	p.closePrompt()
-	name := p.s.Name()
-	p.event(&messages.IMRenamed{Name: name})
-	p.effect(&messages.IMRenameWindow{WindowID: p.s.Window.WindowID, Name: name})
+	name := p.S.Name()
+	p.Event(&messages.IMRenamed{Name: name})
+	p.Effect(&messages.IMRenameWindow{WindowID: p.S.Window.WindowID, Name: name})
 	p.recheck()
 }

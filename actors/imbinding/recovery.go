@@ -9,21 +9,21 @@ import (
 // messages, the transcript follower, a window check for queued messages,
 // and the effect of the flow's current step.
 func (p *plan) recovered() {
-	s := p.s
+	s := p.S
 	p.sendHead() // nothing is in flight after a restart
 	p.recoveredWork()
 	if s.Transcript != "" && s.Bound() {
-		p.effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
+		p.Effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
 	}
 	if s.Prompt != nil && s.Prompt.Kind == PromptRename {
-		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+		p.Effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
 	}
 	if s.lookingForSession() {
-		p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
+		p.Effect(&actors.StartTimer{Name: timerFind, After: findRetry})
 	}
 	if s.Phase == PhaseBound && len(s.Queue) > 0 {
-		p.event(&messages.IMResumed{})
-		p.effect(p.check())
+		p.Event(&messages.IMResumed{})
+		p.Effect(p.check())
 	}
 	if s.Setup == nil || (s.Phase != PhaseSetup && s.Phase != PhaseRecovering) {
 		return
@@ -32,26 +32,26 @@ func (p *plan) recovered() {
 	switch st.Step {
 	case StepDir:
 		if s.Prompt == nil {
-			p.effect(&messages.IMListDirectory{Path: st.Dir})
+			p.Effect(&messages.IMListDirectory{Path: st.Dir})
 		}
 	case StepWindow:
 		name := s.Name()
 		if s.Phase == PhaseRecovering {
 			name = s.Chat.DisplayName
 		}
-		p.effect(&messages.IMCreateWindow{Tag: st.Tag, Name: name, Dir: st.Dir})
+		p.Effect(&messages.IMCreateWindow{Tag: st.Tag, Name: name, Dir: st.Dir})
 	case StepSessions:
-		p.effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
+		p.Effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
 	case StepLaunch:
-		p.effect(st.launch())
+		p.Effect(st.launch())
 	case StepFind:
-		p.effect(st.find())
+		p.Effect(st.find())
 	case StepWindows:
 		if s.Prompt == nil {
-			p.effect(&messages.IMListFreeWindows{})
+			p.Effect(&messages.IMListFreeWindows{})
 		}
 	case StepAdopt:
-		p.effect(&messages.IMAdoptWindow{WindowID: st.Window, Tag: st.Tag, Name: s.Name()})
+		p.Effect(&messages.IMAdoptWindow{WindowID: st.Window, Tag: st.Tag, Name: s.Name()})
 	}
 }
 
@@ -61,7 +61,7 @@ func (p *plan) recovered() {
 // when the window is gone).
 func (p *plan) recoveredEnded() {
 	p.sendHead() // what it said after it ended
-	if s := p.s; s.Ended != nil && s.Ended.WindowClosed && s.Window.WindowID != "" {
-		p.effect(s.closeWindow())
+	if s := p.S; s.Ended != nil && s.Ended.WindowClosed && s.Window.WindowID != "" {
+		p.Effect(s.closeWindow())
 	}
 }

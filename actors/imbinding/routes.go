@@ -10,18 +10,18 @@ import (
 
 // recheck checks the window again for the queued messages.
 func (p *plan) recheck() {
-	if len(p.s.Queue) == 0 {
+	if len(p.S.Queue) == 0 {
 		return
 	}
-	p.event(&messages.IMResumed{})
-	p.effect(p.check())
+	p.Event(&messages.IMResumed{})
+	p.Effect(p.check())
 }
 
 // check is the window check for the queue, with the oldest message to
 // type at once if the window is as expected (the chat-side name, which
 // the handler cannot see, is checked here).
 func (p *plan) check() *messages.IMCheckWindow {
-	s := p.s
+	s := p.S
 	c := &messages.IMCheckWindow{WindowID: s.Window.WindowID, Tag: s.Tag}
 	if len(s.Queue) > 0 && s.Phase == PhaseBound && s.Name() == s.Chat.DisplayName {
 		q := s.Queue[0]
@@ -32,14 +32,14 @@ func (p *plan) check() *messages.IMCheckWindow {
 
 // checked routes the queued messages by the window check's outcome.
 func (p *plan) checked(m *messages.IMWindowChecked) {
-	s := p.s
+	s := p.S
 	if s.Phase != PhaseBound || !s.Checking || m.WindowID != s.Window.WindowID {
 		return // a check that no longer matters
 	}
 	if m.Typed != 0 {
 		// All was well and the check typed the oldest message.
 		if len(s.Queue) > 0 && s.Queue[0].UpdateID == m.Typed {
-			p.event(&messages.IMChecked{Forward: true})
+			p.Event(&messages.IMChecked{Forward: true})
 			p.sentToWindow(&messages.IMSentToWindow{UpdateID: m.Typed, Err: m.TypeErr, NotTaken: m.TypeNotTaken, NotReady: m.TypeNotReady})
 		}
 		return
@@ -47,7 +47,7 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 	user := s.Actor
 	switch {
 	case !m.Alive || m.Agent == "":
-		p.event(&messages.IMChecked{})
+		p.Event(&messages.IMChecked{})
 		why, window := "The window of this session is gone.", ""
 		if m.Alive {
 			why, window = "The agent is no longer running in its window.", m.WindowID
@@ -55,17 +55,17 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 		p.askIn(PromptDead, why+" Your message is kept.", user, nil, "", window,
 			[][]messages.IMButton{{{Text: "Recover", Data: "recover"}, {Text: "New Session", Data: "new"}}})
 	case m.Agent != s.Info.AgentType:
-		p.event(&messages.IMChecked{})
+		p.Event(&messages.IMChecked{})
 		p.ask(PromptMismatch, fmt.Sprintf("This thread is bound to %s, but %s runs in its window. Your message is kept.", s.Info.AgentType, m.Agent),
 			user, nil, m.Agent,
 			[][]messages.IMButton{{{Text: "Update Binding", Data: "update"}, {Text: "New Session", Data: "new"}}})
 	case s.Name() != s.Chat.DisplayName || m.Name != s.windowName():
-		p.event(&messages.IMChecked{})
+		p.Event(&messages.IMChecked{})
 		p.ask(PromptRename, fmt.Sprintf("This thread is now called %q; its session is %q. Rename the session? (Renamed in %s without an answer.)",
 			s.Name(), s.Chat.DisplayName, p.k.cfg.RenameTimeout),
 			user, nil, "",
 			[][]messages.IMButton{{{Text: "Rename", Data: "rename"}, {Text: "New Session", Data: "new"}}})
-		p.effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+		p.Effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
 	default:
 		p.forward()
 	}
@@ -75,13 +75,13 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 // per check: the one before may have ended the agent, and the next must
 // not reach the shell left behind.
 func (p *plan) forward() {
-	p.event(&messages.IMChecked{Forward: true})
-	q := p.s.Queue[0]
-	p.effect(&messages.IMSendToWindow{WindowID: p.s.Window.WindowID, UpdateID: q.UpdateID, Text: q.Text})
+	p.Event(&messages.IMChecked{Forward: true})
+	q := p.S.Queue[0]
+	p.Effect(&messages.IMSendToWindow{WindowID: p.S.Window.WindowID, UpdateID: q.UpdateID, Text: q.Text})
 }
 
 func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
-	s := p.s
+	s := p.S
 	i := slices.IndexFunc(s.Queue, func(q Queued) bool { return q.UpdateID == m.UpdateID && q.Sent })
 	if i < 0 {
 		return
@@ -89,21 +89,21 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	if m.Err != "" && !m.NotTaken {
 		if m.NotReady {
 			if s.Held != m.UpdateID {
-				p.event(&messages.IMTypingHeld{UpdateID: m.UpdateID})
+				p.Event(&messages.IMTypingHeld{UpdateID: m.UpdateID})
 				p.say(messages.IMOutEntry{Text: fmt.Sprintf("%s is not taking input now: a question or a dialog may be open in its window, or its input line holds text not sent yet. Your message waits and is typed once it takes input.",
 					s.Info.AgentType)})
 			}
 			// Not at once: the agent waits on its user, maybe for long.
-			p.event(&messages.IMResumed{Hold: true})
-			p.effect(&actors.StartTimer{Name: timerTyping, After: typingRetry})
+			p.Event(&messages.IMResumed{Hold: true})
+			p.Effect(&actors.StartTimer{Name: timerTyping, After: typingRetry})
 			return
 		}
-		p.event(&messages.IMResumed{})
-		p.effect(p.check())
+		p.Event(&messages.IMResumed{})
+		p.Effect(p.check())
 		return
 	}
 	check := len(s.Queue) > 1 && s.Phase == PhaseBound
-	p.event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
+	p.Event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
 	if !m.NotTaken {
 		p.workStarted()
 	}
@@ -114,9 +114,9 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	}
 	if s.Info.SessionID == "" {
 		// An agent writes its transcript only after its first prompt.
-		p.effect(s.findBound())
+		p.Effect(s.findBound())
 	}
 	if check {
-		p.effect(p.check())
+		p.Effect(p.check())
 	}
 }

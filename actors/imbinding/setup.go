@@ -12,10 +12,10 @@ import (
 
 // startSetup starts the setup flow with the agent choice.
 func (p *plan) startSetup(user string) {
-	if p.s.Transcript != "" {
-		p.effect(&messages.IMStopFollowing{Path: p.s.Transcript})
+	if p.S.Transcript != "" {
+		p.Effect(&messages.IMStopFollowing{Path: p.S.Transcript})
 	}
-	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepAgent})
+	p.Event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepAgent})
 	var row []messages.IMButton
 	var rows [][]messages.IMButton
 	for i, a := range p.k.cfg.Agents {
@@ -28,24 +28,24 @@ func (p *plan) startSetup(user string) {
 		rows = append(rows, row)
 	}
 	rows = append(rows, []messages.IMButton{{Text: adoptLabel, Data: "w:0"}})
-	p.ask(PromptAgent, "Which agent should run for "+p.s.Name()+"?", user, slices.Clone(p.k.cfg.Agents), "", rows)
+	p.ask(PromptAgent, "Which agent should run for "+p.S.Name()+"?", user, slices.Clone(p.k.cfg.Agents), "", rows)
 }
 
 // browse acts on a directory browser button.
 func (p *plan) browse(verb string, choice func() (string, bool)) {
-	dir := p.s.Setup.Dir
+	dir := p.S.Setup.Dir
 	switch verb {
 	case "cd":
 		if d, ok := choice(); ok {
-			p.effect(&messages.IMListDirectory{Path: d})
+			p.Effect(&messages.IMListDirectory{Path: d})
 		}
 	case "up":
-		p.effect(&messages.IMListDirectory{Path: filepath.Dir(dir)})
+		p.Effect(&messages.IMListDirectory{Path: filepath.Dir(dir)})
 	case "use":
 		p.closePrompt()
-		p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepWindow, Agent: p.s.Setup.Agent, Dir: dir,
-			Gen: p.s.Gen + 1, Tag: tag(p.s.Key, p.s.Gen+1)})
-		p.effect(&messages.IMCreateWindow{Tag: p.s.Setup.Tag, Name: p.s.Name(), Dir: dir})
+		p.Event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepWindow, Agent: p.S.Setup.Agent, Dir: dir,
+			Gen: p.S.Gen + 1, Tag: tag(p.S.Key, p.S.Gen+1)})
+		p.Effect(&messages.IMCreateWindow{Tag: p.S.Setup.Tag, Name: p.S.Name(), Dir: dir})
 	}
 }
 
@@ -53,7 +53,7 @@ func tag(key string, gen uint64) string { return "thatch:" + key + ":" + strconv
 
 // listed shows a directory listing in the browser.
 func (p *plan) listed(m *messages.IMDirectoryListed) {
-	s := p.s
+	s := p.S
 	if s.Phase != PhaseSetup || s.Setup == nil || s.Setup.Step != StepDir {
 		return
 	}
@@ -64,14 +64,14 @@ func (p *plan) listed(m *messages.IMDirectoryListed) {
 			// queued messages wait; the next one starts the setup again.
 			p.say(messages.IMOutEntry{Text: "Check im.roots in thatch's config, then send a message to start again."})
 			p.closePrompt()
-			p.event(&messages.IMSetupStep{Phase: PhaseUnbound})
+			p.Event(&messages.IMSetupStep{Phase: PhaseUnbound})
 		} else if s.Prompt == nil {
-			p.effect(&messages.IMListDirectory{})
+			p.Effect(&messages.IMListDirectory{})
 		}
 		return
 	}
 	user := s.Actor
-	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: s.Setup.Agent, Dir: m.Path})
+	p.Event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: s.Setup.Agent, Dir: m.Path})
 	var choices []string
 	var rows [][]messages.IMButton
 	for _, j := range m.Jumps {
@@ -108,7 +108,7 @@ func (p *plan) listed(m *messages.IMDirectoryListed) {
 }
 
 func (p *plan) windowCreated(m *messages.IMWindowCreated) {
-	s := p.s
+	s := p.S
 	if s.Setup == nil || s.Setup.Step != StepWindow || m.Tag != s.Setup.Tag {
 		return
 	}
@@ -121,11 +121,11 @@ func (p *plan) windowCreated(m *messages.IMWindowCreated) {
 	st.Window, st.WindowName = m.WindowID, m.Name
 	if s.Phase == PhaseSetup && p.k.cfg.Resumable[st.Agent] {
 		st.Step = StepSessions
-		p.event(setupEvent(s.Phase, st))
-		p.effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
+		p.Event(setupEvent(s.Phase, st))
+		p.Effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
 		return
 	}
-	p.event(setupEvent(s.Phase, st))
+	p.Event(setupEvent(s.Phase, st))
 	p.launch(st.Resume)
 }
 
@@ -137,19 +137,19 @@ func setupEvent(phase string, st Setup) *messages.IMSetupStep {
 // failFlow ends a setup or recovery that cannot go on: a setup starts
 // over from the directory choice, a recovery asks again.
 func (p *plan) failFlow() {
-	s := p.s
+	s := p.S
 	if s.Phase == PhaseRecovering {
-		p.event(&messages.IMSetupStep{Phase: PhasePrompting})
+		p.Event(&messages.IMSetupStep{Phase: PhasePrompting})
 		p.ask(PromptDead, "Recovery failed. Your messages are kept.", s.Actor, nil, "",
 			[][]messages.IMButton{{{Text: "Recover", Data: "recover"}, {Text: "New Session", Data: "new"}}})
 		return
 	}
-	p.event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: s.Setup.Agent, Dir: s.Setup.Dir})
-	p.effect(&messages.IMListDirectory{Path: s.Setup.Dir})
+	p.Event(&messages.IMSetupStep{Phase: PhaseSetup, Step: StepDir, Agent: s.Setup.Agent, Dir: s.Setup.Dir})
+	p.Effect(&messages.IMListDirectory{Path: s.Setup.Dir})
 }
 
 func (p *plan) sessionsListed(m *messages.IMAgentSessionsListed) {
-	s := p.s
+	s := p.S
 	if s.Setup == nil || s.Setup.Step != StepSessions {
 		return
 	}
@@ -159,7 +159,7 @@ func (p *plan) sessionsListed(m *messages.IMAgentSessionsListed) {
 	}
 	st := *s.Setup
 	st.Step = StepPick
-	p.event(setupEvent(s.Phase, st))
+	p.Event(setupEvent(s.Phase, st))
 	choices := []string{""}
 	rows := [][]messages.IMButton{{{Text: "New", Data: "s:0"}}}
 	for i, ss := range m.Sessions {
@@ -178,14 +178,14 @@ func (p *plan) sessionsListed(m *messages.IMAgentSessionsListed) {
 
 // launch starts the agent in the flow's window (resuming id if set).
 func (p *plan) launch(id string) {
-	st := *p.s.Setup
+	st := *p.S.Setup
 	st.Step, st.Resume, st.Since = StepLaunch, id, p.now.UnixMilli()
-	p.event(setupEvent(p.s.Phase, st))
-	p.effect(st.launch())
+	p.Event(setupEvent(p.S.Phase, st))
+	p.Effect(st.launch())
 }
 
 func (p *plan) launched(m *messages.IMAgentLaunched) {
-	s := p.s
+	s := p.S
 	if s.Setup == nil || s.Setup.Step != StepLaunch || m.WindowID != s.Setup.Window {
 		return
 	}
@@ -196,14 +196,14 @@ func (p *plan) launched(m *messages.IMAgentLaunched) {
 	}
 	st := *s.Setup
 	st.Step = StepFind
-	p.event(setupEvent(s.Phase, st))
-	p.effect(st.find())
+	p.Event(setupEvent(s.Phase, st))
+	p.Effect(st.find())
 }
 
 // found finishes a flow (Session ready!) or records a session id found
 // later for a bound window.
 func (p *plan) found(m *messages.IMAgentSessionFound) {
-	s := p.s
+	s := p.S
 	switch {
 	case s.Setup != nil && s.Setup.Step == StepFind && m.WindowID == s.Setup.Window:
 		st := s.Setup
@@ -217,7 +217,7 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 				// user is told if that one fails too.
 				p.sayLost()
 			}
-			p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
+			p.Effect(&actors.StartTimer{Name: timerFind, After: findRetry})
 		}
 		// The queued messages take the usual route: a check first, so
 		// that nothing is typed into a shell if the agent did not start.
@@ -231,7 +231,7 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 				if len(s.Queue) == 0 {
 					p.sayLost()
 				}
-				p.effect(&actors.StartTimer{Name: timerFind, After: findRetry})
+				p.Effect(&actors.StartTimer{Name: timerFind, After: findRetry})
 			}
 			return
 		}
@@ -250,7 +250,7 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 // (the follower tells again after a restart while the hook's record and
 // the binding's differ).
 func (p *plan) sessionChanged(m *messages.IMSessionChanged) {
-	s := p.s
+	s := p.S
 	if (s.Phase != PhaseBound && s.Phase != PhasePrompting) || s.Tag == "" || m.Tag != s.Tag || m.SessionID == "" || m.Transcript == "" ||
 		(m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript) {
 		return
@@ -262,21 +262,21 @@ func (p *plan) sessionChanged(m *messages.IMSessionChanged) {
 // sayLost tells the user, once per binding, that the agent's session is
 // not found yet (its replies cannot be relayed until it is).
 func (p *plan) sayLost() {
-	if p.s.LostSaid {
+	if p.S.LostSaid {
 		return
 	}
-	p.event(&messages.IMSessionLostSaid{})
-	p.say(messages.IMOutEntry{Text: "thatch has not found " + p.s.agent() + "'s session yet; its replies are relayed once it has (it keeps looking)."})
+	p.Event(&messages.IMSessionLostSaid{})
+	p.say(messages.IMOutEntry{Text: "thatch has not found " + p.S.agent() + "'s session yet; its replies are relayed once it has (it keeps looking)."})
 }
 
 // bind records the binding and follows its transcript.
 func (p *plan) bind(b *messages.IMBound) {
-	if old := p.s.Transcript; old != "" && old != b.Transcript {
-		p.effect(&messages.IMStopFollowing{Path: old})
+	if old := p.S.Transcript; old != "" && old != b.Transcript {
+		p.Effect(&messages.IMStopFollowing{Path: old})
 	}
-	p.event(b)
+	p.Event(b)
 	if b.Transcript != "" {
-		p.effect(&messages.IMFollowTranscript{Path: b.Transcript, Agent: b.Agent, Offset: b.Offset, Tag: b.Tag, SessionID: b.SessionID})
+		p.Effect(&messages.IMFollowTranscript{Path: b.Transcript, Agent: b.Agent, Offset: b.Offset, Tag: b.Tag, SessionID: b.SessionID})
 	}
 }
 

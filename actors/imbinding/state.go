@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/chatout"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -52,7 +53,7 @@ const (
 // Timer names.
 const (
 	timerRename = "rename"
-	timerOutbox = "outbox"
+	timerOutbox = chatout.Timer
 	timerFind   = "find"
 	timerTyping = "typing"
 )
@@ -64,9 +65,6 @@ const (
 	MaxQueued = 200
 	// maxDirButtons bounds the directory browser's buttons.
 	maxDirButtons = 40
-	// outboxRetry is how long a chat message that could not be sent waits
-	// before it is tried again.
-	outboxRetry = 10 * time.Second
 	// findRetry is how often a binding whose agent's session was not
 	// found looks for it again (replies can only be relayed once it is).
 	findRetry = 30 * time.Second
@@ -158,12 +156,7 @@ type Queued struct {
 }
 
 // Out is a chat message in the outbox.
-type Out struct {
-	Seq uint64 `json:"seq"`
-	messages.IMOutEntry
-	// Parts is how many parts of a long entry are sent already.
-	Parts int `json:"parts,omitempty"`
-}
+type Out = chatout.Out
 
 // State is a binding's state. Apply never changes a State in place.
 type State struct {
@@ -196,10 +189,8 @@ type State struct {
 	// Waiting are the messages behind a file not saved yet, the file
 	// first: they join Queue, in order, once it is (files.go).
 	Waiting []Queued `json:"waiting,omitempty"`
-	Outbox  []Out    `json:"outbox,omitempty"`
-	NextSeq uint64   `json:"nextSeq,omitempty"`
-	// OutFlight is the outbox entry being sent, plus one (0: none).
-	OutFlight uint64 `json:"outFlight,omitempty"`
+	// Box is the outbox of what the binding says to its thread.
+	chatout.Box
 	// Held is the queued message the user was told waits for the agent
 	// to take input (0: none).
 	Held int64 `json:"held,omitempty"`
@@ -301,6 +292,20 @@ func New(cfg Config) *Kind {
 
 // Name returns KindName.
 func (*Kind) Name() string { return KindName }
+
+// Effects are the effects a binding releases (actors.EffectLister).
+func (*Kind) Effects() []any {
+	return []any{
+		(*messages.IMSendChat)(nil), (*messages.IMAnswerPress)(nil), (*messages.IMClearButtons)(nil),
+		(*messages.IMCheckWindow)(nil), (*messages.IMSendToWindow)(nil), (*messages.IMSendKeys)(nil),
+		(*messages.IMCreateWindow)(nil), (*messages.IMLaunchAgent)(nil), (*messages.IMCloseWindow)(nil),
+		(*messages.IMRenameWindow)(nil), (*messages.IMAdoptWindow)(nil), (*messages.IMListFreeWindows)(nil),
+		(*messages.IMListDirectory)(nil), (*messages.IMListAgentSessions)(nil), (*messages.IMFindAgentSession)(nil),
+		(*messages.IMFollowTranscript)(nil), (*messages.IMStopFollowing)(nil), (*messages.IMListBindings)(nil),
+		(*messages.IMReadHistory)(nil), (*messages.IMScreenshot)(nil), (*messages.IMSaveFile)(nil),
+		(*messages.IMAnswerAgentPrompt)(nil), (*messages.IMWatchPane)(nil),
+	}
+}
 
 // Initial is a thread with no binding.
 func (*Kind) Initial(id string) *State {

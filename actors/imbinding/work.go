@@ -30,46 +30,46 @@ const timerWork = "work"
 
 // workStarted sets the agent to work now.
 func (p *plan) workStarted() {
-	p.event(&messages.IMWorkStarted{At: p.now.UnixMilli()})
-	p.effect(&actors.StartTimer{Name: timerWork, After: workMax})
+	p.Event(&messages.IMWorkStarted{At: p.now.UnixMilli()})
+	p.Effect(&actors.StartTimer{Name: timerWork, After: workMax})
 }
 
 // agentIdle ends the work the watcher saw stop. A report of other work
 // (the watcher's view is behind) tells the watcher the current one again.
 func (p *plan) agentIdle(m *messages.IMAgentIdle) {
-	s := p.s
+	s := p.S
 	if s.Work == 0 || m.Since != s.Work {
-		p.effect(s.watch())
+		p.Effect(s.watch())
 		return
 	}
 	if a := s.Asked; m.Why == messages.AgentIdleGone && a != nil && !a.Pending {
 		p.closeAsk()
 	}
-	p.event(&messages.IMWorkEnded{})
+	p.Event(&messages.IMWorkEnded{})
 }
 
 // workTimer ends work that reached workMax.
 func (p *plan) workTimer() {
-	s := p.s
+	s := p.S
 	if s.Work == 0 {
 		return
 	}
 	if left := workMax - p.now.Sub(time.UnixMilli(s.Work)); left > 0 {
-		p.effect(&actors.StartTimer{Name: timerWork, After: left})
+		p.Effect(&actors.StartTimer{Name: timerWork, After: left})
 		return
 	}
-	p.event(&messages.IMWorkEnded{})
+	p.Event(&messages.IMWorkEnded{})
 }
 
 // recoveredWork resumes the watch of work under way at a restart (its
 // timer did not survive it).
 func (p *plan) recoveredWork() {
-	if p.s.Work == 0 {
+	if p.S.Work == 0 {
 		return
 	}
 	p.workTimer()
-	if w := p.s.watch(); w.Since != 0 {
-		p.effect(w)
+	if w := p.S.watch(); w.Since != 0 {
+		p.Effect(w)
 	}
 }
 
@@ -89,8 +89,8 @@ func (s *State) watch() *messages.IMWatchPane {
 // watchChanged tells the watcher what to watch when the decision changed
 // it from what it was for before.
 func (p *plan) watchChanged(before *State) {
-	if was, now := before.watch(), p.s.watch(); *was != *now {
-		p.effect(now)
+	if was, now := before.watch(), p.S.watch(); *was != *now {
+		p.Effect(now)
 	}
 }
 

@@ -109,6 +109,16 @@ func (f *Family) Config() Config { return f.cfg }
 // Name returns KindName.
 func (f *Family) Name() string { return KindName }
 
+// Effects are the effects a family releases (actors.EffectLister).
+func (f *Family) Effects() []any {
+	return []any{
+		(*RecordExtractionCost)(nil), (*messages.CompactSession)(nil), (*messages.CreateChildSession)(nil),
+		(*messages.DeleteSession)(nil), (*messages.ExitSession)(nil), (*messages.FetchMessages)(nil),
+		(*messages.PromptSession)(nil), (*messages.RecordFamilyDeleted)(nil), (*messages.SendStartReminder)(nil),
+		(*messages.ShowToast)(nil),
+	}
+}
+
 // Initial returns the empty family of parent session id.
 func (f *Family) Initial(id string) *State { return &State{ID: id} }
 
@@ -131,7 +141,7 @@ func (f *Family) Active(s *State) bool {
 // Decision; a message of a type it does not handle at all (a value where a
 // pointer is expected, another kind's message) is marked Unhandled.
 func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
-	d := &decider{f: f, orig: s, s: s, now: now}
+	d := newDecider(f, s, now)
 	switch m := msg.(type) {
 	case *messages.FetchPayload:
 		d.fetch(m)
@@ -145,31 +155,31 @@ func (f *Family) Decide(s *State, msg any, now time.Time) actors.Decision {
 			return actors.Decision{Unhandled: true}
 		}
 	}
-	return d.out
+	return d.Decision()
 }
 
 // tombstone decides for a deleted family: it notes its deletion once and
 // ignores the late events of its sessions. Whether a message is one the
 // family knows at all is live's to say: the one list of its types.
 func (d *decider) tombstone(msg any) actors.Decision {
-	s := d.s
+	s := d.S
 	switch m := msg.(type) {
 	case *actors.Recovered:
 		if !s.DeletionNoted {
 			// The note was lost in a crash (or the tombstone is older
 			// than notes): the sweep needs it to forget the family.
-			d.effect(&messages.RecordFamilyDeleted{SessionID: s.ID})
+			d.Effect(&messages.RecordFamilyDeleted{SessionID: s.ID})
 		}
-		return d.out
+		return d.Decision()
 	case *messages.DeletionNoted:
 		if m.SessionID == s.ID && !s.DeletionNoted {
-			d.emit(&messages.FamilyDeletionNoted{})
+			d.Event(&messages.FamilyDeletionNoted{})
 		}
-		return d.out
+		return d.Decision()
 	}
 	// Decide is pure: deciding on a copy tells whether the type is known,
 	// and what it would do is dropped.
-	if !(&decider{f: d.f, orig: s, s: s, now: d.now}).live(msg) {
+	if !newDecider(d.f, s, d.now).live(msg) {
 		return actors.Decision{Unhandled: true}
 	}
 	return actors.Decision{}
@@ -179,7 +189,7 @@ func (d *decider) tombstone(msg any) actors.Decision {
 // for a message of a type the family does not handle (its default branch
 // is the one list of the types it does).
 func (d *decider) live(msg any) bool {
-	s := d.s
+	s := d.S
 	switch m := msg.(type) {
 	case *messages.ToolExecuted:
 		d.toolExecuted(m)
@@ -193,7 +203,7 @@ func (d *decider) live(msg any) bool {
 		d.deleted(m)
 	case *messages.SessionCompacted:
 		if m.SessionID == s.ID && s.Compacting {
-			d.emit(&messages.FamilyCompactionFinished{})
+			d.Event(&messages.FamilyCompactionFinished{})
 		}
 	case *messages.CommandExecuting:
 		d.command(m)
@@ -208,13 +218,13 @@ func (d *decider) live(msg any) bool {
 	case *messages.SessionCompactIssued:
 		if m.Err != "" && m.SessionID == s.ID && s.Compacting {
 			// No session.compacted will come: extraction may go on.
-			d.emit(&messages.FamilyCompactionFinished{})
+			d.Event(&messages.FamilyCompactionFinished{})
 			d.warn("thatch could not start the compaction (" + m.Err + "). Run /thatch/compact again.")
 		}
 	case *messages.SessionPrompted:
 		if m.Err != "" && s.Extracting && s.ExtractionChild != "" && m.SessionID == s.ExtractionChild {
-			d.emit(&messages.FamilyExtractionStopped{Cause: "prompt failed: " + m.Err})
-			d.incident(IncidentStartFailed, "extraction could not start: prompt failed: "+m.Err, d.s.kept())
+			d.Event(&messages.FamilyExtractionStopped{Cause: "prompt failed: " + m.Err})
+			d.incident(IncidentStartFailed, "extraction could not start: prompt failed: "+m.Err, d.S.kept())
 		}
 	case *messages.FamilyReconciled:
 		d.reconciled(m)
@@ -232,38 +242,24 @@ func (d *decider) live(msg any) bool {
 	return true
 }
 
-// decider builds one Decision. s starts as the caller's state; the first
-// emitted event replaces it with a clone to which every event is applied,
-// so later steps of the same decision see their effect.
+// decider builds one Decision (actors.Plan). S starts as the caller's
+// state; the first event replaces it with a clone to which every event is
+// applied (the family's Apply changes the state it is given), so later
+// steps of the same decision see their effect.
 type decider struct {
-	f    *Family
-	orig *State
-	s    *State
-	now  time.Time
-	out  actors.Decision
+	actors.Plan[State]
+	f   *Family
+	now time.Time
 }
 
-func (d *decider) emit(ev any) {
-	if d.s == d.orig {
-		d.s = d.orig.Clone()
-	}
-	d.out.Events = append(d.out.Events, ev)
-	d.f.Apply(d.s, ev)
-}
-
-// emitLast journals ev without applying it: for the last event of a hot
-// path, where nothing reads the state afterwards.
-func (d *decider) emitLast(ev any) {
-	d.out.Events = append(d.out.Events, ev)
-}
-
-func (d *decider) effect(e any) {
-	d.out.Effects = append(d.out.Effects, e)
+// newDecider starts a decision of f on s.
+func newDecider(f *Family, s *State, now time.Time) *decider {
+	return &decider{Plan: actors.NewPlan(s, f.Apply, (*State).Clone), f: f, now: now}
 }
 
 // warn shows the user a warning toast on the family's host.
 func (d *decider) warn(msg string) {
-	d.effect(&messages.ShowToast{Title: "thatch", Message: msg, Variant: "warning"})
+	d.Effect(&messages.ShowToast{Title: "thatch", Message: msg, Variant: "warning"})
 }
 
 // buffered reports whether a call of tool is kept for extraction: thatch's
@@ -295,32 +291,32 @@ func (d *decider) toolExecuted(m *messages.ToolExecuted) {
 		return
 	}
 	var buf []Entry
-	switch c := d.s.Children[in.SessionID]; {
-	case in.SessionID == d.s.ID:
-		buf = d.s.Pending
+	switch c := d.S.Children[in.SessionID]; {
+	case in.SessionID == d.S.ID:
+		buf = d.S.Pending
 	case c != nil:
 		buf = c.Buffer
 	default:
 		return // not a session of this family that we know
 	}
-	if in.ID != "" && d.s.holds(in.SessionID, in.ID) {
+	if in.ID != "" && d.S.holds(in.SessionID, in.ID) {
 		return // a redelivered call
 	}
 	var dropped []uint64
 	for i := 0; len(buf)-i >= d.f.cfg.BufferLimit; i++ {
 		dropped = append(dropped, buf[i].Seq)
 	}
-	d.emitLast(&messages.FamilyInteractionBuffered{
+	d.EventLast(&messages.FamilyInteractionBuffered{
 		SessionID:   in.SessionID,
-		Seq:         d.s.LastSeq + 1,
+		Seq:         d.S.LastSeq + 1,
 		Interaction: forJournal(in, d.f.cfg.JournalOutputLimit),
 		Dropped:     dropped,
 	})
-	if len(dropped) > 0 && in.SessionID == d.s.ID {
+	if len(dropped) > 0 && in.SessionID == d.S.ID {
 		// Only the parent's drops lose facts: a child's buffer is never
-		// extracted. The buffered event is not applied (emitLast), so the
+		// extracted. The buffered event is not applied (EventLast), so the
 		// counts below add this drop by hand.
-		total := d.s.DroppedSinceFetch + uint64(len(dropped))
+		total := d.S.DroppedSinceFetch + uint64(len(dropped))
 		d.incident(IncidentBufferDrop,
 			fmt.Sprintf("buffer full: %d older interactions dropped before extraction", total),
 			fmt.Sprintf("the last %d kept", d.f.cfg.BufferLimit))
@@ -348,29 +344,29 @@ func (s *State) holds(session, callID string) bool {
 }
 
 func (d *decider) created(m *messages.SessionCreated) {
-	s := d.s
+	s := d.S
 	if m.ParentID == "" {
 		if m.SessionID != s.ID || s.Created {
 			return
 		}
-		d.emit(&messages.FamilyParentCreated{})
+		d.Event(&messages.FamilyParentCreated{})
 		// The registry names the host; the event's own is at hand too, for
 		// when the registry could not record it.
-		d.effect(&messages.SendStartReminder{Host: m.Host, SessionID: s.ID, Directory: m.Directory})
+		d.Effect(&messages.SendStartReminder{Host: m.Host, SessionID: s.ID, Directory: m.Directory})
 		return
 	}
 	if m.SessionID == s.ID || m.SessionID == "" || s.Children[m.SessionID] != nil {
 		return
 	}
-	d.emit(&messages.FamilyChildRecorded{ChildID: m.SessionID, Title: m.Title, Extraction: m.Title == ExtractionTitle})
+	d.Event(&messages.FamilyChildRecorded{ChildID: m.SessionID, Title: m.Title, Extraction: m.Title == ExtractionTitle})
 }
 
 // fetch serves thatch_get_extraction_payload: everything pending moves
 // into the caller's claim, and the caller receives it cut for the payload.
 func (d *decider) fetch(m *messages.FetchPayload) {
-	s := d.s
+	s := d.S
 	reply := &messages.PayloadFetched{ParentID: s.ID}
-	d.out.Reply = reply
+	d.Reply(reply)
 	if s.Deleted || m.CallerID == "" {
 		return
 	}
@@ -390,55 +386,55 @@ func (d *decider) fetch(m *messages.FetchPayload) {
 		payload = append(payload, forPayload(e.Interaction, d.f.cfg.PayloadOutputLimit, d.f.cfg.PayloadArgsLimit))
 	}
 	reply.Note = tailNote(len(payload), s.DroppedSinceFetch)
-	d.emit(&messages.FamilyPayloadClaimed{FetcherID: m.CallerID, Seqs: seqs, At: d.now})
+	d.Event(&messages.FamilyPayloadClaimed{FetcherID: m.CallerID, Seqs: seqs, At: d.now})
 	if len(payload) > 0 {
 		reply.Interactions = payload
 		n := payloadBytes(payload)
-		d.emit(&PayloadMeasured{FetcherID: m.CallerID, Bytes: n})
-		d.effect(&RecordExtractionCost{FetcherID: m.CallerID, Bytes: n, At: d.now})
+		d.Event(&PayloadMeasured{FetcherID: m.CallerID, Bytes: n})
+		d.Effect(&RecordExtractionCost{FetcherID: m.CallerID, Bytes: n, At: d.now})
 	}
 }
 
 // done serves thatch_extraction_done.
 func (d *decider) done(m *messages.ExtractionDone) {
-	s := d.s
+	s := d.S
 	reply := &messages.ExtractionAcked{}
-	d.out.Reply = reply
+	d.Reply(reply)
 	if s.Deleted || m.CallerID == "" {
 		return
 	}
 	if seqs := s.claimSeqs(m.CallerID); len(seqs) > 0 {
-		d.emit(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByAck})
+		d.Event(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByAck})
 		reply.Completed = len(seqs)
 		return
 	}
 	if c := s.Children[m.CallerID]; c != nil && !c.Fetched {
 		if seqs := s.acceptedSeqs(); len(seqs) > 0 {
-			d.emit(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByFallback})
+			d.Event(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByFallback})
 			reply.Completed = len(seqs)
 		}
 	}
 }
 
 func (d *decider) memoryWritten(m *messages.MemoryWritten) {
-	if d.s.Children[m.CallerID] == nil {
+	if d.S.Children[m.CallerID] == nil {
 		return // only children's writes count or complete
 	}
-	if seqs := d.s.claimSeqs(m.CallerID); len(seqs) > 0 {
-		d.emit(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByMemory})
+	if seqs := d.S.claimSeqs(m.CallerID); len(seqs) > 0 {
+		d.Event(&messages.FamilyClaimCompleted{FetcherID: m.CallerID, Seqs: seqs, Cause: messages.CompletedByMemory})
 	}
 	switch m.Op {
 	case messages.MemoryCreated, messages.MemoryUpdated, messages.MemoryDeleted:
-		d.emit(&messages.FamilyMemoryCounted{ChildID: m.CallerID, Op: m.Op, At: d.now})
+		d.Event(&messages.FamilyMemoryCounted{ChildID: m.CallerID, Op: m.Op, At: d.now})
 	}
 }
 
 func (d *decider) idle(m *messages.SessionIdle) {
-	if m.SessionID == d.s.ID {
+	if m.SessionID == d.S.ID {
 		d.parentIdle()
 		return
 	}
-	if d.s.Children[m.SessionID] != nil {
+	if d.S.Children[m.SessionID] != nil {
 		d.childIdle(m.SessionID, false)
 	}
 }
@@ -446,11 +442,11 @@ func (d *decider) idle(m *messages.SessionIdle) {
 // parentIdle first resolves an armed wrap-up: its check needs the final
 // assistant text, so the rest of the idle waits for MessagesFetched.
 func (d *decider) parentIdle() {
-	if d.s.WrapUp != nil {
+	if d.S.WrapUp != nil {
 		// A check still running is started over: its stale window runs
 		// again, and only this fetch's answer counts.
-		d.emit(&messages.FamilyWrapUpCheckStarted{At: d.now})
-		d.effect(&messages.FetchMessages{SessionID: d.s.ID, Check: d.s.Checks})
+		d.Event(&messages.FamilyWrapUpCheckStarted{At: d.now})
+		d.Effect(&messages.FetchMessages{SessionID: d.S.ID, Check: d.S.Checks})
 		return
 	}
 	d.normalIdle()
@@ -461,12 +457,12 @@ func (d *decider) parentIdle() {
 func (d *decider) normalIdle() {
 	d.requeueStale()
 	d.giveUpStaleExtraction()
-	s := d.s
+	s := d.S
 	if s.Compacting || s.Extracting || len(s.Pending) == 0 {
 		return
 	}
-	d.emit(&messages.FamilyExtractionStarted{At: d.now})
-	d.effect(&messages.CreateChildSession{ParentID: s.ID, Title: ExtractionTitle})
+	d.Event(&messages.FamilyExtractionStarted{At: d.now})
+	d.Effect(&messages.CreateChildSession{ParentID: s.ID, Title: ExtractionTitle})
 }
 
 // giveUpStaleExtraction ends an extraction that cannot be waited for any
@@ -483,14 +479,14 @@ func (d *decider) normalIdle() {
 // The parent's idle and the stale reaper's sweep run this after returning
 // stale claims, so that no family stays busy for ever.
 func (d *decider) giveUpStaleExtraction() {
-	s := d.s
+	s := d.S
 	if !s.Extracting || d.now.Sub(s.ExtractionSince) < d.f.cfg.StaleAfter {
 		return
 	}
 	id := s.ExtractionChild
 	if id == "" {
-		d.emit(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
-		d.incident(IncidentNoChild, "extraction could not start: no child within the stale window (host gone?)", d.s.kept())
+		d.Event(&messages.FamilyExtractionStopped{Cause: "no child within the stale window"})
+		d.incident(IncidentNoChild, "extraction could not start: no child within the stale window (host gone?)", d.S.kept())
 		return
 	}
 	if c := s.Children[id]; c != nil && (c.Finishing || d.now.Sub(c.ActiveAt) < d.f.cfg.StaleAfter) {
@@ -499,10 +495,10 @@ func (d *decider) giveUpStaleExtraction() {
 	if len(s.claimSeqs(id)) > 0 {
 		return
 	}
-	d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child hangs"})
-	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "hangs"})
-	d.incident(IncidentChildHung, "extraction child "+id+" given up on: idle for the stale window", d.s.kept())
-	d.effect(&messages.DeleteSession{SessionID: id})
+	d.Event(&messages.FamilyExtractionStopped{Cause: "extraction child hangs"})
+	d.Event(&messages.FamilyChildCleared{ChildID: id, Cause: "hangs"})
+	d.incident(IncidentChildHung, "extraction child "+id+" given up on: idle for the stale window", d.S.kept())
+	d.Effect(&messages.DeleteSession{SessionID: id})
 }
 
 // giveUpLostCheck ends a wrap-up check whose messages never came within
@@ -511,9 +507,9 @@ func (d *decider) giveUpStaleExtraction() {
 // over by itself, so only the stale reaper's sweep runs this. A check
 // with no start time (journaled before checks had one) counts as stale.
 func (d *decider) giveUpLostCheck() {
-	w := d.s.WrapUp
+	w := d.S.WrapUp
 	if w != nil && w.Checking && d.now.Sub(w.CheckingSince) >= d.f.cfg.StaleAfter {
-		d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "no messages within the stale window"})
+		d.Event(&messages.FamilyWrapUpCheckFinished{Cause: "no messages within the stale window"})
 	}
 }
 
@@ -523,7 +519,7 @@ func (d *decider) giveUpLostCheck() {
 // even when the parent never goes idle again.
 func (d *decider) requeueStale() {
 	var stale []uint64
-	for _, c := range d.s.Claims {
+	for _, c := range d.S.Claims {
 		for _, e := range c.Entries {
 			if d.now.Sub(e.AcceptedAt) >= d.f.cfg.StaleAfter {
 				stale = append(stale, e.Seq)
@@ -532,7 +528,7 @@ func (d *decider) requeueStale() {
 	}
 	if len(stale) > 0 {
 		slices.Sort(stale)
-		d.emit(&messages.FamilyEntriesRequeued{Seqs: stale, Cause: "stale"})
+		d.Event(&messages.FamilyEntriesRequeued{Seqs: stale, Cause: "stale"})
 	}
 }
 
@@ -545,42 +541,42 @@ func (f *Family) View(s *State) any {
 // childIdle handles a child that went idle, or an extraction child whose
 // finish timer fired (fired is then true: there is no timer to cancel).
 func (d *decider) childIdle(id string, fired bool) {
-	c := d.s.Children[id]
+	c := d.S.Children[id]
 	kind, metrics, finishing := c.Kind, c.Metrics, c.Finishing
 	cancel := finishing && !fired
-	if seqs := d.s.claimSeqs(id); len(seqs) > 0 {
-		d.emit(&messages.FamilyClaimCompleted{FetcherID: id, Seqs: seqs, Cause: messages.CompletedByIdle})
+	if seqs := d.S.claimSeqs(id); len(seqs) > 0 {
+		d.Event(&messages.FamilyClaimCompleted{FetcherID: id, Seqs: seqs, Cause: messages.CompletedByIdle})
 	}
 	if kind == ChildTask {
 		if finishing {
-			d.emit(&messages.FamilyFinishCancelled{ChildID: id})
+			d.Event(&messages.FamilyFinishCancelled{ChildID: id})
 		}
 		if cancel {
-			d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+			d.Effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 		}
 		return
 	}
-	if d.s.ExtractionChild == id {
-		d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child idle"})
+	if d.S.ExtractionChild == id {
+		d.Event(&messages.FamilyExtractionStopped{Cause: "extraction child idle"})
 	}
-	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "idle"})
+	d.Event(&messages.FamilyChildCleared{ChildID: id, Cause: "idle"})
 	if !metrics.zero() {
-		d.effect(&messages.ShowToast{
+		d.Effect(&messages.ShowToast{
 			Title:   "thatch",
 			Message: fmt.Sprintf("memories saved: %d new, %d updated, %d deleted", metrics.New, metrics.Updated, metrics.Deleted),
 			Variant: "success",
 		})
 	}
 	if cancel {
-		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+		d.Effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 	}
-	d.effect(&messages.DeleteSession{SessionID: id})
+	d.Effect(&messages.DeleteSession{SessionID: id})
 }
 
 // errored handles session.error of a child. A parent's own errors change
 // nothing here.
 func (d *decider) errored(m *messages.SessionErrored) {
-	c := d.s.Children[m.SessionID]
+	c := d.S.Children[m.SessionID]
 	if c == nil {
 		return
 	}
@@ -590,41 +586,41 @@ func (d *decider) errored(m *messages.SessionErrored) {
 		// Task sub-agents error routinely (an interrupted task ends in
 		// session.error). Like their deletion, their error hands back
 		// only their own claim and leaves a running extraction alone.
-		d.requeue(d.s.claimSeqs(id), "task child error")
+		d.requeue(d.S.claimSeqs(id), "task child error")
 	case fetched:
-		d.requeue(d.s.claimSeqs(id), "child error")
+		d.requeue(d.S.claimSeqs(id), "child error")
 	default:
-		d.requeue(d.s.acceptedSeqs(), "child error before fetch")
+		d.requeue(d.S.acceptedSeqs(), "child error before fetch")
 	}
-	if kind == ChildExtraction && d.s.Extracting {
-		d.emit(&messages.FamilyExtractionStopped{Cause: "child error"})
+	if kind == ChildExtraction && d.S.Extracting {
+		d.Event(&messages.FamilyExtractionStopped{Cause: "child error"})
 	}
-	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: "error"})
+	d.Event(&messages.FamilyChildCleared{ChildID: id, Cause: "error"})
 	if kind == ChildExtraction {
 		reason := "extraction child " + id + " errored"
 		if m.Error != "" {
 			reason += ": " + m.Error
 		}
-		d.incident(IncidentChildError, reason, d.s.kept())
+		d.incident(IncidentChildError, reason, d.S.kept())
 	}
 	if finishing {
-		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+		d.Effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 	}
 	if kind == ChildExtraction {
 		// An errored extractor is done for: delete it, or the next
 		// extraction's create-or-reuse check would prompt it again.
-		d.effect(&messages.DeleteSession{SessionID: id})
+		d.Effect(&messages.DeleteSession{SessionID: id})
 	}
 }
 
 func (d *decider) requeue(seqs []uint64, cause string) {
 	if len(seqs) > 0 {
-		d.emit(&messages.FamilyEntriesRequeued{Seqs: seqs, Cause: cause})
+		d.Event(&messages.FamilyEntriesRequeued{Seqs: seqs, Cause: cause})
 	}
 }
 
 func (d *decider) deleted(m *messages.SessionDeleted) {
-	if m.SessionID == d.s.ID {
+	if m.SessionID == d.S.ID {
 		d.parentDeleted()
 		return
 	}
@@ -636,25 +632,25 @@ func (d *decider) deleted(m *messages.SessionDeleted) {
 // never pull an extractor's payload back. An extraction child that never
 // fetched hands back the parent's whole accepted set.
 func (d *decider) childGone(id, cause string) {
-	c := d.s.Children[id]
+	c := d.S.Children[id]
 	if c == nil {
 		// Not a child we know, but it may have fetched: its claim can never
 		// complete now.
-		d.requeue(d.s.claimSeqs(id), cause)
+		d.requeue(d.S.claimSeqs(id), cause)
 		return
 	}
 	kind, fetched, finishing := c.Kind, c.Fetched, c.Finishing
 	if kind == ChildExtraction && !fetched {
-		d.requeue(d.s.acceptedSeqs(), cause+" before fetch")
+		d.requeue(d.S.acceptedSeqs(), cause+" before fetch")
 	} else {
-		d.requeue(d.s.claimSeqs(id), cause)
+		d.requeue(d.S.claimSeqs(id), cause)
 	}
-	if d.s.ExtractionChild == id {
-		d.emit(&messages.FamilyExtractionStopped{Cause: "extraction child " + cause})
+	if d.S.ExtractionChild == id {
+		d.Event(&messages.FamilyExtractionStopped{Cause: "extraction child " + cause})
 	}
-	d.emit(&messages.FamilyChildCleared{ChildID: id, Cause: cause})
+	d.Event(&messages.FamilyChildCleared{ChildID: id, Cause: cause})
 	if finishing {
-		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+		d.Effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 	}
 }
 
@@ -662,15 +658,15 @@ func (d *decider) childGone(id, cause string) {
 // parent, pending ones are dropped with it.
 func (d *decider) parentDeleted() {
 	var dropped []uint64
-	for _, e := range d.s.Pending {
+	for _, e := range d.S.Pending {
 		dropped = append(dropped, e.Seq)
 	}
-	timers := d.s.finishingChildren()
-	d.emit(&messages.FamilyParentDeleted{Completed: d.s.acceptedSeqs(), Dropped: dropped})
+	timers := d.S.finishingChildren()
+	d.Event(&messages.FamilyParentDeleted{Completed: d.S.acceptedSeqs(), Dropped: dropped})
 	for _, id := range timers {
-		d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+		d.Effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 	}
-	d.effect(&messages.RecordFamilyDeleted{SessionID: d.s.ID})
+	d.Effect(&messages.RecordFamilyDeleted{SessionID: d.S.ID})
 }
 
 func (s *State) finishingChildren() []string {
@@ -685,7 +681,7 @@ func (s *State) finishingChildren() []string {
 }
 
 func (d *decider) command(m *messages.CommandExecuting) {
-	if m.SessionID != d.s.ID {
+	if m.SessionID != d.S.ID {
 		return
 	}
 	var kind, token string
@@ -697,7 +693,7 @@ func (d *decider) command(m *messages.CommandExecuting) {
 	default:
 		return
 	}
-	d.emit(&messages.FamilyWrapUpArmed{Kind: kind, Token: token})
+	d.Event(&messages.FamilyWrapUpArmed{Kind: kind, Token: token})
 }
 
 // hasToken reports whether text, trimmed, ends with token alone on its last
@@ -713,7 +709,7 @@ func hasToken(text, token string) bool {
 
 // messagesFetched resumes the parent idle that started a wrap-up check.
 func (d *decider) messagesFetched(m *messages.MessagesFetched) {
-	s := d.s
+	s := d.S
 	if m.SessionID != s.ID || s.WrapUp == nil || !s.WrapUp.Checking {
 		return // a repeated answer: the check already ended
 	}
@@ -722,25 +718,25 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 	}
 	w := *s.WrapUp
 	if m.Err != "" {
-		d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "messages unavailable: " + m.Err})
+		d.Event(&messages.FamilyWrapUpCheckFinished{Cause: "messages unavailable: " + m.Err})
 		d.normalIdle()
 		return
 	}
 	if hasToken(m.FinalAssistantText, w.Token) {
 		switch w.Kind {
 		case WrapUpCompact:
-			d.emit(&messages.FamilyCompactionStarted{})
-			d.emit(&messages.FamilyWrapUpDisarmed{Cause: "compact greenlit"})
-			d.effect(&messages.CompactSession{SessionID: s.ID})
+			d.Event(&messages.FamilyCompactionStarted{})
+			d.Event(&messages.FamilyWrapUpDisarmed{Cause: "compact greenlit"})
+			d.Effect(&messages.CompactSession{SessionID: s.ID})
 		case WrapUpExit:
-			d.emit(&messages.FamilyWrapUpDisarmed{Cause: "exit greenlit"})
-			d.emit(&messages.FamilyExitGreenlit{At: d.now})
+			d.Event(&messages.FamilyWrapUpDisarmed{Cause: "exit greenlit"})
+			d.Event(&messages.FamilyExitGreenlit{At: d.now})
 			d.exitEffects()
-			d.effect(&actors.StartTimer{Name: exitTimer, After: d.f.cfg.ExitRetryWindow})
+			d.Effect(&actors.StartTimer{Name: exitTimer, After: d.f.cfg.ExitRetryWindow})
 		}
 		return
 	}
-	d.emit(&messages.FamilyWrapUpCheckFinished{Cause: "token missing"})
+	d.Event(&messages.FamilyWrapUpCheckFinished{Cause: "token missing"})
 	d.warn(fmt.Sprintf("/thatch/%s is waiting: finish the reply with %s alone on the last line once its blockers are resolved.",
 		w.Kind, w.Token))
 	d.normalIdle()
@@ -748,8 +744,8 @@ func (d *decider) messagesFetched(m *messages.MessagesFetched) {
 
 // exitEffects has the session's host close it.
 func (d *decider) exitEffects() {
-	s := d.s
-	d.effect(&messages.ExitSession{SessionID: s.ID})
+	s := d.S
+	d.Effect(&messages.ExitSession{SessionID: s.ID})
 }
 
 // exitIssued ends a greenlit exit once its close went to the host. A close
@@ -757,12 +753,12 @@ func (d *decider) exitEffects() {
 // yet) is tried again when the host reconnects, until the exit's window
 // ends.
 func (d *decider) exitIssued(m *messages.SessionExitIssued) {
-	if m.SessionID != d.s.ID || d.s.ExitingSince.IsZero() {
+	if m.SessionID != d.S.ID || d.S.ExitingSince.IsZero() {
 		return
 	}
 	if m.Err == "" {
-		d.emit(&messages.FamilyExitFinished{Cause: "closed"})
-		d.effect(&actors.CancelTimer{Name: exitTimer})
+		d.Event(&messages.FamilyExitFinished{Cause: "closed"})
+		d.Effect(&actors.CancelTimer{Name: exitTimer})
 		return
 	}
 	if !d.exitDue() {
@@ -772,16 +768,16 @@ func (d *decider) exitIssued(m *messages.SessionExitIssued) {
 
 // exitDue reports whether a greenlit exit is still within its window.
 func (d *decider) exitDue() bool {
-	return d.now.Sub(d.s.ExitingSince) <= d.f.cfg.ExitRetryWindow
+	return d.now.Sub(d.S.ExitingSince) <= d.f.cfg.ExitRetryWindow
 }
 
 // abandonExit ends a greenlit exit without the close and tells the user,
 // who may be working in the session again by now. Its watcher deaths and
 // chat unregistration may have happened already; only the close is left.
 func (d *decider) abandonExit(cause string) {
-	ago := d.now.Sub(d.s.ExitingSince).Round(time.Second)
-	d.emit(&messages.FamilyExitFinished{Cause: cause})
-	d.effect(&actors.CancelTimer{Name: exitTimer})
+	ago := d.now.Sub(d.S.ExitingSince).Round(time.Second)
+	d.Event(&messages.FamilyExitFinished{Cause: cause})
+	d.Effect(&actors.CancelTimer{Name: exitTimer})
 	d.warn(fmt.Sprintf("thatch could not close this session after /thatch/exit was greenlit (%s ago), and left it open; Run /thatch/exit again to close it.", ago))
 }
 
@@ -799,7 +795,7 @@ func extractionPrompt(parentID, note string) string {
 }
 
 func (d *decider) childCreated(m *messages.ChildSessionCreated) {
-	s := d.s
+	s := d.S
 	if m.ParentID != "" && m.ParentID != s.ID {
 		return
 	}
@@ -808,12 +804,12 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 			// The store's budget is spent: everything stays pending for
 			// the next idle after the pause ends. The front end tells the
 			// user, once per store and day.
-			d.emit(&messages.FamilyExtractionStopped{Cause: "paused: " + m.Err})
+			d.Event(&messages.FamilyExtractionStopped{Cause: "paused: " + m.Err})
 			return
 		}
 		if s.Extracting && s.ExtractionChild == "" {
-			d.emit(&messages.FamilyExtractionStopped{Cause: "create failed: " + m.Err})
-			d.incident(IncidentStartFailed, "extraction could not start: child create failed: "+m.Err, d.s.kept())
+			d.Event(&messages.FamilyExtractionStopped{Cause: "create failed: " + m.Err})
+			d.incident(IncidentStartFailed, "extraction could not start: child create failed: "+m.Err, d.S.kept())
 		}
 		return
 	}
@@ -822,14 +818,14 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 	}
 	if s.Extracting && s.ExtractionChild == "" {
 		finishing := s.Children[m.ChildID] != nil && s.Children[m.ChildID].Finishing
-		d.emit(&messages.FamilyExtractionChildAttached{ChildID: m.ChildID, At: d.now})
+		d.Event(&messages.FamilyExtractionChildAttached{ChildID: m.ChildID, At: d.now})
 		if finishing {
 			// A reconcile found the reused child idle (it was never
 			// prompted); it is about to work, so it must not be finished.
-			d.emit(&messages.FamilyFinishCancelled{ChildID: m.ChildID})
-			d.effect(&actors.CancelTimer{Name: finishTimerPrefix + m.ChildID})
+			d.Event(&messages.FamilyFinishCancelled{ChildID: m.ChildID})
+			d.Effect(&actors.CancelTimer{Name: finishTimerPrefix + m.ChildID})
 		}
-		d.effect(&messages.PromptSession{SessionID: m.ChildID, Text: extractionPrompt(s.ID, tailNote(len(s.Pending), s.DroppedSinceFetch))})
+		d.Effect(&messages.PromptSession{SessionID: m.ChildID, Text: extractionPrompt(s.ID, tailNote(len(s.Pending), s.DroppedSinceFetch))})
 		return
 	}
 	// An extraction child nobody waits for (a create repeated after a
@@ -838,9 +834,9 @@ func (d *decider) childCreated(m *messages.ChildSessionCreated) {
 		if c.Kind != ChildExtraction || c.Fetched {
 			return
 		}
-		d.emit(&messages.FamilyChildCleared{ChildID: m.ChildID, Cause: "unused extraction child"})
+		d.Event(&messages.FamilyChildCleared{ChildID: m.ChildID, Cause: "unused extraction child"})
 	}
-	d.effect(&messages.DeleteSession{SessionID: m.ChildID})
+	d.Effect(&messages.DeleteSession{SessionID: m.ChildID})
 }
 
 // reconciled compares the journal's children with the host's list after a
@@ -850,7 +846,7 @@ func (d *decider) reconciled(m *messages.FamilyReconciled) {
 		d.parentDeleted()
 		return
 	}
-	if !d.s.ExitingSince.IsZero() {
+	if !d.S.ExitingSince.IsZero() {
 		// A greenlit exit whose close did not go out: the host is back.
 		if d.exitDue() {
 			d.exitEffects()
@@ -862,8 +858,8 @@ func (d *decider) reconciled(m *messages.FamilyReconciled) {
 	for _, h := range m.Children {
 		listed[h.SessionID] = h
 	}
-	ids := make([]string, 0, len(d.s.Children))
-	for id := range d.s.Children {
+	ids := make([]string, 0, len(d.S.Children))
+	for id := range d.S.Children {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -873,47 +869,47 @@ func (d *decider) reconciled(m *messages.FamilyReconciled) {
 			d.childGone(id, "gone after reconnect")
 			continue
 		}
-		c := d.s.Children[id]
+		c := d.S.Children[id]
 		if c.Kind != ChildExtraction {
 			continue
 		}
 		switch {
 		case !h.Busy:
 			if !c.Finishing {
-				d.emit(&messages.FamilyFinishScheduled{ChildID: id})
+				d.Event(&messages.FamilyFinishScheduled{ChildID: id})
 			}
-			d.effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})
+			d.Effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})
 		case c.Finishing:
-			d.emit(&messages.FamilyFinishCancelled{ChildID: id})
-			d.effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
+			d.Event(&messages.FamilyFinishCancelled{ChildID: id})
+			d.Effect(&actors.CancelTimer{Name: finishTimerPrefix + id})
 		}
 	}
 	for _, h := range m.Children {
 		// Task children the journal does not know come back as plain task
 		// records. An unknown extraction child is left to the repeated
 		// CreateChildSession, which finds and reuses it.
-		if h.SessionID == "" || h.SessionID == d.s.ID || d.s.Children[h.SessionID] != nil || h.Title == ExtractionTitle {
+		if h.SessionID == "" || h.SessionID == d.S.ID || d.S.Children[h.SessionID] != nil || h.Title == ExtractionTitle {
 			continue
 		}
-		d.emit(&messages.FamilyChildRecorded{ChildID: h.SessionID, Title: h.Title})
+		d.Event(&messages.FamilyChildRecorded{ChildID: h.SessionID, Title: h.Title})
 	}
-	if d.s.Compacting && !m.Parent.Busy {
-		d.emit(&messages.FamilyCompactionFinished{}) // the compaction ended while we were away
+	if d.S.Compacting && !m.Parent.Busy {
+		d.Event(&messages.FamilyCompactionFinished{}) // the compaction ended while we were away
 	}
 	// The calls a restart may have lost go out again now; their stale
 	// windows run from now, the time they were asked again.
-	if s := d.s; s.Extracting && s.ExtractionChild == "" {
-		d.emit(&messages.FamilyExtractionStarted{At: d.now})
+	if s := d.S; s.Extracting && s.ExtractionChild == "" {
+		d.Event(&messages.FamilyExtractionStarted{At: d.now})
 	}
-	if w := d.s.WrapUp; w != nil && w.Checking {
-		d.emit(&messages.FamilyWrapUpCheckStarted{At: d.now})
+	if w := d.S.WrapUp; w != nil && w.Checking {
+		d.Event(&messages.FamilyWrapUpCheckStarted{At: d.now})
 	}
 	d.resume()
 }
 
 func (d *decider) tick(m *actors.Tick) {
 	if m.Name == exitTimer {
-		if !d.s.ExitingSince.IsZero() {
+		if !d.S.ExitingSince.IsZero() {
 			d.abandonExit("not closed within the window")
 		}
 		return
@@ -922,7 +918,7 @@ func (d *decider) tick(m *actors.Tick) {
 	if !ok {
 		return
 	}
-	if c := d.s.Children[id]; c != nil && c.Finishing {
+	if c := d.S.Children[id]; c != nil && c.Finishing {
 		d.childIdle(id, true)
 	}
 }
@@ -932,12 +928,12 @@ func (d *decider) tick(m *actors.Tick) {
 // of a wrap-up check. A repeat is harmless: the create reuses the child it
 // finds, and an answer that comes twice is ignored the second time.
 func (d *decider) resume() {
-	s := d.s
+	s := d.S
 	if s.Extracting && s.ExtractionChild == "" {
-		d.effect(&messages.CreateChildSession{ParentID: s.ID, Title: ExtractionTitle})
+		d.Effect(&messages.CreateChildSession{ParentID: s.ID, Title: ExtractionTitle})
 	}
 	if s.WrapUp != nil && s.WrapUp.Checking {
-		d.effect(&messages.FetchMessages{SessionID: s.ID, Check: s.Checks})
+		d.Effect(&messages.FetchMessages{SessionID: s.ID, Check: s.Checks})
 	}
 }
 
@@ -945,12 +941,12 @@ func (d *decider) resume() {
 // actor restart, resumes lost host calls at once. After a process start the
 // host is not connected yet, so they wait for its reconcile.
 func (d *decider) recovered(m *actors.Recovered) {
-	s := d.s
+	s := d.S
 	if m.Restarted {
 		d.resume()
 	}
 	for _, id := range s.finishingChildren() {
-		d.effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})
+		d.Effect(&actors.StartTimer{Name: finishTimerPrefix + id, After: d.f.cfg.FinishGrace})
 	}
 	if !s.ExitingSince.IsZero() {
 		// Stopped between the exit's greenlight and its close. The host
@@ -959,6 +955,6 @@ func (d *decider) recovered(m *actors.Recovered) {
 		// close is issued again when the host reconnects; the timer ends
 		// the exit if that does not happen within the window, giving the
 		// host at least the finish grace to come back.
-		d.effect(&actors.StartTimer{Name: exitTimer, After: max(s.ExitingSince.Add(d.f.cfg.ExitRetryWindow).Sub(d.now), d.f.cfg.FinishGrace)})
+		d.Effect(&actors.StartTimer{Name: exitTimer, After: max(s.ExitingSince.Add(d.f.cfg.ExitRetryWindow).Sub(d.now), d.f.cfg.FinishGrace)})
 	}
 }

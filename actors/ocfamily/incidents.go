@@ -137,10 +137,10 @@ func (s *State) kept() string {
 // incident records an incident of kind and shows its toast, unless one of
 // that kind is open already.
 func (d *decider) incident(kind, reason, kept string) {
-	if d.s.OpenIncidents[kind] {
+	if d.S.OpenIncidents[kind] {
 		return
 	}
-	d.emit(&IncidentRecorded{Kind: kind, Reason: reason, Kept: kept, At: d.now})
+	d.Event(&IncidentRecorded{Kind: kind, Reason: reason, Kept: kept, At: d.now})
 	msg := reason
 	if kept != "" {
 		msg += "; " + kept

@@ -155,6 +155,9 @@ var _ actors.Kind[State] = Kind{}
 // Name returns KindName.
 func (Kind) Name() string { return KindName }
 
+// Effects are the effects the registry releases (actors.EffectLister).
+func (Kind) Effects() []any { return []any{(*ReconcileFamily)(nil)} }
+
 // Initial is an empty registry.
 func (Kind) Initial(string) *State { return &State{} }
 

@@ -83,6 +83,9 @@ var _ actors.Kind[State] = Kind{}
 // Name returns KindName.
 func (Kind) Name() string { return KindName }
 
+// Effects are the effects the sweeper releases (actors.EffectLister).
+func (Kind) Effects() []any { return []any{(*messages.SweepStrandedSessions)(nil)} }
+
 // Initial is a sweeper that never ran.
 func (Kind) Initial(string) *State { return &State{} }
 

@@ -43,6 +43,7 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/actors/imnotice"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/tmux"
@@ -239,7 +240,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout,
 		OnClose: im.OnClose})
 	return frontend.Parts{
-		Kinds:   []supervisor.Spec{supervisor.Entity[imbinding.State](kind)},
+		Kinds:   []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{})},
 		Effects: f.handlers(),
 	}, nil
 }
@@ -470,6 +471,12 @@ func tagKey(tag string) (string, bool) {
 
 func bindingID(key string) actors.Identity {
 	return actors.Identity{Kind: imbinding.KindName, ID: key}
+}
+
+// noticeID is the identity of the notices of the thread named by key
+// (actors/imnotice).
+func noticeID(key string) actors.Identity {
+	return actors.Identity{Kind: imnotice.KindName, ID: key}
 }
 
 // expandRoots turns the configured roots into clean absolute paths.

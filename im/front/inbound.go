@@ -174,12 +174,12 @@ func refused(err error) bool {
 	return errors.As(err, &rej) || errors.Is(err, supervisor.ErrQuarantined)
 }
 
-// notice tells a thread something without its binding (best effort).
+// notice tells a thread something without its binding: the thread's
+// notice entity journals it and sends it through its outbox
+// (actors/imnotice), and u's press, if any, is answered.
 func (f *FrontEnd) notice(ctx context.Context, a chat.Adapter, u chat.Update, text string) {
-	nctx, cancel := context.WithTimeout(ctx, effectTimeout)
-	defer cancel()
-	if _, err := a.Send(nctx, chat.Message{Thread: u.Thread, Text: text}); err != nil {
-		f.log.Debug("cannot send a notice", "error", err)
+	if err := f.tree.DeliverContext(ctx, noticeID(u.Thread), &messages.IMNotice{Text: text}, deliverTimeout); err != nil {
+		f.log.Warn("cannot tell a thread", "thread", u.Thread, "notice", text, "error", err)
 	}
 	if u.Press != nil {
 		f.answer(ctx, a, u.Thread, u.Press.ID)

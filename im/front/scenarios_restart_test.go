@@ -1,13 +1,17 @@
 package front_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/im/telegram"
 	"github.com/thatch-run/thatch/internal/testwait"
+	"github.com/thatch-run/thatch/persistence"
 )
 
 // thatch stops and starts again on the same store while tmux and the
@@ -92,5 +96,51 @@ func TestScenarioAReplyHeldInTheOutboxGoesOutAfterARestart(t *testing.T) {
 	}
 	if v := w.binding(thread); v.Unsent != 0 || v.State != imbinding.PhaseBound {
 		t.Fatalf("binding %+v, want it bound with its outbox empty", v)
+	}
+}
+
+// A thread whose binding is quarantined (its journal could not be read)
+// is told its message was not delivered: the notice goes through an
+// outbox of its own, so a chat that fails to take it gets it once it
+// does, and a restart before then loses it not.
+func TestScenarioAQuarantinedThreadIsToldThroughAnOutbox(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("sick", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.quiesce()
+	w.stop()
+	st, err := persistence.Open(filepath.Join(w.data, "journal"), persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := telegram.ThreadKey(chat, thread)
+	if err := st.Rows().Put("supervisor.quarantine", imbinding.KindName+"/"+key, []byte("a journal that cannot be read")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.tg.FailAfter(0, 1000)
+	w.restart()
+
+	const told = "thatch cannot handle this thread now: its state needs repair (thatch status, thatch repair). Your message was not delivered."
+	w.send(thread, "are you there")
+	testwait.UntilReason(t, "the notice tried", func() (bool, string) {
+		return w.tg.Failed() > 0, "no sendMessage failed yet"
+	})
+	w.quiesce()
+	w.stop()
+	w.tg.FailAfter(0, 0)
+	w.restart()
+	testwait.UntilReason(t, "the notice sent after the restart", func() (bool, string) {
+		return w.count(thread, told) > 0, fmt.Sprintf("%q", w.said(thread))
+	})
+	w.clock.Advance(time.Minute) // past any retry's timer
+	w.quiesce()
+	if n := w.count(thread, told); n != 1 {
+		t.Fatalf("the notice was sent %d times: %q", n, w.said(thread))
+	}
+	if got := w.typed(); !slices.Equal(got, []string{"first"}) {
+		t.Fatalf("the agent took %q from a quarantined thread", got)
 	}
 }

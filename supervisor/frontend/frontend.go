@@ -99,10 +99,13 @@ type Tree interface {
 	// flight: every effect released so far has run (on every lane), its
 	// result was handled, and the effects that released have run too.
 	// It sees nothing outside the tree: a front end's own goroutines
-	// (the IM front end's transcript followers, progress watchers,
-	// receivers and cluster loops, the opencode stream readers) are
-	// outside input to it, like a timer that fires later, so a test
-	// first waits for what they are to have read or sent.
+	// (the IM front end's transcript follower, its screen watcher's
+	// loop, its receivers and cluster loops and the machine question
+	// they send, the opencode stream readers) are outside input to it,
+	// like a timer that fires later, so a test first waits for what they
+	// are to have read or sent. What they hand to the tree is inside:
+	// the IM bindings' and notices' chat messages, and what the bindings
+	// tell the screen watcher to watch.
 	Quiesce(timeout time.Duration) error
 }
 

@@ -1,0 +1,95 @@
+// Package imnotice is the decision core of a thread's notices: what the
+// IM front end tells a thread without its binding (the binding refuses
+// messages while it is quarantined; in a cluster, the node that receives
+// tells a thread about its machine, which may be another node's). A
+// notice is journaled when it is told, and sent through the same outbox
+// as a binding's messages (actors/chatout): in order, again after a
+// failure or a restart, and seen by the tree's Quiesce.
+package imnotice
+
+import (
+	"time"
+
+	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/chatout"
+	"github.com/thatch-run/thatch/messages"
+)
+
+// KindName is the kind of the notice entities. An entity's id is its
+// thread's key, as for a binding (imbinding.KindName), so that its chat
+// effects go to the same thread.
+const KindName = "im.notice"
+
+// State is a thread's notices not sent yet.
+type State struct {
+	Key string `json:"key"`
+	chatout.Box
+	// Refused is why the chat last refused a notice for good, for status.
+	Refused string `json:"refused,omitempty"`
+}
+
+func init() {
+	messages.Register[State]("im.notice.state", 1)
+}
+
+// Kind is the notice kind.
+type Kind struct{}
+
+var _ actors.Kind[State] = Kind{}
+
+// Name returns KindName.
+func (Kind) Name() string { return KindName }
+
+// Effects are the effects the notices release (actors.EffectLister).
+func (Kind) Effects() []any { return []any{(*messages.IMSendChat)(nil)} }
+
+// Initial is a thread with nothing to tell.
+func (Kind) Initial(id string) *State { return &State{Key: id} }
+
+// Active reports notices not sent yet: they are sent at start.
+func (Kind) Active(s *State) bool { return len(s.Outbox) > 0 }
+
+// plan is one decision; it is the outbox's Plan.
+type plan struct{ actors.Plan[State] }
+
+// Box is the notices' outbox.
+func (p *plan) Box() *chatout.Box { return &p.S.Box }
+
+// Decide handles one message.
+func (Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
+	p := &plan{actors.NewPlan(s, Kind{}.Apply, nil)}
+	switch m := msg.(type) {
+	case *messages.IMNotice:
+		if m.Text == "" {
+			return actors.Decision{}
+		}
+		chatout.Say(p, messages.IMOutEntry{Text: m.Text})
+	case *messages.IMChatSent:
+		chatout.Sent(p, m) // a chat that is gone drops the notice: there is nobody to tell
+	case *messages.IMChatPartSent:
+		chatout.PartSent(p, m)
+	case *actors.Tick:
+		if m.Name == chatout.Timer {
+			chatout.SendHead(p)
+		}
+	case *actors.Recovered:
+		chatout.SendHead(p) // nothing is in flight after a restart
+	default:
+		return actors.Decision{Unhandled: true}
+	}
+	return p.Decision()
+}
+
+// Apply returns the state after ev; s is left as it was.
+func (Kind) Apply(s *State, ev any) *State {
+	box, ok := s.Box.Apply(ev)
+	if !ok {
+		return s
+	}
+	n := *s
+	n.Box = box
+	if e, sent := ev.(*messages.IMOutboxSent); sent && e.Refused != "" {
+		n.Refused = e.Refused
+	}
+	return &n
+}
