@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -130,6 +131,41 @@ var _ = Describe("Several machines, one bot", Label("im", "cluster"), func() {
 			}
 		}
 		Expect(cw.TG.Conflicts()).To(BeZero())
+	})
+
+	It("starts a thread over on a machine whose data was replaced, says why, and types what waited once it is set up", func() {
+		holder := cw.Holder()
+		owner := cw.otherThan(holder)
+		thread := cw.Setup(owner, "wiped", "claude", "docs", "W-000")
+		owners := map[int64]*ClusterNode{thread: owner}
+		Eventually(cw.EchoesOf(thread, "W")).Should(HaveLen(1))
+		cw.Settle(owners)
+
+		By("the owner's data is replaced while it is down (its tmux and agents go on)")
+		owner.Kill()
+		Expect(os.RemoveAll(owner.DataDir)).To(Succeed())
+		owner.Start()
+		cw.WaitFormed()
+
+		By("the next message starts the thread over, saying why; one more sent meanwhile waits")
+		from := len(owner.Said(thread)())
+		cw.TG.Message(imChat, thread, imUser, "W-001")
+		why := owner.Name + " no longer has a record of this thread"
+		Eventually(func() []string { return owner.Said(thread)()[from:] }).Should(ContainElement(HavePrefix(why)))
+		cw.TG.Message(imChat, thread, imUser, "W-002")
+		owner.SetUp(thread, from, "claude", "docs")
+
+		By("both are typed once, in order, in the new session, and the user was told once")
+		Eventually(owner.Lines("W")).Should(ContainElement("W-002"))
+		cw.Settle(owners)
+		Expect(owner.Lines("W")()).To(Equal([]string{"W-000", "W-001", "W-002"}), "each message typed once, in order")
+		n := 0
+		for _, s := range owner.Said(thread)() {
+			if strings.HasPrefix(s, why) {
+				n++
+			}
+		}
+		Expect(n).To(Equal(1), "told once why the thread starts over")
 	})
 
 	It("hands the polling to another machine when the poller dies, losing and repeating no update", func() {

@@ -317,18 +317,32 @@ func (cw *ClusterWorld) Setup(on *ClusterNode, name, agent, project, first strin
 	thread := cw.TG.CreateTopic(imChat, name)
 	cw.TG.Message(imChat, thread, imUser, first)
 	cw.PickMachine(thread, on)
-	on.Press(thread, imUser, on.Prompt(thread, "Which agent"), agent)
-	on.Press(thread, imUser, on.Prompt(thread, "Working directory: "+on.Projects), project)
-	on.Press(thread, imUser, on.Prompt(thread, "Working directory: "+filepath.Join(on.Projects, project)), "Use this directory")
-	Eventually(func() bool {
-		said := on.Said(thread)()
-		return len(said) > 0 && (said[len(said)-1] == "Session ready!" || strings.Contains(said[len(said)-1], "Resume one?"))
-	}).Should(BeTrue(), "the bot said %q", on.Said(thread)())
-	if said := on.Said(thread)(); strings.Contains(said[len(said)-1], "Resume one?") {
-		on.Press(thread, imUser, on.Prompt(thread, "Resume one?"), "New")
-	}
-	Eventually(on.Said(thread)).Should(ContainElement("Session ready!"))
+	on.SetUp(thread, 0, agent, project)
 	return thread
+}
+
+// SetUp answers the setup of thread on the node, looking only at what
+// the bot said from its from-th message of the thread on: agent, a
+// project under its Projects, a new session; it returns once the session
+// is ready.
+func (on *ClusterNode) SetUp(thread int64, from int, agent, project string) {
+	GinkgoHelper()
+	prompt := func(want string) faketelegram.Sent { return on.PromptFrom(thread, from, want) }
+	said := func() []string {
+		all := on.Said(thread)()
+		return all[min(from, len(all)):]
+	}
+	on.Press(thread, imUser, prompt("Which agent"), agent)
+	on.Press(thread, imUser, prompt("Working directory: "+on.Projects), project)
+	on.Press(thread, imUser, prompt("Working directory: "+filepath.Join(on.Projects, project)), "Use this directory")
+	Eventually(func() bool {
+		s := said()
+		return len(s) > 0 && (s[len(s)-1] == "Session ready!" || strings.Contains(s[len(s)-1], "Resume one?"))
+	}).Should(BeTrue(), "the bot said %q", said())
+	if s := said(); strings.Contains(s[len(s)-1], "Resume one?") {
+		on.Press(thread, imUser, prompt("Resume one?"), "New")
+	}
+	Eventually(said).Should(ContainElement("Session ready!"))
 }
 
 // PickMachine waits for the machine question in thread, checks that it

@@ -294,10 +294,17 @@ func visible(s faketelegram.Sent) string {
 // Prompt waits for the newest message of the thread whose text contains
 // want and has buttons, and returns it.
 func (iw *IMWorld) Prompt(thread int64, want string) faketelegram.Sent {
+	GinkgoHelper()
+	return iw.PromptFrom(thread, 0, want)
+}
+
+// PromptFrom is Prompt among the thread's messages from the from-th on.
+func (iw *IMWorld) PromptFrom(thread int64, from int, want string) faketelegram.Sent {
+	GinkgoHelper()
 	var found faketelegram.Sent
 	Eventually(func() bool {
 		msgs := iw.TG.Messages(imChat, thread)
-		for i := len(msgs) - 1; i >= 0; i-- {
+		for i := len(msgs) - 1; i >= from; i-- {
 			if len(msgs[i].Buttons) > 0 && strings.Contains(msgs[i].Text, want) {
 				found = msgs[i]
 				return true

@@ -58,6 +58,10 @@ type IMUpdate struct {
 	// and named to the agent with Caption ("" none) after it.
 	File    *IMFile `json:"file,omitempty"`
 	Caption string  `json:"caption,omitempty"`
+	// Forgotten names the machine of a cluster that had the thread's
+	// binding and lost it (its data was replaced): the thread is set up
+	// anew, and the user is told why.
+	Forgotten string `json:"forgotten,omitempty"`
 }
 
 // Sources of a topic name, in the order of trust: a name from a

@@ -145,6 +145,10 @@ func (p *plan) update(m *messages.IMUpdate) {
 	has := text != "" || m.File != nil
 	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, TopicName: name, Text: text, At: p.now.UnixMilli(),
 		Check: check, Actor: has || m.Start, File: m.File, Caption: m.Caption})
+	if m.Forgotten != "" && s.Phase == PhaseUnbound && (has || m.Start) {
+		p.say(messages.IMOutEntry{Text: fmt.Sprintf("%s no longer has a record of this thread (its data was lost or replaced), so the thread is set up again. Your messages wait and are typed once it is.",
+			m.Forgotten)})
+	}
 	if m.Media != "" && m.File == nil {
 		// Agents take typed text only.
 		p.say(messages.IMOutEntry{Text: "thatch passes text only: the " + m.Media + " was not given to the agent."})

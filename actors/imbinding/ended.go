@@ -5,12 +5,6 @@ import (
 	"github.com/thatch-run/thatch/messages"
 )
 
-// Window treatments when a binding's chat ends (Config.OnClose).
-const (
-	OnCloseKeep = "keep"
-	OnCloseKill = "kill"
-)
-
 // Ending is why and when a binding ended (PhaseEnded).
 type Ending struct {
 	Reason string `json:"reason"`
@@ -82,7 +76,7 @@ func (p *plan) endAs(reason string, kill, reopenable bool) {
 	if s.Phase == PhaseEnded {
 		return
 	}
-	kill = (kill || p.k.cfg.OnClose == OnCloseKill) && s.Window.WindowID != ""
+	kill = (kill || p.k.cfg.KillOnClose) && s.Window.WindowID != ""
 	if s.Transcript != "" {
 		p.Effect(&messages.IMStopFollowing{Path: s.Transcript})
 	}

@@ -60,7 +60,7 @@ func TestAChatThatEndsEndsTheBindingAndKeepsTheWindowByDefault(t *testing.T) {
 
 func TestOnCloseKillClosesTheWindowAndAgainAfterARestart(t *testing.T) {
 	h := newHarness(t)
-	h.k = New(Config{Agents: []string{"claude", "codex"}, OnClose: OnCloseKill})
+	h.k = New(Config{Agents: []string{"claude", "codex"}, KillOnClose: true})
 	h.bind()
 	tag := h.s.Tag
 	cw := only[messages.IMCloseWindow](t, h.chatEnded("bot removed"))

@@ -83,9 +83,9 @@ type Config struct {
 	// RenameTimeout is how long a rename prompt waits before the rename
 	// is accepted.
 	RenameTimeout time.Duration
-	// OnClose is what happens to the window of a binding whose chat
-	// ended: OnCloseKeep (the default) or OnCloseKill.
-	OnClose string
+	// KillOnClose kills the window of a binding whose chat ended
+	// (im.on_close = "kill"); by default it is kept.
+	KillOnClose bool
 }
 
 // ChatBinding is the chat side of a binding: the thread itself is the

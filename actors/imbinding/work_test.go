@@ -1,6 +1,7 @@
 package imbinding
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +127,36 @@ func TestAnEndedThreadIsNotWatched(t *testing.T) {
 	eff := h.send(&messages.IMChatEnded{UpdateID: h.nextUpd, Reason: "the topic was deleted"})
 	if w := watchOf(t, eff); w != (messages.IMWatchPane{}) || h.s.Work != 0 {
 		t.Fatalf("ended: watch %+v, work %d", w, h.s.Work)
+	}
+}
+
+// A thread whose machine lost its binding (its data was replaced) starts
+// over with a word of why, once; its messages wait for the setup.
+func TestAForgottenThreadSaysWhyItIsSetUpAgain(t *testing.T) {
+	h := newHarness(t)
+	h.nextUpd++
+	eff := h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "42", Text: "still there?", Forgotten: "n1"})
+	var said []string
+	for _, e := range eff {
+		if sc, ok := e.(*messages.IMSendChat); ok {
+			said = append(said, sc.Text)
+		}
+	}
+	for _, o := range h.s.Outbox {
+		said = append(said, o.Text)
+	}
+	if len(said) < 2 || !strings.HasPrefix(said[0], "n1 no longer has a record of this thread") || h.s.Phase != PhaseSetup {
+		t.Fatalf("said %q, phase %s; want why, then the setup", said, h.s.Phase)
+	}
+	before := len(h.s.Outbox)
+	h.nextUpd++
+	h.send(&messages.IMUpdate{UpdateID: h.nextUpd, User: "42", Text: "hello?", Forgotten: "n1"})
+	for _, o := range h.s.Outbox[before:] {
+		if strings.Contains(o.Text, "no longer has a record") {
+			t.Fatalf("told twice: %q", o.Text)
+		}
+	}
+	if len(h.s.Queue)+len(h.s.Waiting) != 2 {
+		t.Fatalf("queue %+v waiting %+v: want both messages kept for after the setup", h.s.Queue, h.s.Waiting)
 	}
 }

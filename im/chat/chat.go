@@ -61,9 +61,17 @@ type File struct {
 	Ref string
 }
 
-// Adapter is one chat platform. Every method but Run may be called
-// concurrently with the others and with Run.
+// Adapter is one platform: what receives from it and what sends to its
+// threads. What only some platforms can do is an ability of its own
+// (Commander, Typer, PressAnswerer), which an adapter states by
+// implementing it, rather than by a method that does nothing.
 type Adapter interface {
+	Receiver
+	Sender
+}
+
+// Receiver is the receiving side of an adapter.
+type Receiver interface {
 	// Name names the platform in logs, status and the front end's rows
 	// ("telegram"); it never changes.
 	Name() string
@@ -77,6 +85,18 @@ type Adapter interface {
 	// for every one before it; see the package doc). It returns nil when
 	// ctx ends, once no handle call runs.
 	Run(ctx context.Context, handle Handler) error
+	// Allows reports whether user may talk to the agents: the platform's
+	// allow-list (the front end lets everyone in with im.open).
+	Allows(user string) bool
+	// Health says how receiving goes, for status.
+	Health() Health
+	// Close releases the adapter's connections, once Run has returned and
+	// the last call is done.
+	Close()
+}
+
+// Sender is the sending side of an adapter.
+type Sender interface {
 	// Send delivers m to m.Thread, split under Limits, from part
 	// m.FromPart on, and returns the ids of the messages it sent (the last
 	// carries the buttons).
@@ -92,25 +112,6 @@ type Adapter interface {
 	// (beside it where the platform cannot put buttons on a picture), and
 	// returns the id of the message that carries the buttons.
 	SendPhoto(ctx context.Context, p Photo) (string, error)
-	// SetCommands tells the platform thatch's commands, where its clients
-	// offer them (Telegram's setMyCommands), and learns the bot's own name
-	// (BotName). A platform without either does nothing.
-	SetCommands(ctx context.Context, cmds []CommandHelp) error
-	// BotName is the bot's user name as commands address it
-	// ("/history@name"); "" while it is not known.
-	BotName() string
-	// Typing shows, for a few seconds, that the agent is working on an
-	// answer in thread (Telegram's "typing" chat action); a platform
-	// without such a sign does nothing.
-	Typing(ctx context.Context, thread string) error
-	// AnswerPress answers a button press of thread (Press.ID), showing
-	// text where the platform can ("" only ends the press's spinner).
-	AnswerPress(ctx context.Context, thread, pressID, text string) error
-	// Allows reports whether user may talk to the agents: the platform's
-	// allow-list (the front end lets everyone in with im.open).
-	Allows(user string) bool
-	// Health says how receiving goes, for status.
-	Health() Health
 	// Limits are the platform's limits, for what the front end makes.
 	Limits() Limits
 	// Download writes the file f of thread to w, at most max bytes (and
@@ -118,9 +119,43 @@ type Adapter interface {
 	// fails with ErrTooLarge, possibly after some bytes were written. It
 	// returns how many bytes it wrote; ctx bounds it.
 	Download(ctx context.Context, thread string, f File, w io.Writer, max int64) (int64, error)
-	// Close releases the adapter's connections, once Run has returned and
-	// the last call is done.
-	Close()
+}
+
+// Commander is an adapter whose platform offers a bot a command menu and
+// addresses commands to a bot by name (Telegram).
+type Commander interface {
+	// SetCommands tells the platform thatch's commands, where its clients
+	// offer them (Telegram's setMyCommands), and learns the bot's own name
+	// (BotName).
+	SetCommands(ctx context.Context, cmds []CommandHelp) error
+	// BotName is the bot's user name as commands address it
+	// ("/history@name"); "" while it is not known.
+	BotName() string
+}
+
+// Typer is an adapter whose platform can show that the bot is writing.
+type Typer interface {
+	// Typing shows, for a few seconds, that the agent is working on an
+	// answer in thread (Telegram's "typing" chat action).
+	Typing(ctx context.Context, thread string) error
+}
+
+// PressAnswerer is an adapter whose platform waits for a button press to
+// be answered (Telegram shows a spinner until it is); on the others a
+// press needs no answer.
+type PressAnswerer interface {
+	// AnswerPress answers a button press of thread (Press.ID), showing
+	// text where the platform can ("" only ends the press's spinner).
+	AnswerPress(ctx context.Context, thread, pressID, text string) error
+}
+
+// BotName is a's bot name as commands address it: "" for a platform that
+// does not address commands to a bot by name.
+func BotName(a Adapter) string {
+	if c, ok := a.(Commander); ok {
+		return c.BotName()
+	}
+	return ""
 }
 
 // Resumer is an Adapter whose next Run can be told where to start, past

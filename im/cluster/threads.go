@@ -23,6 +23,10 @@ type Thread struct {
 	Node   string   `json:"node,omitempty"`
 	Held   [][]byte `json:"held,omitempty"`
 	Asked  string   `json:"asked,omitempty"`
+	// Instance names the store of Node's that holds the thread's binding
+	// (the caller's id of it), once Node took an update of the thread:
+	// another one there means Node's data was replaced since.
+	Instance string `json:"instance,omitempty"`
 	// Rev is the entry's revision, for PutThread; 0: not stored yet.
 	Rev uint64 `json:"-"`
 }

@@ -95,6 +95,11 @@ type Adapter struct {
 	health chat.Health
 }
 
+// The adapter has none of chat's abilities: Feishu offers a bot no
+// command menu (commands are typed as text, addressed to no bot by name),
+// no sign that a bot is writing, and a card callback is answered by the
+// webhook's response (an empty object once the press was handled), with
+// no later call.
 var _ chat.Adapter = (*Adapter)(nil)
 
 // Open builds the Adapter; in mode "webhook" it binds the webhook's
@@ -621,11 +626,6 @@ func (a *Adapter) Delete(ctx context.Context, thread, messageID string) error {
 	return chatErr(err)
 }
 
-// AnswerPress does nothing: a card callback is answered by the webhook's
-// response, which goes out once the press was handled (an empty object:
-// no toast). Feishu has no later call that answers a press.
-func (a *Adapter) AnswerPress(context.Context, string, string, string) error { return nil }
-
 // SendPhoto uploads the picture and sends it as an image message; a
 // caption (Feishu's image messages have none) follows as a text message,
 // and buttons as a card after it (a card of the caption and the buttons
@@ -657,16 +657,6 @@ func (a *Adapter) SendPhoto(ctx context.Context, p chat.Photo) (string, error) {
 	}
 	return id, nil
 }
-
-// SetCommands does nothing: Feishu offers a bot no command menu; the
-// commands are typed as text.
-func (*Adapter) SetCommands(context.Context, []chat.CommandHelp) error { return nil }
-
-// BotName is "": commands on Feishu are not addressed to a bot by name.
-func (*Adapter) BotName() string { return "" }
-
-// Typing does nothing: Feishu has no sign that a bot is writing.
-func (*Adapter) Typing(context.Context, string) error { return nil }
 
 // Feishu codes that say a request can never succeed as made.
 const (

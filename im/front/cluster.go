@@ -2,6 +2,8 @@ package front
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +44,9 @@ const (
 // clusterPart is what the front end keeps of the cluster.
 type clusterPart struct {
 	node *cluster.Node
+	// instance names this node's store: made when the store was, so a
+	// node whose data was replaced has another (cluster.Thread.Instance).
+	instance string
 
 	// since is when the node started, for the health's grace.
 	since time.Time
@@ -63,7 +68,12 @@ func (f *FrontEnd) startCluster(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("im: %w", err)
 	}
-	f.cl = &clusterPart{node: n, noticed: map[string]string{}, since: time.Now()}
+	instance, err := f.storeInstance()
+	if err != nil {
+		n.Close()
+		return err
+	}
+	f.cl = &clusterPart{node: n, instance: instance, noticed: map[string]string{}, since: time.Now()}
 	for _, p := range f.chats {
 		p.cursor.mu.Lock()
 		p.cursor.put = func(cur string) error { return n.PutCursor(f.runCtx, p.account, cur) }
@@ -92,6 +102,28 @@ func (f *FrontEnd) startCluster(ctx context.Context) error {
 		f.publishOwn(ctx)
 	}()
 	return nil
+}
+
+// storeInstance returns the id of this node's store, made (at random)
+// the first time it is asked for and kept in the store's rows.
+func (f *FrontEnd) storeInstance() (string, error) {
+	const table, key = "im.cluster", "instance"
+	row, ok, err := f.rows.Get(table, key)
+	if err != nil {
+		return "", fmt.Errorf("im: read this store's id: %w", err)
+	}
+	if ok && len(row.Value) > 0 {
+		return string(row.Value), nil
+	}
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("im: make this store's id: %w", err)
+	}
+	id := hex.EncodeToString(b)
+	if err := f.rows.Put(table, key, []byte(id)); err != nil {
+		return "", fmt.Errorf("im: keep this store's id: %w", err)
+	}
+	return id, nil
 }
 
 // stopCluster closes the node once its loops have ended (Stop waits for
@@ -361,11 +393,39 @@ func (f *FrontEnd) consume(ctx context.Context, data []byte) error {
 	}
 	for _, p := range f.chats {
 		if p.a.Name() == e.Platform {
-			return f.deliver(ctx, p, e.Update)
+			forgotten, claim := f.forgotten(ctx, e.Update.Thread)
+			if err := f.deliver(ctx, p, e.Update, forgotten); err != nil {
+				return err
+			}
+			claim()
+			return nil
 		}
 	}
 	f.log.Error("an update from the cluster names a platform this node does not run; dropped", "platform", e.Platform)
 	return nil
+}
+
+// forgotten reports whether this node owns thread in the cluster's map
+// while another store of its own took the thread's updates before (the
+// node's data was replaced since): it returns this node's name then, for
+// the binding, which starts anew, to say why. claim records this node's
+// store as the thread's, once the update was delivered, so that only the
+// first update says it.
+func (f *FrontEnd) forgotten(ctx context.Context, thread string) (node string, claim func()) {
+	n := f.cl.node
+	t, ok, err := n.Thread(ctx, thread)
+	if err != nil || !ok || t.Node != n.Name() || t.Instance == f.cl.instance {
+		return "", func() {}
+	}
+	if t.Instance != "" {
+		node = n.Name()
+	}
+	return node, func() {
+		t.Instance = f.cl.instance
+		if _, err := n.PutThread(ctx, t); err != nil {
+			f.log.Debug("cannot record this node's store as a thread's; the next update tries again", "thread", thread, "error", err)
+		}
+	}
 }
 
 // publishOwn writes, once the cluster is ready, each thread this node has
@@ -390,15 +450,18 @@ func (f *FrontEnd) publishOwn(ctx context.Context) {
 			if err != nil {
 				break
 			}
-			if t.Node == n.Name() {
+			if t.Node == n.Name() && t.Instance == f.cl.instance {
 				break
 			}
-			if t.Node != "" {
+			if t.Node != "" && t.Node != n.Name() {
 				f.log.Warn("a thread this node has a binding for is another node's; that node keeps it",
 					"thread", v.Thread, "owner", t.Node)
 				break
 			}
-			t.Node, t.Held, t.Asked = n.Name(), nil, ""
+			if t.Node == "" {
+				t.Held, t.Asked = nil, ""
+			}
+			t.Node, t.Instance = n.Name(), f.cl.instance
 			if _, err := n.PutThread(ctx, t); err == nil {
 				break
 			}
@@ -424,15 +487,6 @@ func (f *FrontEnd) clusterReceiving(p *chatPort, own chat.Health) chat.Health {
 		return chat.Health{State: "no node receives yet (the lease is free)", Since: f.cl.since}
 	default:
 		return chat.Health{Up: true, State: "received by " + holder}
-	}
-}
-
-// answerWith answers a press with text shown to the user.
-func (f *FrontEnd) answerWith(ctx context.Context, a chat.Adapter, thread, id, text string) {
-	actx, cancel := context.WithTimeout(ctx, effectTimeout)
-	defer cancel()
-	if err := a.AnswerPress(actx, thread, id, text); err != nil {
-		f.log.Debug("cannot answer a button press", "error", err)
 	}
 }
 

@@ -51,7 +51,7 @@ const (
 
 // command reads a command at the start of a message's text.
 func command(a chat.Adapter, text string) (chat.Command, int) {
-	c, mine, ok := chat.ParseCommand(strings.TrimSpace(text), a.BotName())
+	c, mine, ok := chat.ParseCommand(strings.TrimSpace(text), chat.BotName(a))
 	switch {
 	case !ok:
 		return c, cmdNone
@@ -239,9 +239,13 @@ var commandsBackoff = retry.Backoff{Base: 5 * time.Second, Max: 10 * time.Minute
 // learns the bot's name, which tells a command for this bot from one for
 // another), trying again with backoff until it succeeds or ctx ends.
 func (f *FrontEnd) setCommands(ctx context.Context, a chat.Adapter) {
+	c, ok := a.(chat.Commander)
+	if !ok {
+		return // the platform has no command menu
+	}
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, effectTimeout)
-		err := a.SetCommands(cctx, chat.Commands)
+		err := c.SetCommands(cctx, chat.Commands)
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return

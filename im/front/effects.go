@@ -209,11 +209,7 @@ func (f *FrontEnd) answerPress(ctx context.Context, from actors.Identity, e *mes
 		f.log.Debug("cannot answer a button press", "error", err)
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
-	defer cancel()
-	if err := a.AnswerPress(ctx, from.ID, e.CallbackID, e.Text); err != nil {
-		f.log.Debug("cannot answer a button press", "error", err)
-	}
+	f.answerWith(ctx, a, from.ID, e.CallbackID, e.Text)
 	return nil
 }
 

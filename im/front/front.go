@@ -238,7 +238,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		return frontend.Parts{}, err
 	}
 	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout,
-		OnClose: im.OnClose})
+		KillOnClose: im.OnClose == config.OnCloseKill})
 	return frontend.Parts{
 		Kinds:   []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{})},
 		Effects: f.handlers(),

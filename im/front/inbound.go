@@ -42,7 +42,7 @@ func (f *FrontEnd) handle(ctx context.Context, p *chatPort, u chat.Update) error
 	if f.opts.Trace != nil {
 		f.opts.Trace("received", u.ID)
 	}
-	if err := f.deliver(ctx, p, u); err != nil {
+	if err := f.deliver(ctx, p, u, ""); err != nil {
 		return err
 	}
 	p.cursor.note(u.Cursor)
@@ -51,9 +51,10 @@ func (f *FrontEnd) handle(ctx context.Context, p *chatPort, u chat.Update) error
 
 // deliver routes one update to its binding (route), dropping with a
 // notice one the binding refuses; an error (a timeout, a stop) means
-// the update must be offered again.
-func (f *FrontEnd) deliver(ctx context.Context, p *chatPort, u chat.Update) error {
-	if err := f.route(ctx, p.a, u); err != nil {
+// the update must be offered again. forgotten names the machine that
+// lost the thread's binding ("" none; see IMUpdate.Forgotten).
+func (f *FrontEnd) deliver(ctx context.Context, p *chatPort, u chat.Update, forgotten string) error {
+	if err := f.route(ctx, p.a, u, forgotten); err != nil {
 		if !refused(err) {
 			return err // a timeout, a stop: the adapter offers the update again
 		}
@@ -75,7 +76,7 @@ func (f *FrontEnd) deliver(ctx context.Context, p *chatPort, u chat.Update) erro
 // Telegram, open ids on Feishu), and so does the update's id, which the
 // binding takes each of once (the adapter makes it increase along the
 // thread). Every chat effect is addressed by the key.
-func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) error {
+func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update, forgotten string) error {
 	if u.Thread == "" {
 		return nil // no thread to bind (a channel post, an inline query)
 	}
@@ -133,7 +134,7 @@ func (f *FrontEnd) route(ctx context.Context, a chat.Adapter, u chat.Update) err
 	}
 	up := &messages.IMUpdate{UpdateID: u.ID, User: u.User,
 		Text: cleanText(u.Text, maxText), TopicName: cleanText(u.Name, maxName),
-		NameSource: nameSource(u.NameSrc), Media: cleanText(u.Media, maxName)}
+		NameSource: nameSource(u.NameSrc), Media: cleanText(u.Media, maxName), Forgotten: forgotten}
 	if file != nil {
 		up.File, up.Caption, up.Text = file, cleanText(u.Caption, maxText), ""
 	}
@@ -188,9 +189,19 @@ func (f *FrontEnd) notice(ctx context.Context, a chat.Adapter, u chat.Update, te
 
 // answer answers a press that is not acted on, so the user's spinner stops.
 func (f *FrontEnd) answer(ctx context.Context, a chat.Adapter, thread, id string) {
+	f.answerWith(ctx, a, thread, id, "")
+}
+
+// answerWith answers a press with text shown to the user, on a platform
+// that waits for presses to be answered (chat.PressAnswerer).
+func (f *FrontEnd) answerWith(ctx context.Context, a chat.Adapter, thread, id, text string) {
+	pa, ok := a.(chat.PressAnswerer)
+	if !ok {
+		return
+	}
 	actx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	if err := a.AnswerPress(actx, thread, id, ""); err != nil {
+	if err := pa.AnswerPress(actx, thread, id, text); err != nil {
 		f.log.Debug("cannot answer a button press", "error", err)
 	}
 }

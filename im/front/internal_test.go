@@ -618,7 +618,7 @@ func TestTextIDsReachTheBindingUnchanged(t *testing.T) {
 		{ID: 9, Thread: thread, User: "ou_bob", Text: "not allowed"},
 		{ID: 10, Thread: thread, User: "ou_\xff", Text: "not text"},
 	} {
-		if err := f.route(ctx, a, u); err != nil {
+		if err := f.route(ctx, a, u, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/messages"
 )
@@ -314,11 +315,12 @@ func (f *FrontEnd) runSigns(ctx context.Context, signs <-chan string) {
 			return
 		case thread := <-signs:
 			a, err := f.adapterOf(thread)
-			if err != nil {
-				continue
+			ty, ok := a.(chat.Typer)
+			if err != nil || !ok {
+				continue // a platform with no such sign
 			}
 			cctx, cancel := context.WithTimeout(ctx, effectTimeout)
-			if err := a.Typing(cctx, thread); err != nil {
+			if err := ty.Typing(cctx, thread); err != nil {
 				f.log.Debug("cannot show that the agent works", "thread", thread, "error", err)
 			}
 			cancel()

@@ -56,7 +56,12 @@ type Adapter struct {
 	name    atomic.Value // string: the bot's user name, from getMe
 }
 
-var _ chat.Adapter = (*Adapter)(nil)
+var (
+	_ chat.Adapter       = (*Adapter)(nil)
+	_ chat.Commander     = (*Adapter)(nil)
+	_ chat.Typer         = (*Adapter)(nil)
+	_ chat.PressAnswerer = (*Adapter)(nil)
+)
 
 // Open builds the Adapter: a Bot of o that starts receiving after
 // r.Cursor (the last update handled + 1, as the Adapter's updates carry
