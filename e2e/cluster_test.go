@@ -168,6 +168,45 @@ var _ = Describe("Several machines, one bot", Label("im", "cluster"), func() {
 		Expect(n).To(Equal(1), "told once why the thread starts over")
 	})
 
+	It("types a healthy machine's messages while another machine hangs, and the hung one's once it goes on", func() {
+		holder := cw.Holder()
+		healthy := cw.otherThan(holder)
+		var hung *ClusterNode
+		for _, n := range cw.Nodes {
+			if n != holder && n != healthy {
+				hung = n
+			}
+		}
+		h := cw.Setup(healthy, "healthy", "claude", "api", "H-000")
+		p := cw.Setup(hung, "hung", "claude", "web", "P-000")
+		owners := map[int64]*ClusterNode{h: healthy, p: hung}
+		Eventually(cw.EchoesOf(h, "H")).Should(HaveLen(1))
+		Eventually(cw.EchoesOf(p, "P")).Should(HaveLen(1))
+		cw.Settle(owners)
+
+		By("SIGSTOP of a machine that owns a thread and does not poll")
+		hung.Pause()
+		wantH, wantP := []string{"H-000"}, []string{"P-000"}
+		for i := 1; i <= 3; i++ {
+			cw.TG.Message(imChat, p, imUser, fmt.Sprintf("P-%03d", i))
+			cw.TG.Message(imChat, h, imUser, fmt.Sprintf("H-%03d", i))
+			wantH, wantP = append(wantH, fmt.Sprintf("H-%03d", i)), append(wantP, fmt.Sprintf("P-%03d", i))
+		}
+
+		By("the healthy machine types its thread's messages while the other one hangs")
+		Eventually(healthy.Lines("H")).Should(Equal(wantH))
+		Eventually(cw.EchoesOf(h, "H")).Should(HaveLen(len(wantH)))
+		Expect(hung.Lines("P")()).To(Equal([]string{"P-000"}), "the hung machine typed nothing")
+
+		By("once it goes on, the hung machine types what waited, once, in order")
+		hung.Continue()
+		Eventually(hung.Lines("P")).Should(Equal(wantP))
+		cw.Settle(owners)
+		Expect(healthy.Lines("H")()).To(Equal(wantH))
+		Expect(hung.Lines("P")()).To(Equal(wantP))
+		Expect(cw.EchoesOf(p, "P")()).To(Equal(echoesOf(wantP)))
+	})
+
 	It("hands the polling to another machine when the poller dies, losing and repeating no update", func() {
 		holder := cw.Holder()
 		var others []*ClusterNode

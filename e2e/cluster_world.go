@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -171,6 +172,24 @@ func (n *ClusterNode) Kill() {
 	Expect(n.D).NotTo(BeNil(), "%s is down already", n.Name)
 	n.D.Kill()
 	n.D = nil
+}
+
+// Pause stops the node's daemon (SIGSTOP) as a machine that hangs: its
+// connections stay open and nothing answers on them. Continue (also run
+// at the spec's cleanup, before the daemon is stopped) lets it go on.
+func (n *ClusterNode) Pause() {
+	GinkgoHelper()
+	Expect(n.D).NotTo(BeNil(), "%s is down", n.Name)
+	n.D.Sess.Signal(syscall.SIGSTOP)
+	DeferCleanup(n.Continue)
+}
+
+// Continue lets a paused daemon go on (SIGCONT); it does nothing to one
+// that runs.
+func (n *ClusterNode) Continue() {
+	if n.D != nil {
+		n.D.Sess.Signal(syscall.SIGCONT)
+	}
 }
 
 // ClusterStatus is the cluster as one node's `thatch status --json` shows
