@@ -6,28 +6,15 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/chatout"
+	"github.com/thatch-run/thatch/actors/kindtest"
 	"github.com/thatch-run/thatch/messages"
 )
 
-// step decides msg on s, journals the events as a restart would read them
-// back, and returns the new state and the effects.
+// step decides msg on s as the runtime would and returns the new state
+// and the effects.
 func step(t *testing.T, s *State, msg any) (*State, []any) {
 	t.Helper()
-	d := Kind{}.Decide(s, msg, time.Unix(0, 0))
-	if d.Unhandled {
-		t.Fatalf("%T unhandled", msg)
-	}
-	for _, ev := range d.Events {
-		raw, err := messages.Encode(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := messages.Decode(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s = Kind{}.Apply(s, back)
-	}
+	s, d := kindtest.Step(t, Kind{}, s, msg, time.Unix(0, 0))
 	return s, d.Effects
 }
 

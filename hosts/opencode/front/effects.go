@@ -107,13 +107,13 @@ func (o *FrontEnd) createChild(ctx context.Context, from actors.Identity, e *mes
 	ctx, cancel := o.call(ctx)
 	defer cancel()
 	res := &messages.ChildSessionCreated{ParentID: e.ParentID}
-	if store, used, paused, toast, berr := o.budgetPause(from.ID); berr != nil {
+	if store, b, berr := o.budgetPause(ctx, from.ID); berr != nil {
 		// The budget cannot be read: extraction goes on rather than stall.
 		o.effectLog(from, e).Warn("cannot check the extraction budget", "error", berr)
-	} else if paused {
+	} else if b.Paused {
 		res.Err, res.Reason = o.pausedText(store), messages.FailPaused
-		o.effectLog(from, e).Info("extraction paused: budget reached", "store", store, "used", used)
-		if toast {
+		o.effectLog(from, e).Info("extraction paused: budget reached", "store", store, "used", b.Used)
+		if b.Toast {
 			o.pauseToast(ctx, from, store)
 		}
 		return res

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/ocbudget"
 	"github.com/thatch-run/thatch/actors/ocfamily"
 	"github.com/thatch-run/thatch/actors/ocregistry"
 	"github.com/thatch-run/thatch/actors/sweeper"
@@ -80,9 +81,6 @@ type FrontEnd struct {
 	// holds are the stream events waiting for their family's reconcile.
 	holds *holds
 
-	// costMu serializes the read-modify-writes of the extraction cost and
-	// pause rows (budget.go).
-	costMu sync.Mutex
 	// touched rate-limits the runtime-state stamps; inherit is what
 	// resumed opencode processes inherited.
 	touched touches
@@ -140,6 +138,7 @@ func (o *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 			supervisor.Entity[ocfamily.State](family),
 			supervisor.Entity[ocregistry.State](ocregistry.Kind{}),
 			supervisor.Entity[sweeper.State](sw),
+			supervisor.Entity[ocbudget.State](ocbudget.Kind{}),
 		},
 		Effects: o.handlers(),
 		Wake:    []actors.Identity{sweeper.Identity},
