@@ -112,10 +112,18 @@ type IMAgentPromptGone struct {
 }
 
 // IMNotice is something the front end tells a thread without its
-// binding (see actors/imnotice): plain text, sent once, in order.
+// binding (see actors/imnotice): a text, with Buttons when it asks,
+// sent once, in order. Question marks a cluster's machine question, whose
+// buttons IMCloseQuestion clears.
 type IMNotice struct {
-	Text string `json:"text"`
+	Text     string       `json:"text"`
+	Buttons  [][]IMButton `json:"buttons,omitempty"`
+	Question bool         `json:"question,omitempty"`
 }
+
+// IMCloseQuestion clears the buttons of the thread's machine question
+// (IMNotice.Question): the machine was chosen.
+type IMCloseQuestion struct{}
 
 // IMAgentIdle says the watch of the agent at work since Since (Unix
 // milliseconds, as IMWatchPane gave it) saw it stop: its window stayed

@@ -8,6 +8,7 @@
 package imnotice
 
 import (
+	"slices"
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
@@ -26,10 +27,25 @@ type State struct {
 	chatout.Box
 	// Refused is why the chat last refused a notice for good, for status.
 	Refused string `json:"refused,omitempty"`
+	// Question holds the chat messages of the machine question sent and
+	// not closed yet; CloseQuestion says it was closed before it was sent.
+	Question      []string `json:"question,omitempty"`
+	CloseQuestion bool     `json:"closeQuestion,omitempty"`
 }
+
+// QuestionClosed records the machine question closed: its buttons were
+// cleared, or (Pending) are to be once it is sent.
+type QuestionClosed struct {
+	Pending bool `json:"pending,omitempty"`
+}
+
+// questionMark marks the outbox entry of the machine question
+// (IMOutEntry.Prompt), so that its message's id is kept.
+const questionMark = 1
 
 func init() {
 	messages.Register[State]("im.notice.state", 1)
+	messages.Register[QuestionClosed]("im.notice.question_closed", 1)
 }
 
 // Kind is the notice kind.
@@ -41,7 +57,9 @@ var _ actors.Kind[State] = Kind{}
 func (Kind) Name() string { return KindName }
 
 // Effects are the effects the notices release (actors.EffectLister).
-func (Kind) Effects() []any { return []any{(*messages.IMSendChat)(nil)} }
+func (Kind) Effects() []any {
+	return []any{(*messages.IMSendChat)(nil), (*messages.IMClearButtons)(nil)}
+}
 
 // Initial is a thread with nothing to tell.
 func (Kind) Initial(id string) *State { return &State{Key: id} }
@@ -63,9 +81,18 @@ func (Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
 		if m.Text == "" {
 			return actors.Decision{}
 		}
-		chatout.Say(p, messages.IMOutEntry{Text: m.Text})
+		e := messages.IMOutEntry{Text: m.Text, Buttons: m.Buttons}
+		if m.Question {
+			e.Prompt = questionMark
+		}
+		chatout.Say(p, e)
+	case *messages.IMCloseQuestion:
+		p.closeQuestion()
 	case *messages.IMChatSent:
 		chatout.Sent(p, m) // a chat that is gone drops the notice: there is nobody to tell
+		if p.S.CloseQuestion && len(p.S.Question) > 0 {
+			p.closeQuestion() // closed while it was on its way
+		}
 	case *messages.IMChatPartSent:
 		chatout.PartSent(p, m)
 	case *actors.Tick:
@@ -80,16 +107,40 @@ func (Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
 	return p.Decision()
 }
 
+// closeQuestion clears the machine question's buttons, or, while it is
+// not sent yet, has them cleared once it is.
+func (p *plan) closeQuestion() {
+	s := p.S
+	switch {
+	case len(s.Question) > 0:
+		for _, id := range s.Question {
+			p.Effect(&messages.IMClearButtons{MessageID: id})
+		}
+		p.Event(&QuestionClosed{})
+	case !s.CloseQuestion && slices.ContainsFunc(s.Outbox, func(o chatout.Out) bool { return o.Prompt == questionMark }):
+		p.Event(&QuestionClosed{Pending: true})
+	}
+}
+
 // Apply returns the state after ev; s is left as it was.
 func (Kind) Apply(s *State, ev any) *State {
+	n := *s
+	if e, ok := ev.(*QuestionClosed); ok {
+		n.Question, n.CloseQuestion = nil, e.Pending
+		return &n
+	}
 	box, ok := s.Box.Apply(ev)
 	if !ok {
 		return s
 	}
-	n := *s
 	n.Box = box
-	if e, sent := ev.(*messages.IMOutboxSent); sent && e.Refused != "" {
-		n.Refused = e.Refused
+	if e, sent := ev.(*messages.IMOutboxSent); sent {
+		if e.Refused != "" {
+			n.Refused = e.Refused
+		}
+		if o, was := s.Box.Entry(e.Seq); was && o.Prompt == questionMark && e.MessageID != "" {
+			n.Question = append(slices.Clip(s.Question), e.MessageID)
+		}
 	}
 	return &n
 }

@@ -62,3 +62,41 @@ func TestNoticesGoOutInOrderAndAFailedOneIsSentAgain(t *testing.T) {
 		t.Fatalf("after the last was refused: %+v", s)
 	}
 }
+
+func clears(effects []any) []string {
+	var out []string
+	for _, e := range effects {
+		if c, ok := e.(*messages.IMClearButtons); ok {
+			out = append(out, c.MessageID)
+		}
+	}
+	return out
+}
+
+// The machine question's buttons are cleared once the machine is picked:
+// at once when the question went out, or as soon as it does when the pick
+// came first.
+func TestTheMachineQuestionLosesItsButtonsOnceClosed(t *testing.T) {
+	q := &messages.IMNotice{Text: "Which machine?", Question: true, Buttons: [][]messages.IMButton{{{Text: "n1", Data: "m:n1"}}}}
+	s := Kind{}.Initial("tg:-100:5")
+	s, _ = step(t, s, q)
+	s, _ = step(t, s, &messages.IMChatSent{Seq: 0, MessageID: "41"})
+	s, eff := step(t, s, &messages.IMCloseQuestion{})
+	if got := clears(eff); len(got) != 1 || got[0] != "41" {
+		t.Fatalf("closed after it was sent: cleared %q", got)
+	}
+	if _, eff = step(t, s, &messages.IMCloseQuestion{}); len(eff) != 0 {
+		t.Fatalf("closed twice: %v", eff)
+	}
+
+	s = Kind{}.Initial("tg:-100:6")
+	s, _ = step(t, s, q)
+	s, eff = step(t, s, &messages.IMCloseQuestion{})
+	if len(clears(eff)) != 0 || !s.CloseQuestion {
+		t.Fatalf("closed before it was sent: %v, pending %v", eff, s.CloseQuestion)
+	}
+	s, eff = step(t, s, &messages.IMChatSent{Seq: 0, MessageID: "42"})
+	if got := clears(eff); len(got) != 1 || got[0] != "42" || s.CloseQuestion {
+		t.Fatalf("sent after it was closed: cleared %q, pending %v", got, s.CloseQuestion)
+	}
+}

@@ -16,8 +16,9 @@ import (
 
 // Thread is where a thread lives: the node that owns its window. A new
 // thread whose machine is being asked has no Node yet: its updates wait
-// in Held (each an envelope the front end made), and Asked is the id of
-// the message that asks.
+// in Held (each an envelope the front end made), and Asked is set once
+// the question was asked (the receiving node's notices send it; entries
+// written before that held the question's message id).
 type Thread struct {
 	Thread string   `json:"thread"`
 	Node   string   `json:"node,omitempty"`

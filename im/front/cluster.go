@@ -5,17 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/actors/implace"
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/cluster"
+	"github.com/thatch-run/thatch/messages"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
@@ -31,15 +31,6 @@ type envelope struct {
 	Platform string      `json:"platform"`
 	Update   chat.Update `json:"update"`
 }
-
-// Texts of the machine question and the outage notice.
-const (
-	pickQuestion = "Which machine should this thread's agent run on?"
-	pickPrefix   = "m:"
-	// maxHeld bounds the updates a thread holds while its machine is
-	// asked; one more is refused with a note.
-	maxHeld = 50
-)
 
 // clusterPart is what the front end keeps of the cluster.
 type clusterPart struct {
@@ -180,105 +171,72 @@ func (f *FrontEnd) relayOne(ctx context.Context, p *chatPort, u chat.Update) err
 	if err != nil {
 		return err
 	}
-	if t.Node != "" {
-		return f.publish(ctx, p, t.Node, u)
+	var members []string
+	for _, m := range n.Members() {
+		members = append(members, m.Node)
 	}
-	if !f.cfg.IM.Open && !p.a.Allows(u.User) {
-		// A stranger makes nothing, not even a question.
-		if u.Press != nil {
-			f.answer(ctx, p.a, u.Thread, u.Press.ID)
-		}
-		return nil
+	in := implace.Update{Allowed: f.cfg.IM.Open || p.a.Allows(u.User), Pressed: u.Press != nil}
+	if u.Press != nil {
+		in.Press = u.Press.Data
 	}
-	members := n.Members()
-	if len(members) <= 1 && len(t.Held) == 0 {
-		owner := n.Name()
-		if len(members) == 1 {
-			owner = members[0].Node
-		}
-		t.Node = owner
-		if _, err := n.PutThread(ctx, t); err != nil {
-			return err // a conflict: the update is offered again and reads the new entry
-		}
-		return f.publish(ctx, p, owner, u)
-	}
-	return f.askMachine(ctx, p, t, u)
+	plan := implace.Decide(implace.Entry{Node: t.Node, Held: len(t.Held), Asked: t.Asked != ""}, in,
+		implace.Cluster{Self: n.Name(), Members: members, Up: n.Up})
+	return f.place(ctx, p, t, u, plan)
 }
 
-// askMachine holds u while the thread's machine is asked; a press of one
-// of the question's buttons gives the thread to that machine and sends it
-// what was held, in order.
-func (f *FrontEnd) askMachine(ctx context.Context, p *chatPort, t cluster.Thread, u chat.Update) error {
+// place carries out a placement plan (actors/implace) for u, in its
+// order. A write that finds the thread's entry changed fails the update:
+// the platform offers it again, and it is planned on the new entry.
+func (f *FrontEnd) place(ctx context.Context, p *chatPort, t cluster.Thread, u chat.Update, plan implace.Plan) error {
 	n := f.cl.node
-	if u.Press != nil && strings.HasPrefix(u.Press.Data, pickPrefix) {
-		chosen := strings.TrimPrefix(u.Press.Data, pickPrefix)
-		if !n.Up(chosen) {
-			f.answerWith(ctx, p.a, u.Thread, u.Press.ID, chosen+" is not up now; pick another machine")
-			return nil
-		}
+	if plan.PublishHeld {
 		for _, raw := range t.Held {
 			var e envelope
 			if err := json.Unmarshal(raw, &e); err != nil {
 				f.log.Warn("a held update cannot be read; dropped", "thread", t.Thread, "error", err)
 				continue
 			}
-			if err := f.publish(ctx, p, chosen, e.Update); err != nil {
+			if err := f.publish(ctx, p, plan.Node, e.Update); err != nil {
 				return err
 			}
 		}
-		asked := t.Asked
-		t.Node, t.Held, t.Asked = chosen, nil, ""
+	}
+	switch {
+	case plan.Node != "":
+		t.Node, t.Held, t.Asked = plan.Node, nil, ""
 		if _, err := n.PutThread(ctx, t); err != nil {
 			return err
 		}
-		f.answerWith(ctx, p.a, u.Thread, u.Press.ID, "")
-		if asked != "" {
-			sctx, cancel := context.WithTimeout(f.runCtx, effectTimeout)
-			defer cancel()
-			if err := p.a.EditButtons(sctx, u.Thread, asked, nil); err != nil {
-				f.log.Debug("cannot clear the machine question's buttons", "thread", u.Thread, "error", err)
-			}
-			f.notice(ctx, p.a, chat.Update{Thread: u.Thread}, "This thread's agent runs on "+chosen+".")
+	case plan.Hold:
+		raw, err := json.Marshal(envelope{Platform: p.a.Name(), Update: u})
+		if err != nil {
+			return err
 		}
-		return nil
-	}
-	if u.Press != nil {
-		f.answerWith(ctx, p.a, u.Thread, u.Press.ID, "Pick a machine first")
-		return nil
-	}
-	if len(t.Held) >= maxHeld {
-		f.notice(ctx, p.a, chat.Update{Thread: u.Thread}, "Pick a machine for this thread first (the buttons above); this message was not kept.")
-		return nil
-	}
-	raw, err := json.Marshal(envelope{Platform: p.a.Name(), Update: u})
-	if err != nil {
-		return err
-	}
-	t.Held = append(t.Held, raw)
-	ask := t.Asked == ""
-	if t, err = f.cl.node.PutThread(ctx, t); err != nil {
-		return err
-	}
-	if !ask {
-		return nil
-	}
-	var rows [][]chat.Button
-	for _, m := range n.Members() {
-		rows = append(rows, []chat.Button{{Text: m.Node, Data: pickPrefix + m.Node}})
-	}
-	sctx, cancel := context.WithTimeout(f.runCtx, effectTimeout)
-	defer cancel()
-	ids, err := p.a.Send(sctx, chat.Message{Thread: u.Thread, Text: pickQuestion, Buttons: rows})
-	if err != nil {
-		// Held all the same: the next message asks again.
-		f.log.Warn("cannot ask which machine a thread runs on", "thread", u.Thread, "error", err)
-		return nil
-	}
-	if len(ids) > 0 {
-		t.Asked = ids[len(ids)-1]
-		if _, err := n.PutThread(ctx, t); err != nil && !errors.Is(err, cluster.ErrConflict) {
-			f.log.Debug("cannot record the machine question", "thread", u.Thread, "error", err)
+		t.Held, t.Asked = append(t.Held, raw), "asked"
+		if _, err := n.PutThread(ctx, t); err != nil {
+			return err
 		}
+	}
+	if plan.PublishTo != "" {
+		if err := f.publish(ctx, p, plan.PublishTo, u); err != nil {
+			return err
+		}
+	}
+	if plan.Answer && u.Press != nil {
+		f.answerWith(ctx, p.a, u.Thread, u.Press.ID, plan.AnswerText)
+	}
+	if plan.Ask {
+		q := &messages.IMNotice{Text: implace.Question, Question: true}
+		for _, m := range plan.Offer {
+			q.Buttons = append(q.Buttons, []messages.IMButton{{Text: m, Data: implace.Prefix + m}})
+		}
+		f.tell(ctx, u.Thread, q)
+	}
+	if plan.CloseAsk {
+		f.tell(ctx, u.Thread, &messages.IMCloseQuestion{})
+	}
+	if plan.Notice != "" {
+		f.notice(ctx, p.a, chat.Update{Thread: u.Thread}, plan.Notice)
 	}
 	return nil
 }

@@ -179,11 +179,16 @@ func refused(err error) bool {
 // notice entity journals it and sends it through its outbox
 // (actors/imnotice), and u's press, if any, is answered.
 func (f *FrontEnd) notice(ctx context.Context, a chat.Adapter, u chat.Update, text string) {
-	if err := f.tree.DeliverContext(ctx, noticeID(u.Thread), &messages.IMNotice{Text: text}, deliverTimeout); err != nil {
-		f.log.Warn("cannot tell a thread", "thread", u.Thread, "notice", text, "error", err)
-	}
+	f.tell(ctx, u.Thread, &messages.IMNotice{Text: text})
 	if u.Press != nil {
 		f.answer(ctx, a, u.Thread, u.Press.ID)
+	}
+}
+
+// tell hands m to thread's notices (actors/imnotice).
+func (f *FrontEnd) tell(ctx context.Context, thread string, m any) {
+	if err := f.tree.DeliverContext(ctx, noticeID(thread), m, deliverTimeout); err != nil {
+		f.log.Warn("cannot tell a thread", "thread", thread, "notice", fmt.Sprintf("%+v", m), "error", err)
 	}
 }
 
