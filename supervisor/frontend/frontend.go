@@ -100,12 +100,12 @@ type Tree interface {
 	// result was handled, and the effects that released have run too.
 	// It sees nothing outside the tree: a front end's own goroutines
 	// (the IM front end's transcript follower, its screen watcher's
-	// loop, its receivers and cluster loops and the machine question
-	// they send, the opencode stream readers) are outside input to it,
-	// like a timer that fires later, so a test first waits for what they
-	// are to have read or sent. What they hand to the tree is inside:
-	// the IM bindings' and notices' chat messages, and what the bindings
-	// tell the screen watcher to watch.
+	// loop, its receivers and cluster loops, the opencode stream
+	// readers) are outside input to it, like a timer that fires later,
+	// so a test first waits for what they are to have read or sent.
+	// What they hand to the tree is inside: the IM bindings' and
+	// notices' chat messages (the cluster's machine question among
+	// them), and what the bindings tell the screen watcher to watch.
 	Quiesce(timeout time.Duration) error
 }
 
