@@ -79,11 +79,18 @@ func newIMWorld(real string, telegram bool, extra []string) *IMWorld {
 		// The agents in the panes end with the server, and a real one
 		// writes its files in HOME as it exits: they are waited for
 		// (killed after a while), so that the world's folder is removed
-		// only once nothing writes in it.
-		agents := iw.paneProcesses()
+		// only once nothing writes in it. So is the server itself: once
+		// (1 run in about 10, a SIGKILL spec under a loaded e2e run) it
+		// was still running 20 s after kill-server, cause not found.
+		procs := iw.paneProcesses()
+		if out, err := iw.Tmux("display-message", "-p", "#{pid}"); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(out)); err == nil {
+				procs = append(procs, pid)
+			}
+		}
 		_, _ = iw.Tmux("kill-server")
 		_ = os.Remove(filepath.Join(os.TempDir(), fmt.Sprintf("tmux-%d", os.Getuid()), iw.Socket))
-		waitGone(agents, 10*time.Second)
+		waitGone(procs, 10*time.Second)
 	})
 	bin := filepath.Join(w.Root, "bin")
 	Expect(os.MkdirAll(bin, 0o755)).To(Succeed())
@@ -589,9 +596,9 @@ func procStat(pid int) (state byte, start string, ok bool) {
 }
 
 // waitGone waits until none of pids runs (a zombie has ended), SIGKILLs
-// those that still do after limit (they are the world's own agents: a pid
-// that a new process took meanwhile is left alone), and gives up limit
-// later still.
+// those that still do after limit (they are the world's own agents and
+// tmux server: a pid that a new process took meanwhile is left alone), and
+// gives up limit later still.
 func waitGone(pids []int, limit time.Duration) {
 	starts := map[int]string{}
 	for _, pid := range pids {
@@ -613,9 +620,10 @@ func waitGone(pids []int, limit time.Duration) {
 	for left := alive(); len(left) > 0; left = alive() {
 		if time.Now().After(deadline) {
 			if killed {
-				GinkgoWriter.Printf("agent processes %v outlived their tmux server\n", left)
+				GinkgoWriter.Printf("processes %v outlived the world's tmux server and a SIGKILL\n", left)
 				return
 			}
+			GinkgoWriter.Printf("processes %v still run %v after kill-server; killed\n", left, limit)
 			for _, pid := range left {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}

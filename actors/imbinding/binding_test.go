@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/kindtest"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -36,10 +37,8 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) send(msg any) []any {
 	h.t.Helper()
-	d := h.k.Decide(h.s, msg, h.now)
-	if d.Unhandled {
-		h.t.Fatalf("%T unhandled", msg)
-	}
+	s, d := kindtest.Step[State](h.t, h.k, h.s, msg, h.now)
+	h.s = s
 	for _, e := range d.Effects {
 		if !listed(h.k, e) {
 			h.t.Fatalf("the binding released %T, which its Effects do not list: the runtime would start without its handler", e)
@@ -50,16 +49,8 @@ func (h *harness) send(msg any) []any {
 		}
 	}
 	for _, ev := range d.Events {
-		raw, err := messages.Encode(ev)
-		if err != nil {
-			h.t.Fatalf("event %T does not encode: %v", ev, err)
-		}
+		raw, _ := messages.Encode(ev) // Step checked that it encodes
 		h.journal = append(h.journal, raw)
-		back, err := messages.Decode(raw)
-		if err != nil {
-			h.t.Fatalf("event %T does not decode: %v", ev, err)
-		}
-		h.s = h.k.Apply(h.s, back)
 	}
 	return d.Effects
 }

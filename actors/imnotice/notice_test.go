@@ -18,14 +18,24 @@ func step(t *testing.T, s *State, msg any) (*State, []any) {
 	return s, d.Effects
 }
 
-func sends(effects []any) []string {
+// texts is what each effect of type E says (its text, or the message
+// it is about), in order.
+func texts[E any](effects []any, of func(*E) string) []string {
 	var out []string
 	for _, e := range effects {
-		if sc, ok := e.(*messages.IMSendChat); ok {
-			out = append(out, sc.Text)
+		if x, ok := e.(*E); ok {
+			out = append(out, of(x))
 		}
 	}
 	return out
+}
+
+func sends(effects []any) []string {
+	return texts(effects, func(sc *messages.IMSendChat) string { return sc.Text })
+}
+
+func clears(effects []any) []string {
+	return texts(effects, func(c *messages.IMClearButtons) string { return c.MessageID })
 }
 
 // Notices go out one at a time, in the order told; one the chat failed
@@ -61,16 +71,6 @@ func TestNoticesGoOutInOrderAndAFailedOneIsSentAgain(t *testing.T) {
 	if (Kind{}).Active(s) || s.Refused != "blocked" {
 		t.Fatalf("after the last was refused: %+v", s)
 	}
-}
-
-func clears(effects []any) []string {
-	var out []string
-	for _, e := range effects {
-		if c, ok := e.(*messages.IMClearButtons); ok {
-			out = append(out, c.MessageID)
-		}
-	}
-	return out
 }
 
 // The machine question's buttons are cleared once the machine is picked:

@@ -9,7 +9,6 @@ package ocbudget
 
 import (
 	"maps"
-	"sort"
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
@@ -216,39 +215,6 @@ func (Kind) Apply(s *State, ev any) *State {
 	return &n
 }
 
-// View is what `thatch status` shows of a store's budget: its hours,
-// sorted, and its pause.
-func (Kind) View(s *State) any { return s.view() }
-
-// View is a budget as the status reads it.
-type View struct {
-	Store   string   `json:"store"`
-	Hours   []string `json:"hours,omitempty"`
-	Tokens  []int64  `json:"tokens,omitempty"`
-	Day     string   `json:"day,omitempty"`
-	Paused  bool     `json:"paused,omitempty"`
-	Resumed bool     `json:"resumed,omitempty"`
-}
-
-// State is the budget the view shows, for Since and PausedOn.
-func (v View) State() State {
-	s := State{Store: v.Store, Day: v.Day, Paused: v.Paused, Resumed: v.Resumed, Hours: map[string]Cost{}}
-	for i, h := range v.Hours {
-		if i < len(v.Tokens) {
-			s.Hours[h] = Cost{Tokens: v.Tokens[i]}
-		}
-	}
-	return s
-}
-
-func (s *State) view() View {
-	v := View{Store: s.Store, Day: s.Day, Paused: s.Paused, Resumed: s.Resumed}
-	for h := range s.Hours {
-		v.Hours = append(v.Hours, h)
-	}
-	sort.Strings(v.Hours)
-	for _, h := range v.Hours {
-		v.Tokens = append(v.Tokens, s.Hours[h].Tokens)
-	}
-	return v
-}
+// View is what `thatch status` shows of a store's budget: the state
+// itself (a copy; its hours map is never changed in place, see Apply).
+func (Kind) View(s *State) any { return *s }

@@ -139,8 +139,8 @@ func (o *FrontEnd) budgets() []ocbudget.State {
 	views, _ := frontend.Entities(o.tree, o.jr, ocbudget.KindName, "store", 0, budgetTimeout)
 	var out []ocbudget.State
 	for _, raw := range views {
-		if v, ok := raw.(ocbudget.View); ok {
-			out = append(out, v.State())
+		if s, ok := raw.(ocbudget.State); ok {
+			out = append(out, s)
 		}
 	}
 	return out
