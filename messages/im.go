@@ -526,6 +526,34 @@ type IMSessionChanged struct {
 	Transcript string `json:"transcript"`
 	Offset     int64  `json:"offset,omitempty"`
 	Source     string `json:"source,omitempty"`
+	// Updated is when the hook wrote the entry (Unix milliseconds; 0
+	// when unknown): the binding takes or refuses one entry once
+	// (IMSwitchSeen), however often the follower tells it.
+	Updated int64 `json:"updated,omitempty"`
+}
+
+// IMSwitchSeen records the newest hook entry a binding was told of
+// (IMSessionChanged's SessionID and Updated), taken or not: the same
+// entry told again (the follower reads the hook map on every write of
+// it) changes nothing, so a binding that moved on by itself is not
+// sent back to an old session.
+type IMSwitchSeen struct {
+	SessionID string `json:"sessionID"`
+	Updated   int64  `json:"updated"`
+}
+
+// IMFollows asks a binding whether it follows Path now (the transcript
+// registry checks a holder with it). Reply: bool.
+type IMFollows struct {
+	Path string
+}
+
+// IMTranscriptAt is a binding's answer to IMTranscriptRead: whether it
+// follows the transcript read, and the offset it has journaled for it,
+// which is where the follower reads on from.
+type IMTranscriptAt struct {
+	Following bool
+	Offset    int64
 }
 
 // IMChatSent reports an outbox entry sent; MessageID is its (last part's)
@@ -848,6 +876,7 @@ func init() {
 	Register[IMChecked]("im.checked", 1)
 	Register[IMDelivered]("im.delivered", 1)
 	Register[IMRepliesRead]("im.replies_read", 1)
+	Register[IMSwitchSeen]("im.switch_seen", 1)
 	Register[IMResumed]("im.resumed", 1)
 	Register[IMTypingHeld]("im.typing_held", 1)
 	Register[IMSessionLostSaid]("im.session_lost_said", 1)

@@ -135,6 +135,8 @@ func applyBinding(n, s *State, ev any) bool {
 		}
 	case *messages.IMRepliesRead:
 		n.Offset = e.To
+	case *messages.IMSwitchSeen:
+		n.SwitchSeen = *e
 	case *messages.IMTypingHeld:
 		n.Held = e.UpdateID
 	case *messages.IMSessionLostSaid:

@@ -1002,6 +1002,62 @@ func TestASessionSwitchInTheWindowIsFollowed(t *testing.T) {
 	}
 }
 
+// The follower tells a binding of its window's hook entry whenever the
+// hook map is written: each entry is decided once, so a binding that
+// moved on by itself (a session picked in the chat) is not sent back to
+// the entry's session, and a new entry (a /resume) is taken.
+func TestAHookEntryIsDecidedOnce(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	tag := h.s.Tag
+	clear := &messages.IMSessionChanged{Tag: tag, SessionID: "s-2", Transcript: "/t/s-2.jsonl", Source: "clear", Updated: 1000}
+	only[messages.IMFollowTranscript](t, h.send(clear))
+	// The binding moves on by itself, as a session picked in the chat does.
+	h.deliverChat(h.send(&messages.IMAgentSessionFound{WindowID: h.s.Window.WindowID, SessionID: "s-3", Transcript: "/t/s-3.jsonl"}))
+	if h.s.Info.SessionID != "s-3" {
+		t.Fatalf("the binding did not move to s-3 (session %s)", h.s.Info.SessionID)
+	}
+	if eff := h.send(clear); len(eff) != 0 || h.s.Info.SessionID != "s-3" {
+		t.Fatalf("the same hook entry told again: %s, session %s", describe(eff), h.s.Info.SessionID)
+	}
+	resume := &messages.IMSessionChanged{Tag: tag, SessionID: "s-2", Transcript: "/t/s-2.jsonl", Source: "resume", Offset: 50, Updated: 2000}
+	if ft := only[messages.IMFollowTranscript](t, h.send(resume)); ft.Path != "/t/s-2.jsonl" || ft.Offset != 50 {
+		t.Fatalf("the resume: follow %+v", ft)
+	}
+}
+
+// A binding answers each read with the offset it journaled for the
+// transcript, which is where the follower reads on; a transcript it does
+// not follow is answered as such, and not read for it any more.
+func TestATranscriptReadIsAnsweredWithTheJournaledOffset(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	at := func(m *messages.IMTranscriptRead) *messages.IMTranscriptAt {
+		t.Helper()
+		s, d := kindtest.Step[State](t, h.k, h.s, m, h.now)
+		h.s = s
+		h.deliverChat(d.Effects)
+		a, ok := d.Reply.(*messages.IMTranscriptAt)
+		if !ok {
+			t.Fatalf("reply %T", d.Reply)
+		}
+		return a
+	}
+	if a := at(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 300, Replies: []string{"one"}, Ends: []int64{300}}); !a.Following || a.Offset != 300 {
+		t.Fatalf("after a read: %+v", a)
+	}
+	// Read again from before (a follower restarted): the journaled offset.
+	if a := at(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 0, To: 120, Replies: []string{"one"}, Ends: []int64{120}}); !a.Following || a.Offset != 300 {
+		t.Fatalf("after a repeated read: %+v", a)
+	}
+	if a := at(&messages.IMTranscriptRead{Path: "/t/other.jsonl", From: 0, To: 10}); a.Following {
+		t.Fatalf("a transcript the binding does not follow: %+v", a)
+	}
+	if s, d := kindtest.Step[State](t, h.k, h.s, &messages.IMFollows{Path: "/t/s-1.jsonl"}, h.now); d.Reply != true || s.Transcript != "/t/s-1.jsonl" {
+		t.Fatalf("IMFollows of its own transcript answered %v", d.Reply)
+	}
+}
+
 func TestTheLaunchTimeReachesEverySessionSearch(t *testing.T) {
 	h := newHarness(t)
 	cw := h.toWindow("hi", "/home/u/proj")

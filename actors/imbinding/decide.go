@@ -81,6 +81,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		}
 	case *messages.IMTranscriptRead:
 		p.transcript(m)
+	case *messages.IMFollows:
+		p.Reply(m.Path != "" && m.Path == s.Transcript && s.Phase != PhaseEnded)
 	case *messages.IMFileSaved:
 		p.fileSaved(m)
 	case *actors.Tick:

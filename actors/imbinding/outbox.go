@@ -40,8 +40,11 @@ func (p *plan) chatSent(m *messages.IMChatSent) {
 func (p *plan) chatPartSent(m *messages.IMChatPartSent) { chatout.PartSent(p, m) }
 
 // transcript relays the agent's replies read from its transcript.
+// It answers with the offset it journaled, where the follower reads on.
 func (p *plan) transcript(m *messages.IMTranscriptRead) {
 	s := p.S
+	following := m.Path == s.Transcript && s.Phase != PhaseEnded
+	defer func() { p.Reply(&messages.IMTranscriptAt{Following: following, Offset: p.S.Offset}) }()
 	if m.Path != s.Transcript || (m.To <= s.Offset && !m.Reset) {
 		return // another file, or read before (a restart reads again)
 	}

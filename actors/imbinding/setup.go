@@ -251,6 +251,16 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 // the binding's differ).
 func (p *plan) sessionChanged(m *messages.IMSessionChanged) {
 	s := p.S
+	if s.Tag == "" || m.Tag != s.Tag {
+		return
+	}
+	if m.Updated != 0 {
+		seen := messages.IMSwitchSeen{SessionID: m.SessionID, Updated: m.Updated}
+		if s.SwitchSeen == seen {
+			return // told before: taken or refused then
+		}
+		p.Event(&seen)
+	}
 	if (s.Phase != PhaseBound && s.Phase != PhasePrompting) || s.Tag == "" || m.Tag != s.Tag || m.SessionID == "" || m.Transcript == "" ||
 		(m.SessionID == s.Info.SessionID && m.Transcript == s.Transcript) {
 		return

@@ -171,6 +171,9 @@ type State struct {
 	// Transcript is the file followed for replies, read up to Offset.
 	Transcript string `json:"transcript,omitempty"`
 	Offset     int64  `json:"offset,omitempty"`
+	// SwitchSeen is the newest hook entry the binding was told of (see
+	// messages.IMSwitchSeen).
+	SwitchSeen messages.IMSwitchSeen `json:"switchSeen,omitzero"`
 	// LastUpdate is the id of the last update handled, at LastAt (Unix
 	// milliseconds): an id at or below it is a repeat (see seen).
 	LastUpdate int64 `json:"lastUpdate,omitempty"`

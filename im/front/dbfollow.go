@@ -114,7 +114,7 @@ func (f *follower) pollDB(ctx context.Context, path string) {
 	if len(replies) > 0 {
 		m := &messages.IMTranscriptRead{Path: path, From: item.cursor, To: next, Replies: replies, Ends: ends}
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
-		err := f.deliver(dctx, item.binding, m)
+		_, err := f.deliver(dctx, item.binding, m)
 		cancel()
 		if err != nil {
 			f.log.Warn("cannot relay replies read from an agent's database; trying again", "path", path, "error", err)

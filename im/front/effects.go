@@ -271,7 +271,7 @@ const pickerSessions = 10
 // listAgentSessions lists the agent's sessions in a directory for the
 // picker, leaving out those another thread is bound to (its transcript is
 // followed for that thread): one session is one thread's.
-func (f *FrontEnd) listAgentSessions(_ context.Context, from actors.Identity, e *messages.IMListAgentSessions) any {
+func (f *FrontEnd) listAgentSessions(ctx context.Context, from actors.Identity, e *messages.IMListAgentSessions) any {
 	a, ok := f.agents.Get(e.Agent)
 	if !ok {
 		return &messages.IMAgentSessionsListed{Err: "unknown agent " + e.Agent}
@@ -282,11 +282,16 @@ func (f *FrontEnd) listAgentSessions(_ context.Context, from actors.Identity, e 
 		return &messages.IMAgentSessionsListed{}
 	}
 	out := &messages.IMAgentSessionsListed{}
+	paths := make([]string, len(list))
+	for i, s := range list {
+		paths[i] = s.Path
+	}
+	held := f.heldByOthers(ctx, from.ID, paths)
 	for _, s := range list {
 		if len(out.Sessions) == pickerSessions {
 			break
 		}
-		if by := f.follow.followedBy(s.Path); by != "" && by != from.ID {
+		if by := held[s.Path]; by != "" {
 			f.log.Debug("not offering a session another thread is bound to", "session", s.ID, "thread", by)
 			continue
 		}
@@ -524,14 +529,18 @@ func (f *FrontEnd) findOnce(ctx context.Context, from string, a *agents.Agent, e
 	}
 	q := agents.FindQuery{PanePID: w.PanePID, PaneText: text, HookFile: f.hookFile, WindowKey: key, Dir: e.Dir,
 		Taken: func(path string) bool {
-			by := f.follow.followedBy(path)
-			return by != "" && by != from
+			return f.heldByOthers(ctx, from, []string{path})[path] != ""
 		}}
 	if e.Since > 0 && (e.Brief || time.Since(started) >= hookGrace) {
 		// A second early: the file system's clock may round down.
 		q.Since = time.UnixMilli(e.Since).Add(-time.Second)
 	}
-	return f.agents.FindSession(ctx, a, q)
+	found, ok := f.agents.FindSession(ctx, a, q)
+	if ok && found.How == agents.HowNewest && !f.claimTranscript(ctx, from, found.Path) {
+		// Another thread's search took it first: this one looks on.
+		return agents.Found{}, false
+	}
+	return found, ok
 }
 
 func (f *FrontEnd) renameWindow(ctx context.Context, _ actors.Identity, e *messages.IMRenameWindow) any {
@@ -550,6 +559,9 @@ func (f *FrontEnd) renameWindow(ctx context.Context, _ actors.Identity, e *messa
 }
 
 func (f *FrontEnd) followTranscript(ctx context.Context, from actors.Identity, e *messages.IMFollowTranscript) any {
+	if !strings.HasPrefix(e.Path, panePrefix) {
+		f.holdTranscript(ctx, from.ID, e.Path) // a window's pane is its own
+	}
 	if session, ok := strings.CutPrefix(e.Path, dbPrefix); ok {
 		a, ok := f.agents.Get(e.Agent)
 		if !ok {
@@ -567,8 +579,11 @@ func (f *FrontEnd) followTranscript(ctx context.Context, from actors.Identity, e
 	return nil
 }
 
-func (f *FrontEnd) stopFollowing(_ context.Context, _ actors.Identity, e *messages.IMStopFollowing) any {
+func (f *FrontEnd) stopFollowing(ctx context.Context, from actors.Identity, e *messages.IMStopFollowing) any {
 	f.follow.Stop(e.Path)
+	if !strings.HasPrefix(e.Path, panePrefix) {
+		f.releaseTranscript(ctx, from.ID, e.Path)
+	}
 	return nil
 }
 
@@ -593,16 +608,24 @@ func (f *FrontEnd) parseLine(agent string, line []byte) []string {
 	return out
 }
 
-// deliverReplies hands replies read from a transcript to their binding.
-// A binding that refuses them (quarantined) gets none: the follower
-// moves on rather than retrying forever.
-func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m any) error {
-	err := f.tree.DeliverContext(ctx, bindingID(binding), m, deliverTimeout)
+// deliverReplies hands replies read from a transcript (or a session
+// switch) to their binding, and returns its answer: a binding answers a
+// read with the offset it journaled (messages.IMTranscriptAt). A binding
+// that refuses them (quarantined) gets none: the follower moves on rather
+// than retrying forever.
+func (f *FrontEnd) deliverReplies(ctx context.Context, binding string, m any) (any, error) {
+	var ans any
+	var err error
+	if _, read := m.(*messages.IMTranscriptRead); read {
+		ans, err = f.tree.RequestContext(ctx, bindingID(binding), m, deliverTimeout)
+	} else {
+		err = f.tree.DeliverContext(ctx, bindingID(binding), m, deliverTimeout)
+	}
 	if err != nil && refused(err) {
 		f.log.Error("a binding refused what its agent's transcript or hook told; it is not relayed", "thread", binding, "error", err)
-		return nil
+		return nil, nil
 	}
-	return err
+	return ans, err
 }
 
 // closeWindow kills a binding's window (its chat ended with im.on_close =

@@ -41,16 +41,22 @@ type followed struct {
 
 // follower follows agents' transcripts with inotify (fsnotify), one
 // watcher for all of them, and hands each batch of replies to the binding
-// that owns the transcript. It reads from the offset the binding last
-// journaled, so a restart neither repeats nor loses a reply; a batch is
-// marked read only once the binding has journaled it.
+// that owns the transcript. It is a reader driven by the bindings' effects
+// (IMFollowTranscript, IMStopFollowing on their lanes) and keeps no fact
+// of its own: it reads from the offset the binding journaled and answered
+// with (messages.IMTranscriptAt), so a restart neither repeats nor loses a
+// reply; which binding holds which transcript is the transcript
+// registry's (actors/imtranscripts); and which session switch a binding
+// was told of is the binding's (messages.IMSwitchSeen).
 //
 // One goroutine owns the watcher and does every read and delivery; Follow
 // and Stop only record what to do and wake it.
 type follower struct {
-	log     hclog.Logger
-	parse   func(agent string, line []byte) []string
-	deliver func(ctx context.Context, binding string, m any) error
+	log   hclog.Logger
+	parse func(agent string, line []byte) []string
+	// deliver hands m to binding and returns its answer once it has
+	// journaled what m made it decide.
+	deliver func(ctx context.Context, binding string, m any) (any, error)
 	// capture reads a window's pane, for agents that keep no transcript.
 	capture func(ctx context.Context, window string) (string, error)
 	panes   map[string]*paneFollow // by path ("pane:@3")
@@ -66,13 +72,9 @@ type follower struct {
 	wake    chan struct{}
 	// hookFile is the map the agents' hooks write (see agents.WriteHook);
 	// hooksDirty asks for it to be read and compared with what is
-	// followed. told holds, by window tag, the session a binding was last
-	// told of, so that it is told once; an entry goes once it cannot
-	// matter (pruneToldLocked), so told holds at most one per followed
-	// window.
+	// followed.
 	hookFile   string
 	hooksDirty bool
-	told       map[string]string
 
 	w    *fsnotify.Watcher
 	stop context.CancelFunc
@@ -80,7 +82,7 @@ type follower struct {
 }
 
 func newFollower(log hclog.Logger, parse func(string, []byte) []string,
-	deliver func(context.Context, string, any) error,
+	deliver func(context.Context, string, any) (any, error),
 	capture func(context.Context, string) (string, error), hookFile string) (*follower, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -102,7 +104,7 @@ func newFollower(log hclog.Logger, parse func(string, []byte) []string,
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &follower{log: log, parse: parse, deliver: deliver, capture: capture, panes: map[string]*paneFollow{}, dbs: map[string]*dbFollow{}, files: map[string]*followed{}, dirs: map[string]int{}, missing: map[string]bool{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), w: w, stop: cancel, done: make(chan struct{}),
-		hookFile: hookFile, told: map[string]string{}}
+		hookFile: hookFile}
 	go f.run(ctx)
 	return f, nil
 }
@@ -135,27 +137,17 @@ func (f *follower) Follow(binding, path, agent string, offset int64, tag, sessio
 		}
 		f.dirs[dir]++
 	}
-	f.pruneToldLocked()
 	f.markLocked(path)
-}
-
-// followedBy returns the binding that follows path ("" when none does).
-func (f *follower) followedBy(path string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if cur, ok := f.files[filepath.Clean(path)]; ok {
-		return cur.binding
-	}
-	if cur, ok := f.files[path]; ok {
-		return cur.binding
-	}
-	return ""
 }
 
 // Stop stops following path.
 func (f *follower) Stop(path string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.stopLocked(path)
+}
+
+func (f *follower) stopLocked(path string) {
 	delete(f.panes, path)
 	delete(f.dbs, path)
 	if _, ok := f.files[path]; !ok {
@@ -163,7 +155,6 @@ func (f *follower) Stop(path string) {
 	}
 	delete(f.files, path)
 	delete(f.dirty, path)
-	f.pruneToldLocked()
 	dir := filepath.Dir(path)
 	if f.dirs[dir]--; f.dirs[dir] <= 0 {
 		delete(f.dirs, dir)
@@ -171,34 +162,6 @@ func (f *follower) Stop(path string) {
 			_ = f.w.Remove(dir)
 		}
 		delete(f.missing, dir)
-	}
-}
-
-// pruneToldLocked forgets the sessions bindings were told of where that
-// can no longer matter: no followed transcript carries the window's tag
-// any more (the binding was unbound, or follows another window), or each
-// one that does is the session told of (the binding took the switch, so
-// the hook map naming it again is no change). An entry stays only while a
-// binding follows another session than the one it was told of (it has
-// not taken the switch yet, or refused it): then it keeps the binding
-// from being told again on every write of the hook map. Without this,
-// told grew by a window for every switch for the life of the daemon, and
-// a later switch back to a session told of before (the binding had moved
-// on by itself in between) went untold.
-func (f *follower) pruneToldLocked() {
-	if len(f.told) == 0 {
-		return
-	}
-	pending := map[string]bool{}
-	for _, it := range f.files {
-		if s, ok := f.told[it.tag]; ok && it.session != s {
-			pending[it.tag] = true
-		}
-	}
-	for tag := range f.told {
-		if !pending[tag] {
-			delete(f.told, tag)
-		}
 	}
 }
 
@@ -322,8 +285,19 @@ func (f *follower) drain(ctx context.Context) (again bool) {
 			continue
 		}
 		f.mu.Lock()
-		if cur, ok := f.files[path]; ok {
-			if r.to > cur.offset || r.reset {
+		if cur, ok := f.files[path]; ok && cur.binding == item.binding {
+			switch {
+			case r.at != nil && !r.at.Following:
+				// The binding follows another transcript now (its
+				// IMStopFollowing may not have run yet, or a crash lost
+				// it): nothing of this one is read for it any more.
+				f.log.Debug("a binding no longer follows a transcript; not reading it", "thread", item.binding, "path", path)
+				f.stopLocked(path)
+				f.mu.Unlock()
+				continue
+			case r.at != nil:
+				cur.offset = r.at.Offset // the binding's, as it journaled it
+			case r.to > cur.offset || r.reset:
 				cur.offset = r.to // a replaced or truncated file goes back
 			}
 			cur.ino = r.ino
@@ -362,6 +336,9 @@ type readResult struct {
 	reset, told bool
 	// more: a chunk's worth was read; there may be more.
 	more bool
+	// at is the binding's answer to the delivery (nil when nothing was
+	// delivered, or the binding gave none).
+	at *messages.IMTranscriptAt
 }
 
 // read reads complete lines of path from item.offset (at most a chunk)
@@ -425,11 +402,12 @@ func (f *follower) read(ctx context.Context, path string, item followed) (readRe
 	if len(replies) > 0 || r.reset {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		defer cancel()
-		err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: from, To: r.to, Replies: replies, Ends: ends, Reset: r.reset})
+		ans, err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: from, To: r.to, Replies: replies, Ends: ends, Reset: r.reset})
 		if err != nil {
 			return keep, err
 		}
 		r.told = true
+		r.at, _ = ans.(*messages.IMTranscriptAt)
 	}
 	return r, nil
 }
@@ -475,18 +453,14 @@ func (f *follower) checkHooks(ctx context.Context) (again bool) {
 	f.mu.Unlock()
 	for _, t := range tell {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
-		err := f.deliver(dctx, t.binding, t.msg)
+		_, err := f.deliver(dctx, t.binding, t.msg)
 		cancel()
 		if err != nil {
 			f.log.Warn("cannot tell a binding its agent switched sessions; trying again", "thread", t.binding, "session", t.msg.SessionID, "error", err)
 			again = true
 			continue
 		}
-		f.log.Info("the agent switched sessions; following the new one", "thread", t.binding, "session", t.msg.SessionID, "source", t.msg.Source)
-		f.mu.Lock()
-		f.told[t.msg.Tag] = t.msg.SessionID
-		f.pruneToldLocked() // the binding may have taken the switch already
-		f.mu.Unlock()
+		f.log.Debug("told a binding its agent runs another session", "thread", t.binding, "session", t.msg.SessionID, "source", t.msg.Source)
 	}
 	if again {
 		f.mu.Lock()
@@ -504,11 +478,12 @@ type sessionSwitch struct {
 
 // switchesLocked compares the hook map with what is followed: a window
 // whose agent runs a session that no transcript followed under its tag
-// carries, and that its binding was not told of yet, is a switch. While a
-// binding takes a switch it follows both sessions, the old and the new;
-// the new one being followed already means there is nothing to tell.
+// carries is a switch. While a binding takes a switch it follows both
+// sessions, the old and the new; the new one being followed already means
+// there is nothing to tell. A binding told of an entry it took or refused
+// before ignores it (messages.IMSwitchSeen), so a switch is told until
+// the binding has seen it, not once.
 func (f *follower) switchesLocked(hooks map[string]agents.HookEntry) []sessionSwitch {
-	f.pruneToldLocked()
 	type window struct {
 		binding, agent string
 		sessions       map[string]bool
@@ -529,10 +504,13 @@ func (f *follower) switchesLocked(hooks map[string]agents.HookEntry) []sessionSw
 	for tag, w := range byTag {
 		e, ok := hooks[tag]
 		if !ok || e.SessionID == "" || w.sessions[e.SessionID] || e.TranscriptPath == "" ||
-			(e.Agent != "" && e.Agent != w.agent) || f.told[tag] == e.SessionID {
+			(e.Agent != "" && e.Agent != w.agent) {
 			continue
 		}
 		m := &messages.IMSessionChanged{Tag: tag, SessionID: e.SessionID, Transcript: filepath.Clean(e.TranscriptPath), Source: e.Source}
+		if !e.Updated.IsZero() {
+			m.Updated = e.Updated.UnixMilli()
+		}
 		if e.Source == "resume" {
 			// An earlier session goes on in its own transcript: what it
 			// held when it was resumed was relayed (or not) when it was

@@ -44,6 +44,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/actors/imnotice"
+	"github.com/thatch-run/thatch/actors/imtranscripts"
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/tmux"
@@ -240,7 +241,8 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout,
 		KillOnClose: im.OnClose == config.OnCloseKill})
 	return frontend.Parts{
-		Kinds:   []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{})},
+		Kinds: []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{}),
+			supervisor.Entity[imtranscripts.State](imtranscripts.Kind{})},
 		Effects: f.handlers(),
 	}, nil
 }

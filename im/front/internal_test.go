@@ -29,34 +29,39 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // recorder collects what the follower delivers; fail makes deliveries
-// fail until it is cleared.
+// fail until it is cleared; answer, when set, is the binding's answer to
+// a read.
 type recorder struct {
 	mu      sync.Mutex
 	got     []*messages.IMTranscriptRead
 	fail    bool
 	failed  int
 	changes []*messages.IMSessionChanged
+	answer  func(*messages.IMTranscriptRead) *messages.IMTranscriptAt
 }
 
-func (r *recorder) deliver(_ context.Context, binding string, msg any) error {
+func (r *recorder) deliver(_ context.Context, binding string, msg any) (any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail {
 		r.failed++
-		return errors.New("journal unavailable")
+		return nil, errors.New("journal unavailable")
 	}
 	if binding != "b1" {
-		return errors.New("delivered to the wrong binding " + binding)
+		return nil, errors.New("delivered to the wrong binding " + binding)
 	}
 	switch m := msg.(type) {
 	case *messages.IMTranscriptRead:
 		r.got = append(r.got, m)
+		if r.answer != nil {
+			return r.answer(m), nil
+		}
 	case *messages.IMSessionChanged:
 		r.changes = append(r.changes, m)
 	default:
-		return errors.New("unexpected message")
+		return nil, errors.New("unexpected message")
 	}
-	return nil
+	return nil, nil
 }
 
 func (r *recorder) replies() []string {
@@ -308,23 +313,24 @@ func TestFollowerTellsTheBindingWhenTheAgentSwitchesSessions(t *testing.T) {
 	rec.mu.Lock()
 	got := *rec.changes[0]
 	rec.mu.Unlock()
-	want := messages.IMSessionChanged{Tag: tag, SessionID: cleared, Transcript: newPath, Source: "clear"}
-	if got != want {
-		t.Fatalf("told %+v, want %+v (a new session's transcript is read from its start)", got, want)
+	want := messages.IMSessionChanged{Tag: tag, SessionID: cleared, Transcript: newPath, Source: "clear", Updated: got.Updated}
+	if got != want || got.Updated == 0 {
+		t.Fatalf("told %+v, want %+v with the entry's time (a new session's transcript is read from its start)", got, want)
 	}
 
-	// Once told, the binding is not told again for every write of the map.
+	// Until the binding takes it, each write of the map tells it the same
+	// entry again (the binding decides each entry once, by its time).
 	if err := agents.WriteHook(f.hookFile, "thatch:tg:1:4:1", agents.HookEntry{SessionID: old, Agent: "claude"}); err != nil {
 		t.Fatal(err)
 	}
-	f.Follow("b1", filepath.Join(dir, "other.jsonl"), "claude", 0, "thatch:tg:1:4:1", old)
 	appendLine(t, oldPath, "R:still read\n")
 	testwait.Until(t, "the old transcript still read", func() bool { return len(rec.replies()) == 1 })
+	testwait.Until(t, "the entry told again", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.changes) >= 2 })
 	rec.mu.Lock()
-	n := len(rec.changes)
+	again := *rec.changes[len(rec.changes)-1]
 	rec.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("told %d times, want once", n)
+	if again != got {
+		t.Fatalf("told %+v again, want the same entry %+v", again, got)
 	}
 }
 
@@ -464,58 +470,14 @@ func TestWithheldNamesWhatChildEnvKeepsFromTmux(t *testing.T) {
 	}
 }
 
-// told (the session each binding was last told of) holds at most one entry
-// per followed window: an entry goes once the binding took the switch or
-// stopped following the window, so it does not grow by one for every
-// switch for the life of the daemon.
-func TestFollowerForgetsWhatItToldOnceItCannotMatter(t *testing.T) {
-	rec := &recorder{}
-	f := startFollower(t, rec)
-	dir := t.TempDir()
-	told := func() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.told) }
-	changes := func() int { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.changes) }
-	const windows, switches = 5, 4
-	for w := range windows {
-		tag := fmt.Sprintf("thatch:tg:1:%d:1", w)
-		session := func(n int) string { return fmt.Sprintf("s-%d-%d", w, n) }
-		path := func(n int) string { return filepath.Join(dir, session(n)+".jsonl") }
-		f.Follow("b1", path(0), "claude", 0, tag, session(0))
-		for n := 1; n <= switches; n++ {
-			before := changes()
-			if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: session(n), TranscriptPath: path(n), Agent: "claude", Source: "clear"}); err != nil {
-				t.Fatal(err)
-			}
-			testwait.Until(t, "the binding told of "+session(n), func() bool {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				return changes() == before+1 && f.told[tag] == session(n)
-			})
-			if got := told(); got != 1 {
-				t.Fatalf("window %d, switch %d: told holds %d entries while one switch is pending", w, n, got)
-			}
-			// The binding takes the switch, as its effects do: it follows
-			// the new transcript, then stops following the old one.
-			f.Follow("b1", path(n), "claude", 0, tag, session(n))
-			f.Stop(path(n - 1))
-			if got := told(); got != 0 {
-				t.Fatalf("window %d, switch %d: told holds %d entries after the binding took the switch", w, n, got)
-			}
-		}
-		f.Stop(path(switches)) // the thread is unbound
-	}
-	if got := changes(); got != windows*switches {
-		t.Errorf("told %d switches, want %d", got, windows*switches)
-	}
-}
-
 // A hook map read while the binding takes a switch (it follows the new
-// session and the old one both, and told was already pruned) names a
+// session and the old one both) names a
 // session the binding follows: that is no switch. Deciding on a copy of
 // what was followed before the map was read told such a binding of the
 // switch a second time.
 func TestAHookMapReadDuringASwitchTellsNothingAgain(t *testing.T) {
 	const tag = "thatch:tg:1:2:1"
-	f := &follower{told: map[string]string{}, files: map[string]*followed{
+	f := &follower{files: map[string]*followed{
 		"/t/s-1.jsonl": {binding: "b1", agent: "claude", tag: tag, session: "s-1"},
 		"/t/s-2.jsonl": {binding: "b1", agent: "claude", tag: tag, session: "s-2"},
 	}}
@@ -534,7 +496,7 @@ func TestAHookMapReadDuringASwitchTellsNothingAgain(t *testing.T) {
 
 // A binding that moved on by itself (a session picked in the chat) and
 // whose agent then goes back to a session it was told of before (/resume)
-// is told of it again.
+// is told of the new entry (the binding takes it: its time is new).
 func TestFollowerTellsASwitchBackToASessionToldOfBefore(t *testing.T) {
 	rec := &recorder{}
 	f := startFollower(t, rec)
@@ -556,7 +518,12 @@ func TestFollowerTellsASwitchBackToASessionToldOfBefore(t *testing.T) {
 	if err := agents.WriteHook(f.hookFile, tag, agents.HookEntry{SessionID: s2, TranscriptPath: path(s2), Agent: "claude", Source: "resume"}); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Until(t, "the binding told of "+s2+" again", func() bool { return changes() == 2 })
+	testwait.Until(t, "the binding told of the resume", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		last := rec.changes[len(rec.changes)-1]
+		return last.SessionID == s2 && last.Source == "resume" && last.Updated > rec.changes[0].Updated
+	})
 }
 
 // textIDsTree records what the front end delivers to bindings.
@@ -662,5 +629,37 @@ func TestWindowReferencesRoundTrip(t *testing.T) {
 		if s, id := splitRef(ref); s != tc.socket || id != tc.id {
 			t.Errorf("splitRef(%q) = %q, %q; want %q, %q", ref, s, id, tc.socket, tc.id)
 		}
+	}
+}
+
+// The follower reads on from the offset the binding answered with (its
+// journaled one), not from where its own read ended; and a transcript
+// the binding says it no longer follows is not read for it any more.
+func TestFollowerReadsOnFromTheBindingsAnswer(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	appendLine(t, path, "R:a\n")
+	skip := int64(len("R:a\nR:b\n")) // the binding journaled b already (before a restart)
+	following := true
+	rec := &recorder{}
+	rec.answer = func(m *messages.IMTranscriptRead) *messages.IMTranscriptAt {
+		return &messages.IMTranscriptAt{Following: following, Offset: max(m.To, skip)}
+	}
+	f := startFollower(t, rec)
+	f.Follow("b1", path, "claude", 0, "", "")
+	testwait.Until(t, "a relayed", func() bool { return len(rec.replies()) == 1 })
+	appendLine(t, path, "R:b\nR:c\n")
+	testwait.Until(t, "c relayed", func() bool { return len(rec.replies()) == 2 })
+	rec.mu.Lock()
+	last := rec.got[len(rec.got)-1]
+	following = false
+	rec.mu.Unlock()
+	if last.From != skip || strings.Join(last.Replies, ",") != "c" {
+		t.Fatalf("the second read %+v, want from the binding's offset %d", last, skip)
+	}
+	appendLine(t, path, "R:d\n")
+	testwait.Until(t, "the transcript no longer followed", func() bool { return f.Count() == 0 })
+	if got := rec.replies(); len(got) != 3 || got[2] != "d" {
+		t.Fatalf("replies %q: the read the binding refused was still delivered once", got)
 	}
 }

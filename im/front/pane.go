@@ -117,7 +117,7 @@ func (f *follower) pollPane(ctx context.Context, path string) {
 	f.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
-	if err := f.deliver(dctx, binding, m); err != nil {
+	if _, err := f.deliver(dctx, binding, m); err != nil {
 		f.log.Warn("cannot relay a pane's new lines; trying again", "path", path, "error", err)
 		return
 	}
