@@ -284,8 +284,8 @@ func printOpencode(oc frontend.Report, all bool) {
 	}
 }
 
-// printIM prints the IM front end's part of the status: its bindings and
-// the windows no binding owns.
+// printIM prints the IM front end's part of the status: its bindings, the
+// windows no binding owns, and the secrets masked in chat messages.
 func printIM(im frontend.Report) {
 	if len(im.Entities) > 0 {
 		fmt.Printf("\nIM bindings: %d\n", im.Total)
@@ -297,6 +297,16 @@ func printIM(im frontend.Report) {
 	} else if len(ws) > 0 {
 		fmt.Printf("\nwindows on thatch's tmux server that no binding owns: %d\n", len(ws))
 		writeUntracked(os.Stdout, ws)
+	}
+	var masked map[string]uint64
+	if err := detail(im, imfront.DetailMasked, &masked); err != nil {
+		fmt.Printf("\n%v\n", err)
+	} else if len(masked) > 0 {
+		// Counts only: what was masked is never kept.
+		fmt.Printf("\nsecrets masked in what was sent to the chats since start:\n")
+		for _, kind := range slices.Sorted(maps.Keys(masked)) {
+			fmt.Printf("  %-20s %d\n", kind, masked[kind])
+		}
 	}
 	var cl *cluster.Status
 	if err := detail(im, imfront.DetailCluster, &cl); err != nil {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +66,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, badRequest("%v", err).body())
 		return
 	}
+	s.keep(method, p)
 	var result any
 	var aerr *apiErr
 	switch strings.ToLower(method) {
@@ -283,4 +286,30 @@ func checkText(text, mode string) (string, *apiErr) {
 		return "", badRequest("message is too long")
 	}
 	return shown, nil
+}
+
+// keep keeps a request's method and parameters, in a stable order.
+func (s *Server) keep(method string, p params) {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(method)
+	for _, k := range keys {
+		b.WriteString(" " + k + "=" + p[k])
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, b.String())
+	s.mu.Unlock()
+}
+
+// Requests returns every request the bot made, each its method and its
+// parameters as received (a file's bytes left out): what left thatch for
+// Telegram's servers.
+func (s *Server) Requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
 }

@@ -86,6 +86,9 @@ type Server struct {
 	conflicts int // getUpdates requests answered 409 (see Conflicts)
 	commands  []BotCommand
 	actions   []Sent // sendChatAction calls
+	// requests is every request's method and parameters, as received
+	// (see Requests).
+	requests []string
 }
 
 // callback is a query Press made that is not answered yet.

@@ -118,6 +118,7 @@ func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *mess
 	if err != nil {
 		return &messages.IMScreenshotSent{Err: err.Error()}
 	}
+	pane.Text = f.mask.pane(pane.Text) // drawn from the text as masked
 	png, err := f.renderPane(pane)
 	if err != nil {
 		f.log.Warn("cannot draw a pane; sending its text", "window", e.WindowID, "error", err)
@@ -129,13 +130,13 @@ func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *mess
 	}
 	sctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
-	p := chat.Photo{Thread: from.ID, Name: "window.png", Data: png, Caption: e.Name + " at " + time.Now().Format("15:04:05")}
+	p := chat.Photo{Thread: from.ID, Name: "window.png", Data: png, Caption: f.mask.text(e.Name + " at " + time.Now().Format("15:04:05"))}
 	for _, row := range e.Buttons {
 		var r []chat.Button
 		for _, b := range row {
 			r = append(r, chat.Button{Text: b.Text, Data: b.Data})
 		}
-		p.Buttons = append(p.Buttons, r)
+		p.Buttons = append(p.Buttons, f.mask.buttons([][]chat.Button{r})...)
 	}
 	if _, err := a.SendPhoto(sctx, p); err != nil {
 		if f.runCtx.Err() != nil {

@@ -167,7 +167,7 @@ func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messag
 	}
 	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
-	m := chat.Message{Thread: from.ID, Text: e.Text, Markdown: e.Markdown,
+	m := chat.Message{Thread: from.ID, Text: f.mask.text(e.Text), Markdown: e.Markdown,
 		FromPart: e.FromPart, OnPart: func(sent int) {
 			if f.runCtx.Err() == nil {
 				f.tree.Send(from, &messages.IMChatPartSent{Seq: e.Seq, Parts: sent})
@@ -178,7 +178,7 @@ func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messag
 		for _, b := range row {
 			r = append(r, chat.Button{Text: b.Text, Data: b.Data})
 		}
-		m.Buttons = append(m.Buttons, r)
+		m.Buttons = append(m.Buttons, f.mask.buttons([][]chat.Button{r})...)
 	}
 	ids, err := a.Send(ctx, m)
 	if err != nil {

@@ -102,6 +102,8 @@ type FrontEnd struct {
 	agents   *agents.Registry
 	roots    []string
 	hookFile string
+	// mask is the last step of every text and picture sent to a chat.
+	mask *masker
 	// claudeSettings is the settings file passed to every claude thatch
 	// starts (--settings): its SessionStart hook reports the session.
 	claudeSettings string
@@ -180,6 +182,7 @@ func (f *FrontEnd) Name() string { return Name }
 // Open builds the parts: the binding kind and the handlers of its effects.
 func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, error) {
 	f.log = c.Logger
+	f.mask = newMasker(c.Redactor)
 	f.rows = c.Store.Rows()
 	f.jr = c.Store.Journal()
 	im := f.cfg.IM
@@ -395,17 +398,25 @@ func (f *FrontEnd) Report(limit int) frontend.Report {
 		rep.Details[DetailCluster] = f.cl.node.Status(ctx)
 		cancel()
 	}
+	if masked := f.mask.masked(); masked != nil {
+		if rep.Details == nil {
+			rep.Details = map[string]any{}
+		}
+		rep.Details[DetailMasked] = masked
+	}
 	if len(rep.Details) == 0 {
 		rep.Details = nil
 	}
 	return rep
 }
 
-// Names of the report's details: the untracked windows, and the
-// cluster as this node sees it (cluster.Status).
+// Names of the report's details: the untracked windows, the cluster as
+// this node sees it (cluster.Status), and how many secrets of each kind
+// were masked in what was sent to the chats.
 const (
 	DetailUntracked = "untrackedWindows"
 	DetailCluster   = "cluster"
+	DetailMasked    = "maskedSecrets"
 )
 
 // UntrackedWindow is a window on thatch's tmux server that no binding

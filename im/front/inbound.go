@@ -206,7 +206,7 @@ func (f *FrontEnd) answerWith(ctx context.Context, a chat.Adapter, thread, id, t
 	}
 	actx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
-	if err := pa.AnswerPress(actx, thread, id, text); err != nil {
+	if err := pa.AnswerPress(actx, thread, id, f.mask.text(text)); err != nil {
 		f.log.Debug("cannot answer a button press", "error", err)
 	}
 }

@@ -138,11 +138,7 @@ func TestScenarioScreenshotShowsThePane(t *testing.T) {
 	w.waitSaid(thread, "echo: first")
 	w.send(thread, "/screenshot")
 	shot := w.photo(thread, 1)
-	img, err := png.Decode(bytes.NewReader(shot.Photo))
-	if err != nil {
-		t.Fatalf("the picture does not decode: %v", err)
-	}
-	cw, ch := screenshot.CellSize(screenshot.Options{FontSize: 14})
+	img, cw, ch := decodeShot(t, shot)
 	if b := img.Bounds(); b.Dx() != 80*cw || b.Dy() != 24*ch {
 		t.Fatalf("picture %v, want 80x24 cells of %dx%d", b, cw, ch)
 	}
@@ -182,6 +178,18 @@ func (w *world) photo(thread int64, n int) faketelegram.Sent {
 
 // hasInk reports whether any pixel of the cell differs from the
 // background.
+// decodeShot decodes a /screenshot picture, and gives the size of its
+// cells.
+func decodeShot(t *testing.T, shot faketelegram.Sent) (img image.Image, cw, ch int) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot.Photo))
+	if err != nil {
+		t.Fatalf("the picture does not decode: %v", err)
+	}
+	cw, ch = screenshot.CellSize(screenshot.Options{FontSize: 14})
+	return img, cw, ch
+}
+
 func hasInk(img image.Image, x0, y0, w, h int) bool {
 	bg := screenshot.DefaultBackground()
 	for y := y0; y < y0+h; y++ {
@@ -317,5 +325,53 @@ func TestScenarioAPromptAnsweredInTheTerminalLosesItsButtons(t *testing.T) {
 	w.quiesce()
 	if got := w.typed(); slices.Contains(got, "1") || slices.Contains(got, "answer 1") {
 		t.Fatalf("the old prompt's button answered the new dialog: %q", got)
+	}
+}
+
+// A key the agent printed never leaves for the chat: the reply, /history
+// and the /screenshot picture show the marker instead, no request the Bot
+// API received holds the key, and thatch's status counts it.
+func TestScenarioNoSecretLeavesForTheChat(t *testing.T) {
+	w := newWorld(t, nil)
+	const key = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+	const marker = "[redacted:github_token]"
+	thread := w.setup("secrets", "api", "use "+key)
+	w.waitSaid(thread, "echo: use "+marker)
+	w.send(thread, "/history 1")
+	w.waitSaid(thread, "▶ use "+marker+"\necho: use "+marker)
+	w.send(thread, "/screenshot")
+	img, cw, ch := decodeShot(t, w.photo(thread, 1))
+	screen := strings.Split(w.tmux("capture-pane", "-p", "-t", w.onlyWindow().ID), "\n")
+	drawn := 0
+	for row, line := range screen[:min(len(screen), 24)] {
+		if !strings.Contains(line, key) {
+			continue
+		}
+		drawn++
+		for col, r := range []rune(strings.ReplaceAll(line, key, marker)) {
+			if col >= 80 {
+				break
+			}
+			if inked := hasInk(img, col*cw, row*ch, cw, ch); inked == unicode.IsSpace(r) {
+				t.Fatalf("row %d, cell %d: the picture does not show %q there (ink=%v): the key was drawn", row, col, r, inked)
+			}
+		}
+	}
+	if drawn == 0 {
+		t.Fatalf("the pane shows no key to mask:\n%s", strings.Join(screen, "\n"))
+	}
+	w.quiesce()
+	for _, r := range w.tg.Requests() {
+		if strings.Contains(r, key) || strings.Contains(r, key[4:]) {
+			t.Fatalf("the key reached the Bot API: %s", r)
+		}
+	}
+	st, err := w.rt.StatusReport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked, _ := st.FrontEnds["im"].Details["maskedSecrets"].(map[string]uint64)
+	if masked["github_token"] < 3 {
+		t.Fatalf("status counts %v masked, want the reply's, the history's and the picture's github_token", masked)
 	}
 }

@@ -142,21 +142,52 @@ type span struct {
 // Redact returns s with every secret replaced by its marker, and how many
 // it replaced. Counts grow by the same number.
 func (r *Redactor) Redact(s string) (string, int) {
+	out, kinds := r.Mask(s)
+	for _, k := range kinds {
+		r.counts[k].Add(1)
+	}
+	return out, len(kinds)
+}
+
+// Span is where one secret is in a text: text[Start:End], of Kind.
+type Span struct {
+	Start, End int
+	Kind       string
+}
+
+// Spans returns where the secrets of s are, in order and without
+// overlaps, for a caller that replaces them in another text than s (a
+// terminal's, with its escape sequences taken out to find them). Counts
+// do not change.
+func (r *Redactor) Spans(s string) []Span {
+	var out []Span
+	for _, sp := range r.find(s) {
+		out = append(out, Span{Start: sp.start, End: sp.end, Kind: sp.kind})
+	}
+	return out
+}
+
+// Mask is Redact for a caller that keeps counts of its own (the chat's,
+// apart from the memory's): it returns s with every secret replaced by
+// its marker, and the kind of each secret replaced, in order; Counts do
+// not change.
+func (r *Redactor) Mask(s string) (string, []string) {
 	spans := r.find(s)
 	if len(spans) == 0 {
-		return s, 0
+		return s, nil
 	}
 	var b strings.Builder
 	b.Grow(len(s))
 	at := 0
+	kinds := make([]string, 0, len(spans))
 	for _, sp := range spans {
 		b.WriteString(s[at:sp.start])
 		b.WriteString(Marker(sp.kind))
 		at = sp.end
-		r.counts[sp.kind].Add(1)
+		kinds = append(kinds, sp.kind)
 	}
 	b.WriteString(s[at:])
-	return b.String(), len(spans)
+	return b.String(), kinds
 }
 
 // Find returns the kinds of the secrets s holds, in order, one per secret
