@@ -235,7 +235,7 @@ func (f *PromptFinder) Find(screen string) (Prompt, bool) {
 	}
 	lines := strings.Split(stripANSI(screen), "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " \t\r")
+		lines[i] = unbox(strings.TrimRight(l, " \t\r"))
 	}
 	last, lastOpt, ok := f.lastOption(lines)
 	if !ok {
@@ -276,8 +276,8 @@ func (f *PromptFinder) lastOption(lines []string) (int, optionLine, bool) {
 }
 
 // optionsAbove walks upwards from the last option to option 1: every line
-// between options is blank, a rule, or indented deeper than the numbers
-// (a description, a wrapped label). It returns option 1's line and the
+// between options is blank, a rule, or indented at least as deep as the
+// numbers (a description, a wrapped label). It returns option 1's line and the
 // options by line.
 func (f *PromptFinder) optionsAbove(lines []string, last int, lastOpt optionLine) (int, map[int]optionLine, bool) {
 	byLine := map[int]optionLine{last: lastOpt}
@@ -288,14 +288,17 @@ func (f *PromptFinder) optionsAbove(lines []string, last int, lastOpt optionLine
 			continue
 		}
 		if o, ok := f.parseOption(l); ok {
-			if o.opt.Number != lowest.opt.Number-1 || o.col != lowest.col {
+			// claude 2.0 draws the option after a wrapped one a column to
+			// the left.
+			if o.opt.Number != lowest.opt.Number-1 || o.col < lowest.col-1 || o.col > lowest.col+1 {
 				return 0, nil, false
 			}
 			byLine[i] = o
 			first, lowest = i, o
 			continue
 		}
-		if (f.input != nil && f.input.MatchString(l)) || leadingSpaces(l) <= lowest.col {
+		// claude 1.0 and 2.0 wrap a long option at the numbers' column.
+		if (f.input != nil && f.input.MatchString(l)) || leadingSpaces(l) < min(lowest.col, lastOpt.col) {
 			return 0, nil, false
 		}
 	}
@@ -514,4 +517,33 @@ func stripANSI(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// unbox takes a line of a dialog drawn inside a box (claude up to 1.0:
+// "╭───╮", "│ Do you want to proceed? │", "╰───╯") out of it: a side's
+// line becomes what is between the sides, the top a rule (where claude's
+// dialogs open under one since), and the bottom a blank line. Any other
+// line is left as it is.
+func unbox(l string) string {
+	t := strings.TrimLeft(l, " ")
+	switch {
+	case strings.HasPrefix(t, "│") && strings.HasSuffix(t, "│") && len(t) >= 2*len("│"):
+		return strings.TrimRight(t[len("│"):len(t)-len("│")], " ")
+	case boxEdge(t, "╭", "╮"):
+		return strings.Repeat("─", utf8.RuneCountInString(t))
+	case boxEdge(t, "╰", "╯"):
+		return ""
+	}
+	return l
+}
+
+// boxEdge reports whether t is a box's plain top or bottom: the corners
+// with only "─" between.
+func boxEdge(t, left, right string) bool {
+	inner, ok := strings.CutPrefix(t, left)
+	if !ok {
+		return false
+	}
+	inner, ok = strings.CutSuffix(inner, right)
+	return ok && inner != "" && strings.Trim(inner, "─") == ""
 }

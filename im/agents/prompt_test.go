@@ -17,7 +17,8 @@ import (
 // 2.1.328 and codex 0.169.0, run in tmux against the e2e suite's fake
 // model APIs, by testdata/prompts/capture (see its doc comment; `go run
 // -tags capture`): NAME.txt with tmux capture-pane -p, NAME.ansi with -e
-// -p. The project path is rewritten to /tmp/proj; "-long-narrow" screens
+// -p; claude1.0-* and claude2.0-* from claude 1.0.128 and 2.0.53 (its
+// -legacy flag). The project path is rewritten to /tmp/proj; "-long-narrow" screens
 // are 80 columns wide, with a long command. "-neg-" screens hold no
 // prompt: the idle input line, a reply with a numbered list and a
 // question, a message "1. Yes" sent, and typed but not sent, the agent
@@ -135,6 +136,45 @@ var promptCases = []promptCase{
 			"3. No, and tell Codex what to do differently (esc)"},
 		optKeys: []string{"y", "p", "esc"},
 		keys:    [][]string{{"1"}, {"2"}, {"3"}},
+	},
+	{
+		// claude 1.0.128 draws its dialog inside a box ("╭─…─╮", "│ … │").
+		file: "claude1.0-bash", agent: agents.Claude, want: true,
+		q:       "Do you want to proceed?",
+		context: []string{"Bash command", "npm test", "Run npm test"},
+		labels: []string{"1. Yes", "2. Yes, and don't ask again for npm test commands in /tmp/proj",
+			"3. No, and tell Claude what to do differently (esc)"},
+		keys: [][]string{{"1", "Enter"}, {"2", "Enter"}, {"3", "Enter"}},
+	},
+	{
+		file: "claude1.0-bash-long-narrow", agent: agents.Claude, want: true,
+		q: "Do you want to proceed?",
+		context: []string{"Bash command", "npm test -- --reporter=verbose --coverage", "--testPathPattern=src/components/forms/validation",
+			"Run npm test -- --reporter=verbose --coverage", "--testPathPattern=src/components/forms/validation"},
+		labels: []string{"1. Yes", "2. Yes, and don't ask again for similar commands in",
+			"3. No, and tell Claude what to do differently (esc)"},
+		details: []string{"", "/tmp/proj", ""},
+		keys:    [][]string{{"1", "Enter"}, {"2", "Enter"}, {"3", "Enter"}},
+	},
+	{
+		// claude 2.0.53 draws it under a rule, as 2.1 does, with other
+		// options.
+		file: "claude2.0-bash", agent: agents.Claude, want: true,
+		q:       "Do you want to proceed?",
+		context: []string{"Bash command", "npm test", "Run npm test"},
+		labels: []string{"1. Yes", "2. Yes, and don't ask again for npm test commands in /tmp/proj",
+			"3. Type here to tell Claude what to do differently"},
+		keys: [][]string{{"1", "Enter"}, {"2", "Enter"}, {"3", "Enter"}},
+	},
+	{
+		file: "claude2.0-bash-long-narrow", agent: agents.Claude, want: true,
+		q: "Do you want to proceed?",
+		context: []string{"Bash command", "npm test -- --reporter=verbose --coverage", "--testPathPattern=src/components/forms/validation",
+			"Run npm test -- --reporter=verbose --coverage", "--testPathPattern=src/components/forms/validation"},
+		labels: []string{"1. Yes", "2. Yes, and don't ask again for similar commands in",
+			"3. Type here to tell Claude what to do differently"},
+		details: []string{"", "/tmp/proj", ""},
+		keys:    [][]string{{"1", "Enter"}, {"2", "Enter"}, {"3", "Enter"}},
 	},
 	{file: "claude-neg-idle", agent: agents.Claude},
 	{file: "claude-neg-list-reply", agent: agents.Claude},

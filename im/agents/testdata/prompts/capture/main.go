@@ -26,12 +26,19 @@
 // moves its selection on a digit and needs Enter; codex 0.169.0 chooses on
 // the digit).
 //
+// -legacy VERSION captures an older claude's Bash dialog (claude 1.0
+// draws it inside a box, 2.0 under a rule with other options), installed
+// by hand, e.g. npm install --prefix /tmp/c1 @anthropic-ai/claude-code@1.0.128
+// and -claude /tmp/c1/node_modules/.bin/claude -legacy 1.0: the fixtures
+// are claude1.0-bash and claude1.0-bash-long-narrow.
+//
 // claude runs with --permission-mode manual, the mode that asks (its
 // --help lists acceptEdits, auto, bypassPermissions, manual, dontAsk and
 // plan; no "default"), and with plan for the plan approval.
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -51,12 +58,16 @@ import (
 const longCommand = "npm test -- --reporter=verbose --coverage --testPathPattern=src/components/forms/validation"
 
 type capturer struct {
-	socket string
-	env    []string
-	out    string
-	root   string
-	only   string
-	verify []string
+	// ready is what the agent's input line shows once it takes keys;
+	// mode is claude's permission mode that asks; prefix, when set,
+	// names the fixtures of an older claude instead of "claude-".
+	ready, mode, prefix string
+	socket              string
+	env                 []string
+	out                 string
+	root                string
+	only                string
+	verify              []string
 }
 
 func main() {
@@ -65,10 +76,15 @@ func main() {
 	out := flag.String("out", "im/agents/testdata/prompts", "where fixtures go")
 	only := flag.String("only", "", "capture only scenarios whose name contains this")
 	verify := flag.String("verify", "", "instead of capturing, answer the Bash dialog with these keys (space-separated tmux key names) and print the screen")
+	legacy := flag.String("legacy", "", "capture an older claude's (2.0 and before) Bash dialog only, as claude<VERSION>-bash: its mode that asks is \"default\", and its input box draws \">\" and a no-break space")
 	flag.Parse()
 	root, err := os.MkdirTemp("", "cap.")
 	must(err)
-	c := &capturer{socket: fmt.Sprintf("thatch-capture-%d", os.Getpid()), out: *out, root: root, only: *only, verify: strings.Fields(*verify)}
+	c := &capturer{socket: fmt.Sprintf("thatch-capture-%d", os.Getpid()), out: *out, root: root, only: *only, verify: strings.Fields(*verify),
+		ready: "❯\u00a0", mode: "manual"}
+	if *legacy != "" {
+		c.ready, c.mode, c.prefix, c.only = ">\u00a0", "default", "claude"+*legacy+"-", "claude-bash"
+	}
 	defer os.RemoveAll(root)
 	defer c.tmux("kill-server")
 	if *claude != "" {
@@ -230,20 +246,39 @@ func (c *capturer) claude(bin string) {
 		must(os.WriteFile(filepath.Join(proj, "main.go"), []byte("package main\n\nfunc main() { println(\"hello\") }\n"), 0o644))
 		must(os.WriteFile(filepath.Join(proj, "package.json"), []byte(`{"name":"proj","scripts":{"test":"echo ok"}}`+"\n"), 0o644))
 		must(fakeanthropic.PrepareHome(home, fakeanthropic.APIKey, proj))
+		if c.prefix != "" {
+			must(oldProjects(home))
+		}
 		fileRules(s, proj)
-		t := c.window(sc.name, proj, bin+" --permission-mode "+sc.mode)
+		mode := sc.mode
+		if mode == "manual" {
+			mode = c.mode
+		}
+		t := c.window(sc.name, proj, bin+" --permission-mode "+mode)
 		if strings.HasSuffix(sc.name, "-narrow") {
 			c.narrow(t)
 		}
-		c.waitFor(t, "❯\u00a0")
+		c.waitFor(t, c.ready)
 		c.typeLine(t, sc.say)
+		if c.prefix != "" {
+			// claude 1.0 may drop an Enter that comes soon after its
+			// screen changed: press it again while the line still waits.
+			time.Sleep(2 * time.Second)
+			if strings.Contains(c.pane(t, false), ">\u00a0"+sc.say) {
+				c.send(t, "Enter")
+			}
+		}
 		c.waitFor(t, sc.wait)
 		if len(c.verify) > 0 {
 			c.answer(t)
 			continue
 		}
-		c.save(t, sc.name, map[string]string{proj: "/tmp/proj"})
-		if sc.name == "claude-bash" {
+		name := sc.name
+		if c.prefix != "" {
+			name = c.prefix + strings.TrimPrefix(name, "claude-")
+		}
+		c.save(t, name, map[string]string{proj: "/tmp/proj"})
+		if sc.name == "claude-bash" && c.prefix == "" {
 			// The selection moved to the second option.
 			c.send(t, "Down")
 			time.Sleep(500 * time.Millisecond)
@@ -408,4 +443,39 @@ func stopCodexDaemon(home string) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// oldProjects gives every project in HOME's .claude.json the lists claude
+// 1.0 reads without checking that they are there (it stops with
+// "allowedTools is not iterable" otherwise).
+func oldProjects(home string) error {
+	path := filepath.Join(home, ".claude.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return err
+	}
+	projects, _ := cfg["projects"].(map[string]any)
+	for _, p := range projects {
+		entry, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range []string{"allowedTools", "mcpContextUris", "enabledMcpjsonServers", "disabledMcpjsonServers", "ignorePatterns"} {
+			if _, ok := entry[k].([]any); !ok {
+				entry[k] = []any{}
+			}
+		}
+		if _, ok := entry["mcpServers"].(map[string]any); !ok {
+			entry["mcpServers"] = map[string]any{}
+		}
+	}
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o600)
 }
