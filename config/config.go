@@ -264,6 +264,19 @@ type IM struct {
 	// ShowTools shows each tool call the agent's transcript records as one
 	// short line in the chat ("▸ Bash: npm test"). Default: false.
 	ShowTools bool `koanf:"show_tools" usage:"show the agent's tool calls in the chat, one line each"`
+	// Live shows each turn of the agent as one message edited in place
+	// while it works (its tool calls with their outcomes, its text so
+	// far, the time), silently, and sends the final answer as its own
+	// message: "turn"; "off" sends each reply as a message. Default:
+	// "turn".
+	Live string `koanf:"live" usage:"how the chat shows a turn of the agent: turn (one live message, then the answer) or off (each reply a message)"`
+	// LiveEvery is the least time between two edits of a thread's live
+	// message (a chat's edits count against the platform's rate limits).
+	// Default: 3s.
+	LiveEvery time.Duration `koanf:"live_every" usage:"least time between two edits of a thread's live message"`
+	// AlertAfter: a final answer after more work than this says how long
+	// the turn took. 0 never does. Default: 60s.
+	AlertAfter time.Duration `koanf:"alert_after" usage:"a final answer after more work than this says how long it took (0: never)"`
 	// InboxDir is where files, photos and voice notes sent in a thread are
 	// saved: relative to the binding's working directory (inside the
 	// project, which agents read without asking), or absolute. thatch
@@ -364,6 +377,12 @@ type Feishu struct {
 	// presses are handled. Required with AppID, unless im.open. Default: none.
 	AllowedUsers []string `koanf:"allowed_users" usage:"Feishu open ids (ou_...) allowed to talk to the agents (required unless im.open)"`
 }
+
+// How the chat shows a turn of the agent (IM.Live).
+const (
+	LiveTurn = "turn"
+	LiveOff  = "off"
+)
 
 // Ways a binding's window is treated when its chat ends (IM.OnClose).
 const (
@@ -610,6 +629,9 @@ func Defaults() *Config {
 			Roots:         []string{"~"},
 			RenameTimeout: time.Minute,
 			OnClose:       OnCloseKeep,
+			Live:          LiveTurn,
+			LiveEvery:     3 * time.Second,
+			AlertAfter:    time.Minute,
 			InboxDir:      ".thatch/inbox",
 			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second, ChatInterval: time.Second},
 			Feishu:        FeishuDefaults(),

@@ -235,6 +235,11 @@ func (v *validator) im(c *IM) {
 	}
 	v.positive("im.rename_timeout", c.RenameTimeout)
 	v.oneOf("im.on_close", c.OnClose, OnCloseKeep, OnCloseKill)
+	v.oneOf("im.live", c.Live, LiveTurn, LiveOff)
+	v.positive("im.live_every", c.LiveEvery)
+	if c.AlertAfter < 0 {
+		v.add("im.alert_after", "must be >= 0 (0: never), got %v", c.AlertAfter)
+	}
 	if c.InboxDir == "" || strings.ContainsAny(c.InboxDir, "\x00\n") {
 		v.add("im.inbox_dir", "must be a directory (relative to the binding's, or absolute), got %q", c.InboxDir)
 	}

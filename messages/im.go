@@ -153,6 +153,11 @@ type IMTranscriptRead struct {
 	// Reset: the file was truncated or replaced, and is read from its
 	// start again (From is 0): the binding's offset goes back to To.
 	Reset bool `json:"reset,omitempty"`
+	// Items, when set, are what the lines say of the agent's turn, with
+	// ItemEnds where each one's line ends (as Ends); Replies is then
+	// empty (a transcript's reader gives items, a pane's replies).
+	Items    []IMTurnItem `json:"items,omitempty"`
+	ItemEnds []int64      `json:"itemEnds,omitempty"`
 }
 
 // IMChatEnded says the thread's chat is over for the bot: the platform
@@ -231,6 +236,8 @@ type IMSendChat struct {
 	Text     string       `json:"text"`
 	Markdown bool         `json:"markdown,omitempty"`
 	Buttons  [][]IMButton `json:"buttons,omitempty"`
+	// Silent: the message does not notify (a tool line).
+	Silent bool `json:"silent,omitempty"`
 	// FromPart is how many of the text's parts (a long text goes out as
 	// several messages) were sent before: a send tried again after a
 	// failure or a restart goes on from the next one.
@@ -668,6 +675,8 @@ type IMOutEntry struct {
 	Markdown bool         `json:"markdown,omitempty"`
 	Buttons  [][]IMButton `json:"buttons,omitempty"`
 	Prompt   uint64       `json:"prompt,omitempty"`
+	// Silent: the message does not notify the phone (a tool line).
+	Silent bool `json:"silent,omitempty"`
 }
 
 // IMOutboxSent drops a sent entry (or one the chat refused for good:
@@ -781,6 +790,93 @@ type IMDelivered struct {
 	Check    bool  `json:"check,omitempty"`
 }
 
+// IMTurnItem is one thing the agent's transcript says of its turn: Kind
+// "text" (Text), "tool" (Text is its line, ID its call), "result" (ID,
+// Outcome: "✓", "✗", "✗ exit 2"), "end" (the agent ended its turn) or
+// "user" (it took a message of its user: a new turn).
+type IMTurnItem struct {
+	Kind    string `json:"kind"`
+	Text    string `json:"text,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// Kinds of IMTurnItem.
+const (
+	TurnText   = "text"
+	TurnTool   = "tool"
+	TurnResult = "result"
+	TurnEnd    = "end"
+	TurnUser   = "user"
+)
+
+// IMTurnStarted records a turn of the agent begun at At (Unix ms): the
+// user's message was typed, and the thread shows the turn live.
+type IMTurnStarted struct {
+	At int64 `json:"at"`
+}
+
+// IMTurnRead folds what the transcript said of the turn into it.
+type IMTurnRead struct {
+	Items []IMTurnItem `json:"items"`
+}
+
+// IMLiveReleased records revision Rev of the live message handed to the
+// front end (IMLiveSend or IMLiveEdit): one is in flight at a time.
+type IMLiveReleased struct {
+	Rev uint64 `json:"rev"`
+}
+
+// IMLiveShown records revision Rev shown in the chat, in the live message
+// MessageID.
+type IMLiveShown struct {
+	Rev       uint64 `json:"rev"`
+	MessageID string `json:"messageID,omitempty"`
+}
+
+// IMLiveFailed records a live send or edit that failed; Off: for good
+// (the chat cannot edit), so the turn is told as plain messages.
+type IMLiveFailed struct {
+	Off bool `json:"off,omitempty"`
+}
+
+// IMLiveWaiting records the edit interval's timer armed (On) or fired.
+type IMLiveWaiting struct {
+	On bool `json:"on,omitempty"`
+}
+
+// IMTurnEnding records the turn's end seen (its final answer said); the
+// turn is gone (IMTurnEnded) once no live send is in flight.
+type IMTurnEnding struct{}
+
+// IMTurnEnded records the turn over.
+type IMTurnEnded struct{}
+
+// IMLiveSend is an effect: send Text to the binding's thread as the
+// turn's live message, silently. Result: IMLiveSent.
+type IMLiveSend struct {
+	Text string
+	Rev  uint64
+}
+
+// IMLiveEdit is an effect: replace the text of the live message
+// MessageID with Text, silently. Rev 0 is the summary at the turn's end,
+// whose result nobody waits for. Result: IMLiveSent.
+type IMLiveEdit struct {
+	MessageID string
+	Text      string
+	Rev       uint64
+}
+
+// IMLiveSent is the result of IMLiveSend and IMLiveEdit. Permanent: the
+// chat cannot do it (no edits on this platform, the message is gone).
+type IMLiveSent struct {
+	Rev       uint64
+	MessageID string
+	Err       string
+	Permanent bool
+}
+
 // IMRepliesRead records the transcript read up to offset To.
 type IMRepliesRead struct {
 	To int64 `json:"to"`
@@ -877,6 +973,14 @@ func init() {
 	Register[IMDelivered]("im.delivered", 1)
 	Register[IMRepliesRead]("im.replies_read", 1)
 	Register[IMSwitchSeen]("im.switch_seen", 1)
+	Register[IMTurnStarted]("im.turn_started", 1)
+	Register[IMTurnRead]("im.turn_read", 1)
+	Register[IMLiveReleased]("im.live_released", 1)
+	Register[IMLiveShown]("im.live_shown", 1)
+	Register[IMLiveFailed]("im.live_failed", 1)
+	Register[IMLiveWaiting]("im.live_waiting", 1)
+	Register[IMTurnEnding]("im.turn_ending", 1)
+	Register[IMTurnEnded]("im.turn_ended", 1)
 	Register[IMResumed]("im.resumed", 1)
 	Register[IMTypingHeld]("im.typing_held", 1)
 	Register[IMSessionLostSaid]("im.session_lost_said", 1)

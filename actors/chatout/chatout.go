@@ -77,7 +77,7 @@ func SendHead(p Plan) {
 	}
 	head := b.Outbox[0]
 	p.Event(&messages.IMOutboxReleased{Seq: head.Seq})
-	p.Effect(&messages.IMSendChat{Seq: head.Seq, Text: head.Text, Markdown: head.Markdown, Buttons: head.Buttons, FromPart: head.Parts})
+	p.Effect(&messages.IMSendChat{Seq: head.Seq, Text: head.Text, Markdown: head.Markdown, Buttons: head.Buttons, Silent: head.Silent, FromPart: head.Parts})
 }
 
 // Sent takes the chat's answer for the entry in flight: sent, refused for

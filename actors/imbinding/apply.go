@@ -3,6 +3,7 @@ package imbinding
 import (
 	"slices"
 
+	"github.com/thatch-run/thatch/actors/liveturn"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -10,6 +11,10 @@ import (
 func (*Kind) Apply(s *State, ev any) *State {
 	n := *s
 	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) || applyAsk(&n, s, ev) || applyReopen(&n, s, ev) || applyFiles(&n, s, ev) || applyWork(&n, ev) {
+		return &n
+	}
+	if t, ok := liveturn.Apply(s.Turn, ev); ok {
+		n.Turn = t
 		return &n
 	}
 	return s

@@ -81,6 +81,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		}
 	case *messages.IMTranscriptRead:
 		p.transcript(m)
+	case *messages.IMLiveSent:
+		p.liveSent(m)
 	case *messages.IMFollows:
 		p.Reply(m.Path != "" && m.Path == s.Transcript && s.Phase != PhaseEnded)
 	case *messages.IMFileSaved:
@@ -93,6 +95,7 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		return actors.Decision{Unhandled: true}
 	}
 	p.saveFiles(s, msg)
+	p.turnChanged(s)
 	p.watchChanged(s)
 	return p.Decision()
 }
@@ -253,6 +256,8 @@ func (p *plan) tick(m *actors.Tick) {
 		}
 	case timerWork:
 		p.workTimer()
+	case timerLive:
+		p.liveTick()
 	case timerTyping:
 		if s := p.S; s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Queue) > 0 {
 			p.Event(&messages.IMResumed{})

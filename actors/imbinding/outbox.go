@@ -49,6 +49,17 @@ func (p *plan) transcript(m *messages.IMTranscriptRead) {
 		return // another file, or read before (a restart reads again)
 	}
 	p.Event(&messages.IMRepliesRead{To: m.To})
+	if len(m.Items) > 0 {
+		var fresh []messages.IMTurnItem
+		for i, it := range m.Items {
+			if !m.Reset && len(m.ItemEnds) == len(m.Items) && m.ItemEnds[i] <= s.Offset {
+				continue // read before: the batch was read again after a delivery that landed
+			}
+			fresh = append(fresh, it)
+		}
+		p.turnItems(fresh)
+		return
+	}
 	var out []messages.IMOutEntry
 	for i, r := range m.Replies {
 		if !m.Reset && len(m.Ends) == len(m.Replies) && m.Ends[i] <= s.Offset {

@@ -12,6 +12,7 @@ func (p *plan) recovered() {
 	s := p.S
 	p.sendHead() // nothing is in flight after a restart
 	p.recoveredWork()
+	p.recoveredTurn()
 	if s.Transcript != "" && s.Bound() {
 		p.Effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
 	}

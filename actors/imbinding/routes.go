@@ -106,6 +106,7 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 	p.Event(&messages.IMDelivered{UpdateID: m.UpdateID, Check: check})
 	if !m.NotTaken {
 		p.workStarted()
+		p.startTurn()
 	}
 	if m.NotTaken {
 		// Typing it again would put it in the input line twice.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/chatout"
+	"github.com/thatch-run/thatch/actors/liveturn"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -86,6 +87,15 @@ type Config struct {
 	// KillOnClose kills the window of a binding whose chat ended
 	// (im.on_close = "kill"); by default it is kept.
 	KillOnClose bool
+	// Live shows each turn of the agent as one live message (im.live =
+	// "turn"; live.go), edited at most once per LiveEvery; ShowTools
+	// shows tool calls as lines when it does not (im.show_tools).
+	Live      bool
+	LiveEvery time.Duration
+	ShowTools bool
+	// AlertAfter: a final answer after more work than this says how long
+	// it took (im.alert_after; 0: never).
+	AlertAfter time.Duration
 }
 
 // ChatBinding is the chat side of a binding: the thread itself is the
@@ -204,6 +214,8 @@ type State struct {
 	LostSaid bool `json:"lostSaid,omitempty"`
 	// Ended is set while the binding is ended (PhaseEnded).
 	Ended *Ending `json:"ended,omitempty"`
+	// Turn is the agent's turn shown live (live.go), if one is under way.
+	Turn *liveturn.Turn `json:"turn,omitempty"`
 	// Asked is the agent's own prompt shown in the chat, if any.
 	Asked *AgentAsk `json:"asked,omitempty"`
 	// Work is when the agent was last set to work (Unix milliseconds),
@@ -306,7 +318,8 @@ func (*Kind) Effects() []any {
 		(*messages.IMListDirectory)(nil), (*messages.IMListAgentSessions)(nil), (*messages.IMFindAgentSession)(nil),
 		(*messages.IMFollowTranscript)(nil), (*messages.IMStopFollowing)(nil), (*messages.IMListBindings)(nil),
 		(*messages.IMReadHistory)(nil), (*messages.IMScreenshot)(nil), (*messages.IMSaveFile)(nil),
-		(*messages.IMAnswerAgentPrompt)(nil), (*messages.IMWatchPane)(nil),
+		(*messages.IMAnswerAgentPrompt)(nil), (*messages.IMWatchPane)(nil), (*messages.IMLiveSend)(nil),
+		(*messages.IMLiveEdit)(nil),
 	}
 }
 

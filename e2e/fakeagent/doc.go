@@ -37,6 +37,8 @@
 //	long N   N bytes of text (newlines included) over lines of 60 or fewer
 //	md       Markdown: bold, inline code, a fenced code block, a link, <tag> and &
 //	tool     an assistant tool call and its result, then "echo: tool"
+//	slowtool as tool, the result 1.5s after the call (claude only), then
+//	         "echo: slowtool"
 //	slow     waits 1s, then "echo: slow"
 //	sleep N  draws "✻ Working…" and a fresh input line, waits N seconds
 //	         (at most 60), then "echo: sleep N"

@@ -396,25 +396,33 @@ func (s *session) claudeTurn(msg, reply string) error {
 	if err := s.claude("user", map[string]any{"role": "user", "content": msg}, nil); err != nil {
 		return err
 	}
-	asst := func(content []any) error {
+	// The stop reason is the real claude's: tool_use on a message that
+	// calls a tool, end_turn on the one that ends the turn.
+	asst := func(content []any, stop string) error {
 		return s.claude("assistant", map[string]any{"id": fmt.Sprintf("msg_fake_%d", s.turn), "type": "message",
-			"role": "assistant", "model": "fakeagent", "content": content, "stop_reason": nil,
+			"role": "assistant", "model": "fakeagent", "content": content, "stop_reason": stop,
 			"usage": map[string]any{"input_tokens": 1, "output_tokens": 1}},
 			map[string]any{"requestId": fmt.Sprintf("req_fake_%d", s.turn)})
 	}
-	if msg == "tool" {
+	if msg == "tool" || msg == "slowtool" {
 		id := fmt.Sprintf("toolu_fake_%d", s.turn)
 		if err := asst([]any{map[string]any{"type": "tool_use", "id": id, "name": "Bash",
-			"input": map[string]any{"command": "ls"}}}); err != nil {
+			"input": map[string]any{"command": "ls"}}}, "tool_use"); err != nil {
 			return err
+		}
+		if msg == "slowtool" {
+			time.Sleep(slowTool)
 		}
 		if err := s.claude("user", map[string]any{"role": "user", "content": []any{map[string]any{
 			"type": "tool_result", "tool_use_id": id, "content": "README.md"}}}, nil); err != nil {
 			return err
 		}
 	}
-	return asst([]any{map[string]any{"type": "text", "text": reply}})
+	return asst([]any{map[string]any{"type": "text", "text": reply}}, "end_turn")
 }
+
+// slowTool is how long the tool call of "slowtool" runs.
+const slowTool = 1500 * time.Millisecond
 
 // rec is one record to write: a codex line type and payload, or a
 // copilot event type and data.
@@ -429,7 +437,7 @@ func (s *session) codexTurn(msg, reply string) error {
 			map[string]any{"type": "input_text", "text": msg}}}},
 		{"event_msg", map[string]any{"type": "user_message", "message": msg, "images": []any{}}},
 	}
-	if msg == "tool" {
+	if msg == "tool" || msg == "slowtool" {
 		id := fmt.Sprintf("call_fake_%d", s.turn)
 		recs = append(recs,
 			rec{"response_item", map[string]any{"type": "function_call", "name": "shell", "call_id": id,
@@ -440,7 +448,8 @@ func (s *session) codexTurn(msg, reply string) error {
 	recs = append(recs,
 		rec{"event_msg", map[string]any{"type": "agent_message", "message": reply}},
 		rec{"response_item", map[string]any{"type": "message", "role": "assistant", "content": []any{
-			map[string]any{"type": "output_text", "text": reply}}}})
+			map[string]any{"type": "output_text", "text": reply}}}},
+		rec{"event_msg", map[string]any{"type": "task_complete", "last_agent_message": reply}})
 	for _, r := range recs {
 		if err := s.codex(r.typ, r.body); err != nil {
 			return err

@@ -69,7 +69,8 @@ func (s *Server) sendMessage(p params) (any, *apiErr) {
 		m["reply_markup"] = markupObj(rows)
 	}
 	c.msgs[id] = &message{obj: m, thread: thread, text: p["text"], mode: mode, buttons: rows}
-	s.record(Sent{Method: "sendMessage", ChatID: chatID, ThreadID: thread, MessageID: id, Text: p["text"], ParseMode: mode, Buttons: rows})
+	s.record(Sent{Method: "sendMessage", ChatID: chatID, ThreadID: thread, MessageID: id, Text: p["text"], ParseMode: mode, Buttons: rows,
+		Silent: p["disable_notification"] == "true"})
 	return snapshot(m), nil
 }
 

@@ -31,6 +31,8 @@ type Sent struct {
 	Buttons [][]Button
 	// Photo is the picture a sendPhoto uploaded (Text is its caption).
 	Photo []byte
+	// Silent: sent with disable_notification (the phone does not buzz).
+	Silent bool
 	// At is when the server accepted the request.
 	At time.Time
 }

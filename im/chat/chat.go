@@ -149,6 +149,15 @@ type PressAnswerer interface {
 	AnswerPress(ctx context.Context, thread, pressID, text string) error
 }
 
+// Editor is an adapter whose platform lets a bot change the text of a
+// message it sent (Telegram's editMessageText): the turn shown live is
+// one message edited in place. Without it, a turn is told as messages.
+type Editor interface {
+	// EditText replaces the text of messageID, which the adapter sent in
+	// thread, with text (plain), silently; its buttons go.
+	EditText(ctx context.Context, thread, messageID, text string) error
+}
+
 // BotName is a's bot name as commands address it: "" for a platform that
 // does not address commands to a bot by name.
 func BotName(a Adapter) string {
@@ -304,6 +313,12 @@ type Message struct {
 	// OnPart, if set, is called after each part but the last is sent,
 	// with how many are sent in all (FromPart included).
 	OnPart func(sent int)
+	// Silent: the message does not notify (where the platform can say
+	// so; Telegram's disable_notification).
+	Silent bool
+	// Editable: the message is to be edited later (Editor.EditText): an
+	// adapter sends it in a form it can edit (Feishu: a card).
+	Editable bool
 }
 
 // Photo is an image to send.

@@ -551,7 +551,7 @@ func (a *Adapter) Send(ctx context.Context, m chat.Message) ([]string, error) {
 	}
 	var ids []string
 	last := ""
-	if len(m.Buttons) > 0 && len(parts) > 0 && len(parts[len(parts)-1]) <= maxCardText {
+	if (len(m.Buttons) > 0 || m.Editable) && len(parts) > 0 && len(parts[len(parts)-1]) <= maxCardText {
 		last, parts = parts[len(parts)-1], parts[:len(parts)-1]
 	}
 	for i := m.FromPart; i < len(parts); i++ {
@@ -564,7 +564,7 @@ func (a *Adapter) Send(ctx context.Context, m chat.Message) ([]string, error) {
 			m.OnPart(i + 1)
 		}
 	}
-	if len(m.Buttons) == 0 {
+	if len(m.Buttons) == 0 && (!m.Editable || last == "") {
 		return ids, nil
 	}
 	card := Card{Text: last, Rows: a.rows(m.Thread, m.Buttons)}
@@ -604,6 +604,28 @@ func (a *Adapter) EditButtons(ctx context.Context, thread, messageID string, row
 	text := a.cards[messageID]
 	a.mu.Unlock()
 	return chatErr(a.client.PatchCard(ctx, chatID, messageID, Card{Text: text, Rows: a.rows(thread, rows)}))
+}
+
+// EditText replaces the text of a card the adapter sent (a message sent
+// Editable, or with buttons, which go), patching it; chat.Editor.
+func (a *Adapter) EditText(ctx context.Context, thread, messageID, text string) error {
+	chatID, _, err := parseThread(thread)
+	if err != nil {
+		return err
+	}
+	if len(text) > maxCardText {
+		text = strings.ToValidUTF8(text[len(text)-maxCardText:], "") // the newest lines
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = text[i+1:]
+		}
+	}
+	if err := a.client.PatchCard(ctx, chatID, messageID, Card{Text: text}); err != nil {
+		return chatErr(err)
+	}
+	a.mu.Lock()
+	a.cards[messageID] = text
+	a.mu.Unlock()
+	return nil
 }
 
 // Delete recalls a message the adapter sent; one already gone counts as

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/tmux"
@@ -37,6 +38,8 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		// lane, so that typing and the flows never wait behind it (the
 		// adapter holds no other thread of the chat behind it either).
 		supervisor.Handle(f.sendChat, supervisor.Lane(laneChat)),
+		supervisor.Handle(f.liveSend, supervisor.Lane(laneChat)),
+		supervisor.Handle(f.liveEdit, supervisor.Lane(laneChat)),
 		// A press is answered at once (its spinner stops), not after the
 		// typing in the main lane, which may wait for the agent.
 		supervisor.Handle(f.answerPress, supervisor.Lane(laneButtons)),
@@ -167,7 +170,7 @@ func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messag
 	}
 	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
-	m := chat.Message{Thread: from.ID, Text: f.mask.text(e.Text), Markdown: e.Markdown,
+	m := chat.Message{Thread: from.ID, Text: f.mask.text(e.Text), Markdown: e.Markdown, Silent: e.Silent,
 		FromPart: e.FromPart, OnPart: func(sent int) {
 			if f.runCtx.Err() == nil {
 				f.tree.Send(from, &messages.IMChatPartSent{Seq: e.Seq, Parts: sent})
@@ -587,22 +590,31 @@ func (f *FrontEnd) stopFollowing(ctx context.Context, from actors.Identity, e *m
 	return nil
 }
 
-// parseLine reads one transcript line of agent's: its replies, and with
-// im.show_tools a line for each tool call.
-func (f *FrontEnd) parseLine(agent string, line []byte) []string {
+// parseLine reads what one transcript line of agent's says of its turn:
+// its texts always; its tool calls when they are shown (im.live = "turn",
+// or im.show_tools), with their outcomes and the turn's end when the turn
+// is shown live.
+func (f *FrontEnd) parseLine(agent string, line []byte) []messages.IMTurnItem {
 	a, ok := f.agents.Get(agent)
 	if !ok {
 		return nil
 	}
-	var out []string
-	for _, r := range a.Replies(line) {
-		if r = strings.TrimSpace(cleanText(r, 256<<10)); r != "" {
-			out = append(out, r)
-		}
-	}
-	if f.cfg.IM.ShowTools {
-		for _, t := range a.ToolCalls(line) {
-			out = append(out, cleanText(t, 1024))
+	live := f.cfg.IM.Live == config.LiveTurn
+	var out []messages.IMTurnItem
+	for _, it := range a.TurnItems(line) {
+		switch {
+		case it.Kind == agents.ItemText:
+			if t := strings.TrimSpace(cleanText(it.Text, 256<<10)); t != "" {
+				out = append(out, messages.IMTurnItem{Kind: messages.TurnText, Text: t})
+			}
+		case it.Kind == agents.ItemTool && (live || f.cfg.IM.ShowTools):
+			out = append(out, messages.IMTurnItem{Kind: messages.TurnTool, Text: cleanText(it.Text, 1024), ID: it.ID})
+		case it.Kind == agents.ItemResult && live:
+			out = append(out, messages.IMTurnItem{Kind: messages.TurnResult, ID: it.ID, Outcome: it.Outcome()})
+		case it.Kind == agents.ItemEnd && live:
+			out = append(out, messages.IMTurnItem{Kind: messages.TurnEnd})
+		case it.Kind == agents.ItemUser && live:
+			out = append(out, messages.IMTurnItem{Kind: messages.TurnUser})
 		}
 	}
 	return out

@@ -53,7 +53,7 @@ type followed struct {
 // and Stop only record what to do and wake it.
 type follower struct {
 	log   hclog.Logger
-	parse func(agent string, line []byte) []string
+	parse func(agent string, line []byte) []messages.IMTurnItem
 	// deliver hands m to binding and returns its answer once it has
 	// journaled what m made it decide.
 	deliver func(ctx context.Context, binding string, m any) (any, error)
@@ -81,7 +81,7 @@ type follower struct {
 	done chan struct{}
 }
 
-func newFollower(log hclog.Logger, parse func(string, []byte) []string,
+func newFollower(log hclog.Logger, parse func(string, []byte) []messages.IMTurnItem,
 	deliver func(context.Context, string, any) (any, error),
 	capture func(context.Context, string) (string, error), hookFile string) (*follower, error) {
 	w, err := fsnotify.NewWatcher()
@@ -384,7 +384,7 @@ func (f *follower) read(ctx context.Context, path string, item followed) (readRe
 		}
 		return r, nil // else a partial line: wait for its end
 	}
-	var replies []string
+	var items []messages.IMTurnItem
 	var ends []int64
 	at := from
 	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
@@ -392,17 +392,17 @@ func (f *follower) read(ctx context.Context, path string, item followed) (readRe
 		if len(line) == 0 || len(line) > maxLine {
 			continue
 		}
-		for _, rep := range f.parse(item.agent, line) {
-			replies = append(replies, rep)
+		for _, it := range f.parse(item.agent, line) {
+			items = append(items, it)
 			ends = append(ends, at)
 		}
 	}
 	r.to, r.more = from+int64(end)+1, n == 4*maxLine
-	f.log.Trace("transcript read", "path", path, "from", from, "to", r.to, "replies", len(replies))
-	if len(replies) > 0 || r.reset {
+	f.log.Trace("transcript read", "path", path, "from", from, "to", r.to, "items", len(items))
+	if len(items) > 0 || r.reset {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		defer cancel()
-		ans, err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: from, To: r.to, Replies: replies, Ends: ends, Reset: r.reset})
+		ans, err := f.deliver(dctx, item.binding, &messages.IMTranscriptRead{Path: path, From: from, To: r.to, Items: items, ItemEnds: ends, Reset: r.reset})
 		if err != nil {
 			return keep, err
 		}

@@ -242,7 +242,8 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		return frontend.Parts{}, err
 	}
 	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout,
-		KillOnClose: im.OnClose == config.OnCloseKill})
+		KillOnClose: im.OnClose == config.OnCloseKill, Live: im.Live == config.LiveTurn, LiveEvery: im.LiveEvery,
+		ShowTools: im.ShowTools, AlertAfter: im.AlertAfter})
 	return frontend.Parts{
 		Kinds: []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{}),
 			supervisor.Entity[imtranscripts.State](imtranscripts.Kind{})},

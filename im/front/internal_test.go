@@ -70,14 +70,17 @@ func (r *recorder) replies() []string {
 	var out []string
 	for _, m := range r.got {
 		out = append(out, m.Replies...)
+		for _, it := range m.Items {
+			out = append(out, it.Text)
+		}
 	}
 	return out
 }
 
 // parseEcho takes every line "R:<text>" as a reply.
-func parseEcho(_ string, line []byte) []string {
+func parseEcho(_ string, line []byte) []messages.IMTurnItem {
 	if t, ok := strings.CutPrefix(string(line), "R:"); ok {
-		return []string{t}
+		return []messages.IMTurnItem{{Kind: messages.TurnText, Text: t}}
 	}
 	return nil
 }
@@ -654,7 +657,7 @@ func TestFollowerReadsOnFromTheBindingsAnswer(t *testing.T) {
 	last := rec.got[len(rec.got)-1]
 	following = false
 	rec.mu.Unlock()
-	if last.From != skip || strings.Join(last.Replies, ",") != "c" {
+	if last.From != skip || len(last.Items) != 1 || last.Items[0].Text != "c" {
 		t.Fatalf("the second read %+v, want from the binding's offset %d", last, skip)
 	}
 	appendLine(t, path, "R:d\n")

@@ -255,10 +255,11 @@ func TestScenarioAnAgentsPromptIsAnsweredFromTheChat(t *testing.T) {
 	}
 }
 
-// With im.show_tools, each tool call the agent's transcript records shows
-// as one line before the reply; without it (the default), none does.
+// With im.live = "off" and im.show_tools, each tool call the agent's
+// transcript records shows as one line before the reply; without
+// show_tools, none does.
 func TestScenarioToolCallsShowAsOneLineWhenAskedFor(t *testing.T) {
-	w := newWorld(t, func(c *config.Config) { c.IM.ShowTools = true })
+	w := newWorld(t, func(c *config.Config) { c.IM.ShowTools, c.IM.Live = true, config.LiveOff })
 	thread := w.setup("tools", "api", "first")
 	w.waitSaid(thread, "echo: first")
 	w.send(thread, "tool")
@@ -268,7 +269,7 @@ func TestScenarioToolCallsShowAsOneLineWhenAskedFor(t *testing.T) {
 		t.Fatalf("said %q, want the tool line before the reply", said)
 	}
 
-	quiet := newWorld(t, nil)
+	quiet := newWorld(t, func(c *config.Config) { c.IM.Live = config.LiveOff })
 	thread = quiet.setup("tools", "api", "tool")
 	quiet.waitSaid(thread, "echo: tool")
 	quiet.quiesce()
@@ -373,5 +374,49 @@ func TestScenarioNoSecretLeavesForTheChat(t *testing.T) {
 	masked, _ := st.FrontEnds["im"].Details["maskedSecrets"].(map[string]uint64)
 	if masked["github_token"] < 3 {
 		t.Fatalf("status counts %v masked, want the reply's, the history's and the picture's github_token", masked)
+	}
+}
+
+// A turn with a tool call shows live: one message, sent silently, lists
+// the call with its outcome; the answer goes out once, as its own message
+// (the one that notifies); the live message then shrinks to a summary. A
+// turn that only answers is just its answer.
+func TestScenarioATurnShowsLiveThenItsAnswerOnce(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("live", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "slowtool")
+	w.waitSaid(thread, "echo: slowtool")
+	var live faketelegram.Sent
+	testwait.UntilReason(t, "the live message's summary", func() (bool, string) {
+		for _, s := range w.tg.Sent() {
+			if s.Method == "editMessageText" && strings.HasPrefix(s.Text, "✓ 1 tool call") {
+				live = s
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", w.tg.Sent())
+	})
+	w.quiesce()
+	var first faketelegram.Sent
+	for _, s := range w.tg.Messages(chat, thread) {
+		if s.MessageID == live.MessageID {
+			first = s
+		}
+	}
+	if !first.Silent || !strings.HasPrefix(first.Text, "▸ Bash: ls\n") || !strings.Contains(first.Text, "⏳ working") {
+		t.Fatalf("the live message was sent as %+v, want it silent with the running tool line", first)
+	}
+	said := w.said(thread)
+	if got := w.count(thread, "echo: slowtool"); got != 1 {
+		t.Fatalf("the answer was said %d times: %q", got, said)
+	}
+	for _, s := range w.tg.Messages(chat, thread) {
+		if visible(s) == "echo: slowtool" && s.Silent {
+			t.Fatal("the answer was sent silently: it is the one message of the turn that notifies")
+		}
+	}
+	if slices.Contains(said, "▸ Bash: ls") {
+		t.Fatalf("the tool call was said as a message of its own: %q", said)
 	}
 }

@@ -148,6 +148,9 @@ func (w *world) start() {
 	cfg.IM.Tmux.Socket = w.socket
 	cfg.IM.Agents.Claude.Launch = w.claude
 	cfg.IM.Agents.Claude.Resume = w.claude + " -r {session_id}"
+	// Scenarios move the fake clock by minutes: an answer's time is
+	// tested where it is meant.
+	cfg.IM.AlertAfter = 0
 	if w.tune != nil {
 		w.tune(cfg)
 	}

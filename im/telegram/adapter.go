@@ -151,7 +151,7 @@ func (a *Adapter) Send(ctx context.Context, m chat.Message) ([]string, error) {
 		return nil, err
 	}
 	ids, err := a.bot.Send(ctx, Outbound{ChatID: chatID, ThreadID: threadID, Topic: topic, Text: m.Text, Markdown: m.Markdown,
-		Buttons: buttons(m.Buttons), FromPart: m.FromPart, OnPart: m.OnPart})
+		Buttons: buttons(m.Buttons), FromPart: m.FromPart, OnPart: m.OnPart, Silent: m.Silent})
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = strconv.Itoa(id)
@@ -161,15 +161,30 @@ func (a *Adapter) Send(ctx context.Context, m chat.Message) ([]string, error) {
 
 // EditButtons replaces the buttons of a message (Bot.EditButtons).
 func (a *Adapter) EditButtons(ctx context.Context, thread, messageID string, rows [][]chat.Button) error {
-	chatID, _, _, err := parseThread(thread)
-	if err != nil {
-		return err
-	}
-	id, err := messageNumber(messageID)
+	chatID, id, err := chatMessage(thread, messageID)
 	if err != nil {
 		return err
 	}
 	return chatErr(a.bot.EditButtons(ctx, chatID, id, buttons(rows)))
+}
+
+// chatMessage parses a thread key and a message id of it.
+func chatMessage(thread, messageID string) (int64, int, error) {
+	chatID, _, _, err := parseThread(thread)
+	if err != nil {
+		return 0, 0, err
+	}
+	id, err := messageNumber(messageID)
+	return chatID, id, err
+}
+
+// EditText replaces the text of a message (Bot.EditText); chat.Editor.
+func (a *Adapter) EditText(ctx context.Context, thread, messageID, text string) error {
+	chatID, id, err := chatMessage(thread, messageID)
+	if err != nil {
+		return err
+	}
+	return chatErr(a.bot.EditText(ctx, chatID, id, text))
 }
 
 // Delete deletes a message (Bot.Delete).

@@ -45,6 +45,8 @@ type Outbound struct {
 	// how many parts are sent in all (FromPart included), so that a caller
 	// can record how far a long text got.
 	OnPart func(sent int)
+	// Silent sends without a notification (disable_notification).
+	Silent bool
 }
 
 // maxNetRetries is how often a request that failed in the network (no
@@ -160,7 +162,7 @@ func (b *Bot) Send(ctx context.Context, m Outbound) ([]int, error) {
 		if i < m.FromPart {
 			continue
 		}
-		params := &tgbot.SendMessageParams{ChatID: m.ChatID, Text: p.plain}
+		params := &tgbot.SendMessageParams{ChatID: m.ChatID, Text: p.plain, DisableNotification: m.Silent}
 		if m.Topic {
 			params.MessageThreadID = int(m.ThreadID)
 		}

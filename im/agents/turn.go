@@ -1,0 +1,184 @@
+package agents
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// What one transcript line says of the agent's turn (TurnItems).
+const (
+	// ItemText is text the agent wrote (a reply, or a note between tools).
+	ItemText = "text"
+	// ItemTool is a tool call: Text is its line ("▸ Bash: npm test").
+	ItemTool = "tool"
+	// ItemResult is a tool call's outcome: Failed, and Exit when the
+	// agent records an exit status.
+	ItemResult = "result"
+	// ItemEnd: the agent ended its turn (claude's end_turn, codex's
+	// task_complete, copilot's turn_end).
+	ItemEnd = "end"
+	// ItemUser: the agent took a message of its user (Text): a new turn.
+	ItemUser = "user"
+)
+
+// TurnItem is one thing a transcript line says of the agent's turn.
+type TurnItem struct {
+	Kind string
+	Text string
+	// ID ties a tool call to its result.
+	ID     string
+	Failed bool
+	// Exit is the exit status a result records (nil: none recorded).
+	Exit *int
+}
+
+// TurnItems returns, in order, what one transcript line says of the
+// agent's turn: its texts, tool calls, their results, and the turn's end.
+// An agent whose tool calls thatch does not read gives its texts only.
+// Like Replies, it never fails: a line it cannot read gives nil.
+func (a *Agent) TurnItems(line []byte) []TurnItem {
+	if len(line) == 0 || len(line) > MaxLine {
+		return nil
+	}
+	if p, ok := a.userPrompt(line); ok {
+		return []TurnItem{{Kind: ItemUser, Text: p}}
+	}
+	switch a.format {
+	case formatClaude:
+		return claudeItems(line)
+	case formatCodex:
+		return codexItems(line)
+	case formatCopilot:
+		var l copilotLine
+		if json.Unmarshal(line, &l) == nil && l.Type == "assistant.turn_end" && l.AgentID == "" {
+			return []TurnItem{{Kind: ItemEnd}}
+		}
+	}
+	var out []TurnItem
+	for _, t := range a.Replies(line) {
+		out = append(out, TurnItem{Kind: ItemText, Text: t})
+	}
+	return out
+}
+
+func claudeItems(line []byte) []TurnItem {
+	var l struct {
+		claudeLine
+		Message *struct {
+			Content    json.RawMessage `json:"content"`
+			StopReason string          `json:"stop_reason"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(line, &l) != nil || l.IsSidechain || l.Message == nil || (l.Type != "assistant" && l.Type != "user") {
+		return nil
+	}
+	raw := l.Message.Content
+	if len(raw) > 0 && raw[0] == '"' {
+		if l.Type != "assistant" {
+			return nil
+		}
+		return withEnd(textItems(blockTexts(raw, "text")), l.Message.StopReason == "end_turn")
+	}
+	var blocks []struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ToolUseID string          `json:"tool_use_id"`
+		IsError   bool            `json:"is_error"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []TurnItem
+	for _, b := range blocks {
+		switch {
+		case l.Type == "assistant" && b.Type == "text" && !blank(b.Text):
+			out = append(out, TurnItem{Kind: ItemText, Text: b.Text})
+		case l.Type == "assistant" && b.Type == "tool_use" && b.Name != "":
+			out = append(out, TurnItem{Kind: ItemTool, ID: b.ID, Text: toolLine(b.Name, argSummary(b.Input))})
+		case l.Type == "user" && b.Type == "tool_result" && b.ToolUseID != "":
+			out = append(out, TurnItem{Kind: ItemResult, ID: b.ToolUseID, Failed: b.IsError})
+		}
+	}
+	return withEnd(out, l.Type == "assistant" && l.Message.StopReason == "end_turn")
+}
+
+func codexItems(line []byte) []TurnItem {
+	var l struct {
+		Type    string `json:"type"`
+		Payload *struct {
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+			Output string `json:"output"`
+		} `json:"payload"`
+	}
+	if json.Unmarshal(line, &l) != nil || l.Payload == nil {
+		return nil
+	}
+	p := l.Payload
+	switch {
+	case l.Type == "event_msg" && p.Type == "task_complete":
+		return []TurnItem{{Kind: ItemEnd}}
+	case l.Type != "response_item":
+		return nil
+	case p.Type == "function_call_output" && p.CallID != "":
+		r := TurnItem{Kind: ItemResult, ID: p.CallID}
+		var out struct {
+			Metadata *struct {
+				ExitCode *int `json:"exit_code"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal([]byte(p.Output), &out) == nil && out.Metadata != nil && out.Metadata.ExitCode != nil {
+			r.Exit = out.Metadata.ExitCode
+			r.Failed = *r.Exit != 0
+		}
+		return []TurnItem{r}
+	}
+	if tools := codexTools(line); len(tools) > 0 {
+		var id struct {
+			Payload struct {
+				CallID string `json:"call_id"`
+			} `json:"payload"`
+		}
+		_ = json.Unmarshal(line, &id)
+		return []TurnItem{{Kind: ItemTool, ID: id.Payload.CallID, Text: tools[0]}}
+	}
+	return textItems(codexReplies(line))
+}
+
+func textItems(texts []string) []TurnItem {
+	var out []TurnItem
+	for _, t := range texts {
+		out = append(out, TurnItem{Kind: ItemText, Text: t})
+	}
+	return out
+}
+
+func withEnd(items []TurnItem, end bool) []TurnItem {
+	if end {
+		items = append(items, TurnItem{Kind: ItemEnd})
+	}
+	return items
+}
+
+func blank(s string) bool {
+	for _, r := range s {
+		if r != ' ' && r != '\n' && r != '\t' && r != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// Outcome is how a tool line shows a result: "✓", "✗", or "✗ exit N".
+func (it TurnItem) Outcome() string {
+	switch {
+	case !it.Failed:
+		return "✓"
+	case it.Exit != nil:
+		return "✗ exit " + strconv.Itoa(*it.Exit)
+	}
+	return "✗"
+}
