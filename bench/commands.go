@@ -42,7 +42,7 @@ const (
 	cmdWatchLimit   = 2.0                    // % of one core with cmdWatchFull idle bindings
 	cmdPromptFull   = 20                     // threads the prompt_to_buttons target is set for
 	cmdWatchFull    = 500                    // idle bindings the watch_cost target is set for
-	cmdAskPrefix    = "The agent asks:"      // how the binding's message of a prompt starts
+	cmdAskPrefix    = " asks:\n"             // in the first line of the binding's message of a prompt
 	cmdUserHz       = 100                    // clock ticks per second of /proc/<pid>/stat (USER_HZ)
 	cmdShotSession  = "shot"
 )
@@ -445,7 +445,7 @@ func (w *imWorld) askRound(bs []imBinding, r int, seen map[int]bool, run *prompt
 				continue
 			}
 			for _, s := range w.tg.Messages(imChat, b.thread) {
-				if strings.HasPrefix(s.Text, cmdAskPrefix) && len(s.Buttons) > 0 && !seen[s.MessageID] {
+				if first, _, _ := strings.Cut(s.Text, "\n"); strings.Contains(first+"\n", cmdAskPrefix) && len(s.Buttons) > 0 && !seen[s.MessageID] {
 					if !strings.Contains(s.Text, want) {
 						return false, fmt.Errorf("bench: commands: round %d: thread %d was asked %q", r, b.thread, s.Text)
 					}

@@ -147,7 +147,7 @@ var _ = Describe("Driving the agent from the chat", Label("im", "commands"), fun
 
 		iw.TG.Message(imChat, thread, imUser, "ask npm test")
 		m := iw.Prompt(thread, "Do you want to proceed?")
-		Expect(visible(m)).To(HavePrefix("The agent asks:\n"))
+		Expect(visible(m)).To(HavePrefix("perm · claude asks:\n"), "the alert names the thread and its agent")
 		Expect(visible(m)).To(ContainSubstring("npm test"))
 		Expect(visible(m)).To(ContainSubstring("2. Yes, and don’t ask again for: npm test *"), "the options are shown whole")
 		got := labels(m)
@@ -176,7 +176,7 @@ var _ = Describe("Driving the agent from the chat", Label("im", "commands"), fun
 		By("the agent's prompt comes as a card; its button answers it")
 		fw.Message(fsChat, "ask npm test")
 		ask := fw.Prompt(fsChat, "Do you want to proceed?")
-		Expect(ask.Text).To(HavePrefix("The agent asks:"))
+		Expect(ask.Text).To(ContainSubstring(" · claude asks:"))
 		Expect(cardLabels(ask)).To(HaveLen(3))
 		Expect(cardLabels(ask)[0]).To(Equal("1. Yes"))
 		Expect(cardLabels(ask)[2]).To(Equal("3. No"))
@@ -224,7 +224,7 @@ var _ = Describe("Driving the agent from the chat", Label("im", "commands"), fun
 
 		By("the permission dialog comes to the chat with its options as buttons")
 		m := iw.Prompt(thread, "Do you want to proceed?")
-		Expect(visible(m)).To(HavePrefix("The agent asks:\n"))
+		Expect(visible(m)).To(HavePrefix("real perm · claude asks:\n"))
 		Expect(visible(m)).To(ContainSubstring("npm test"))
 		got := labels(m)
 		Expect(len(got)).To(BeNumerically(">=", 3), "buttons %q", got)

@@ -370,6 +370,20 @@ type IMReadHistory struct {
 	N     int    `json:"n"`
 }
 
+// IMReadUsage reads what the agent's session at Path used (tokens, the
+// context in use, an estimated cost). Result: *IMUsageRead.
+type IMReadUsage struct {
+	Path  string `json:"path"`
+	Agent string `json:"agent"`
+}
+
+// IMUsageRead is the usage asked for, as text (Err: it could not be
+// read).
+type IMUsageRead struct {
+	Text string `json:"text,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
 // IMListBindings lists the bindings of the platform of the asking thread
 // that User set up or last answered. Result: *IMBindingsListed.
 type IMListBindings struct {

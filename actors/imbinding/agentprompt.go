@@ -45,7 +45,9 @@ func (p *plan) agentPrompt(m *messages.IMAgentPrompt) {
 	nonce := p.S.Nonce + 1
 	p.Event(&messages.IMAgentAsked{Nonce: nonce, Fingerprint: m.Fingerprint, User: s.Actor, Options: m.Options})
 	var text strings.Builder
-	text.WriteString("The agent asks:\n" + m.Text + "\n")
+	// It names the thread and its agent: the notification of a muted
+	// topic, or of one thread among many, says who waits.
+	text.WriteString(s.Name() + " · " + s.agent() + " asks:\n" + m.Text + "\n")
 	var rows [][]messages.IMButton
 	for i, o := range m.Options {
 		text.WriteString("\n" + o.Label)

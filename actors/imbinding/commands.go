@@ -67,6 +67,12 @@ func (p *plan) runCommand(name, args, user string) {
 			return
 		}
 		p.Effect(&messages.IMReadHistory{Path: s.Transcript, Agent: s.Info.AgentType, N: n})
+	case "usage":
+		if s.Transcript == "" {
+			p.say(messages.IMOutEntry{Text: "thatch has not found the agent's session yet, so it cannot say what it used."})
+			return
+		}
+		p.Effect(&messages.IMReadUsage{Path: s.Transcript, Agent: s.Info.AgentType})
 	case "kill":
 		if pr := s.Prompt; pr != nil && pr.Kind != PromptKill {
 			p.say(messages.IMOutEntry{Text: "Answer the open question first."})
@@ -130,6 +136,12 @@ func (p *plan) commandResult(msg any) {
 			p.say(messages.IMOutEntry{Text: "```\n" + m.Text + "\n```", Markdown: true})
 		case m.Err != "":
 			p.say(messages.IMOutEntry{Text: "Could not show the window: " + m.Err})
+		}
+	case *messages.IMUsageRead:
+		if m.Err != "" {
+			p.say(messages.IMOutEntry{Text: "Could not read the session's usage: " + m.Err})
+		} else {
+			p.say(messages.IMOutEntry{Text: m.Text})
 		}
 	case *messages.IMHistoryRead:
 		switch {

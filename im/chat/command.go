@@ -28,6 +28,7 @@ var Commands = []CommandHelp{
 	{"enter", "press Enter in the agent's window"},
 	{"screenshot", "show the agent's window as a picture"},
 	{"history", "the last exchanges with the agent (/history N)"},
+	{"usage", "tokens, context in use and estimated cost of the session"},
 	{"sessions", "your bound threads"},
 	{"kill", "kill this thread's window and end its binding"},
 	{"unbind", "end this thread's binding, keeping the window"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -288,4 +289,67 @@ func shotOptions(cols, rows int) screenshot.Options {
 		o.FontSize--
 	}
 	return o
+}
+
+// readUsage says what the agent's session used, from its transcript:
+// tokens in, out and from the cache, the share of the model's context
+// window in use, and an estimated cost at list prices. What the agent
+// does not record is said to be unknown.
+func (f *FrontEnd) readUsage(_ context.Context, _ actors.Identity, e *messages.IMReadUsage) any {
+	a, ok := f.agents.Get(e.Agent)
+	if !ok {
+		return &messages.IMUsageRead{Err: "unknown agent " + e.Agent}
+	}
+	if strings.HasPrefix(e.Path, dbPrefix) || strings.HasPrefix(e.Path, panePrefix) {
+		return &messages.IMUsageRead{Text: e.Agent + " records no usage thatch can read: tokens and cost are unknown."}
+	}
+	u, err := a.Usage(e.Path)
+	if err != nil {
+		return &messages.IMUsageRead{Err: err.Error()}
+	}
+	return &messages.IMUsageRead{Text: usageText(e.Agent, u)}
+}
+
+// usageText is /usage's answer.
+func usageText(agent string, u agents.Usage) string {
+	n := func(v int64) string {
+		if v < 0 {
+			return "unknown"
+		}
+		return thousands(v)
+	}
+	var b strings.Builder
+	model := u.Model
+	if model == "" {
+		model = "model unknown"
+	}
+	fmt.Fprintf(&b, "%s's session (%s), from its transcript:\n", agent, model)
+	fmt.Fprintf(&b, "tokens in %s · out %s · from cache %s", n(u.Input), n(u.Output), n(u.CacheRead))
+	if u.CacheWrite > 0 {
+		fmt.Fprintf(&b, " (written to it %s)", n(u.CacheWrite))
+	}
+	b.WriteString("\n")
+	switch {
+	case u.Context < 0:
+		b.WriteString("context in use: unknown\n")
+	case u.Window > 0:
+		fmt.Fprintf(&b, "context in use: %s of %s (%d%%)\n", n(u.Context), n(u.Window), u.Context*100/u.Window)
+	default:
+		fmt.Fprintf(&b, "context in use: %s (window unknown)\n", n(u.Context))
+	}
+	if cost, ok := u.Cost(); ok {
+		fmt.Fprintf(&b, "estimated cost: $%.2f (at list prices: an estimate, not a bill)", cost)
+	} else {
+		b.WriteString("estimated cost: unknown (no price for this model)")
+	}
+	return b.String()
+}
+
+// thousands writes n with a comma between each group of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -420,3 +420,22 @@ func TestScenarioATurnShowsLiveThenItsAnswerOnce(t *testing.T) {
 		t.Fatalf("the tool call was said as a message of its own: %q", said)
 	}
 }
+
+// /usage answers from the transcript: the fake agent records one token in
+// and one out for each message (a tool turn's two lines are one message);
+// the model it names has no price, so the cost is unknown, not $0.
+func TestScenarioUsageAnswersFromTheTranscript(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("usage", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "tool")
+	w.waitSaid(thread, "echo: tool")
+	w.send(thread, "/usage")
+	w.waitSaid(thread, "claude's session (fakeagent), from its transcript:\n"+
+		"tokens in 2 · out 2 · from cache 0\n"+
+		"context in use: 1 of 200,000 (0%)\n"+
+		"estimated cost: unknown (no price for this model)")
+	if slices.Contains(w.typed(), "/usage") {
+		t.Fatal("/usage was typed to the agent")
+	}
+}
