@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/thatch-run/thatch/e2e/fakeanthropic"
 	"github.com/thatch-run/thatch/e2e/fakeresponses"
+	"github.com/thatch-run/thatch/e2e/faketelegram"
 )
 
 // The IM front end with the real Claude Code and codex CLIs in its tmux
@@ -67,6 +71,78 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(env)).To(ContainSubstring("ANTHROPIC_BASE_URL="), "claude's own environment was read")
 		Expect(string(env)).NotTo(ContainSubstring(imToken))
+	})
+
+	It("claude: shows a turn of tools as one live message and its answer once, answers /usage as the model reported it, and sends no key to the chat", func() {
+		iw = NewRealIMWorld("claude")
+		d = StartDaemon(iw.World)
+		key := "ghp_" + strings.Repeat("Ab1", 12)
+		glob := func(pattern string) *fakeanthropic.ToolUse {
+			return &fakeanthropic.ToolUse{Name: "Glob", Input: map[string]any{"pattern": pattern}}
+		}
+		iw.Claude.On(fakeanthropic.UserSays("LOOKAROUND"), fakeanthropic.Reply{Text: "Looking around.", Tool: glob("*"),
+			Then: &fakeanthropic.Reply{Tool: glob("**/*.md"),
+				Then: &fakeanthropic.Reply{Text: "Found them. The deploy key is " + key, Delay: 2 * time.Second}}})
+		thread := iw.Setup("live", "claude", "web", "hello")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hello"))
+
+		iw.TG.Message(imChat, thread, imUser, "LOOKAROUND please")
+		answer := "Found them. The deploy key is [redacted:github_token]"
+		Eventually(iw.Said(thread)).Should(ContainElement(answer))
+		var live []faketelegram.Sent
+		Eventually(func() string {
+			live = live[:0]
+			for _, s := range iw.TG.Sent() {
+				if s.ThreadID == thread && strings.Contains(s.Text, "▸ Glob") || strings.HasPrefix(s.Text, "✓ 2 tool calls") {
+					live = append(live, s)
+				}
+			}
+			if len(live) == 0 {
+				return ""
+			}
+			return live[len(live)-1].Text
+		}).Should(HavePrefix("✓ 2 tool calls"), "the live message ends as the turn's summary")
+		Expect(live[0].Method).To(Equal("sendMessage"))
+		Expect(live[0].Silent).To(BeTrue(), "the live message does not notify")
+		Expect(live[0].Text).To(HavePrefix("▸ Glob: *"))
+		for _, s := range live[1:] {
+			Expect(s.Method).To(Equal("editMessageText"), "the turn is one message, edited")
+			Expect(s.MessageID).To(Equal(live[0].MessageID))
+		}
+		Expect(count(thread, answer)()).To(Equal(1), "the answer is sent once")
+
+		By("/usage says what the model reported for the session's messages")
+		files := iw.sessionFiles("web")
+		Expect(files).To(HaveLen(1))
+		ids := map[string]bool{}
+		raw, err := os.ReadFile(files[0])
+		Expect(err).NotTo(HaveOccurred())
+		for _, line := range strings.Split(string(raw), "\n") {
+			var l struct {
+				Type    string `json:"type"`
+				Message *struct {
+					ID string `json:"id"`
+				} `json:"message"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Type == "assistant" && l.Message != nil {
+				ids[l.Message.ID] = true
+			}
+		}
+		in, out := 0, 0
+		for id, u := range iw.Claude.Reported() {
+			if ids[id] {
+				in, out = in+u.Input, out+u.Output
+			}
+		}
+		Expect(ids).To(HaveLen(4), "hello's answer, two tool calls and the answer")
+		iw.TG.Message(imChat, thread, imUser, "/usage")
+		Eventually(iw.Said(thread)).Should(ContainElement(HavePrefix(fmt.Sprintf("claude's session (%s), from its transcript:\ntokens in %s · out %s ·",
+			iw.Claude.Requests()[len(iw.Claude.Requests())-1].Model, thousands(in), thousands(out)))))
+
+		By("no request to the Bot API held the key")
+		for _, r := range iw.TG.Requests() {
+			Expect(r).NotTo(ContainSubstring(key))
+		}
 	})
 
 	It("claude: survives a SIGKILL of the daemon, and Recover after its window was killed types the queued message so that it is sent", func() {
@@ -177,4 +253,13 @@ func (iw *IMWorld) sessionFiles(project string) []string {
 	}, filepath.Join(iw.Projects, project))
 	files, _ := filepath.Glob(filepath.Join(iw.Home, ".claude", "projects", dir, "*.jsonl"))
 	return files
+}
+
+// thousands writes n as /usage does: a comma between groups of three.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -181,6 +182,8 @@ type Server struct {
 	mu       sync.Mutex
 	rules    []rule
 	requests []*Request
+	// reported is the usage answered, by message id (see Reported).
+	reported map[string]Usage
 	unknown  []string
 	seq      int
 }
@@ -251,6 +254,17 @@ func (s *Server) On(match func(*Request) bool, reply Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rules = append(s.rules, rule{match, reply})
+}
+
+// Usage is the usage the server answered for one message.
+type Usage struct{ Input, Output int }
+
+// Reported returns the usage answered for each message, by its id
+// ("msg_fake000001"): what a transcript of claude's records of it.
+func (s *Server) Reported() map[string]Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.reported)
 }
 
 // Requests returns a copy of every recorded request, oldest first.
@@ -601,6 +615,12 @@ func (s *Server) messages(w http.ResponseWriter, hr *http.Request) {
 		model = "claude-fake"
 	}
 	inTokens, outTokens := 1+len(body)/4, 1+len(text)/4
+	s.mu.Lock()
+	if s.reported == nil {
+		s.reported = map[string]Usage{}
+	}
+	s.reported[id] = Usage{Input: inTokens, Output: outTokens}
+	s.mu.Unlock()
 	if !r.Stream {
 		if !fakewire.Hold(hr.Context(), s.quit, reply.Delay, reply.Gate) {
 			return
