@@ -859,6 +859,12 @@ type IMLiveWaiting struct {
 	On bool `json:"on,omitempty"`
 }
 
+// IMLiveRolled records the live message full: its lines up to From stay
+// in it, and the turn goes on in a new live message.
+type IMLiveRolled struct {
+	From int `json:"from"`
+}
+
 // IMTurnEnding records the turn's end seen (its final answer said); the
 // turn is gone (IMTurnEnded) once no live send is in flight.
 type IMTurnEnding struct{}
@@ -994,6 +1000,7 @@ func init() {
 	Register[IMLiveFailed]("im.live_failed", 1)
 	Register[IMLiveWaiting]("im.live_waiting", 1)
 	Register[IMTurnEnding]("im.turn_ending", 1)
+	Register[IMLiveRolled]("im.live_rolled", 1)
 	Register[IMTurnEnded]("im.turn_ended", 1)
 	Register[IMResumed]("im.resumed", 1)
 	Register[IMTypingHeld]("im.typing_held", 1)

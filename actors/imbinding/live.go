@@ -110,6 +110,12 @@ func (p *plan) showLive() {
 	if t == nil || !t.Live() || t.Flight != 0 || t.Waiting || t.Rev == t.Shown || t.Ending {
 		return
 	}
+	if t.Full() {
+		// The full message keeps its lines; the turn goes on in a new one.
+		p.Effect(&messages.IMLiveEdit{MessageID: t.MessageID, Text: t.Rolled()})
+		p.Event(&messages.IMLiveRolled{From: t.From + liveturn.MaxLines})
+		t = p.S.Turn
+	}
 	p.Event(&messages.IMLiveReleased{Rev: t.Rev})
 	text := t.Render(p.now)
 	if t.MessageID == "" {

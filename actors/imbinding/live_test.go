@@ -1,6 +1,7 @@
 package imbinding
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,29 @@ func TestATurnOverBeforeItShowedLeavesItsSummary(t *testing.T) {
 	}
 	if len(sends) != 2 || !sends[0].Silent || !strings.HasPrefix(sends[0].Text, "✓ 1 tool call,") || sends[1].Silent || sends[1].Text != "two files" {
 		t.Fatalf("said %+v", sends)
+	}
+}
+
+// A turn with more tool calls than a live message holds rolls over into a
+// new live message: the full one keeps its lines (nothing is cut), the
+// new one says what it continues.
+func TestALongTurnRollsOverIntoANewLiveMessage(t *testing.T) {
+	h := liveHarness(t)
+	h.typeOne("go")
+	send := only[messages.IMLiveSend](t, h.read(0, tool("t0", "▸ Bash: step 0")))
+	h.send(&messages.IMLiveSent{Rev: send.Rev, MessageID: "m1"})
+	var items []messages.IMTurnItem
+	for i := 1; i <= 30; i++ {
+		items = append(items, tool(fmt.Sprint("t", i), fmt.Sprint("▸ Bash: step ", i)))
+	}
+	eff := h.read(1, items...)
+	rolled := only[messages.IMLiveEdit](t, eff)
+	if rolled.MessageID != "m1" || !strings.HasPrefix(rolled.Text, "▸ Bash: step 0\n") || !strings.Contains(rolled.Text, "▸ Bash: step 29\n") ||
+		strings.Contains(rolled.Text, "step 30") || !strings.HasSuffix(rolled.Text, "(continued below)") {
+		t.Fatalf("the full message's last text: %q", rolled.Text)
+	}
+	next := only[messages.IMLiveSend](t, eff)
+	if !strings.HasPrefix(next.Text, "(continued: 30 tool calls above)\n▸ Bash: step 30\n") {
+		t.Fatalf("the new live message: %q", next.Text)
 	}
 }

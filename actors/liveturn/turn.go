@@ -32,6 +32,9 @@ type Turn struct {
 	// MessageID is the live message ("" until it was sent).
 	MessageID string `json:"messageID,omitempty"`
 	Lines     []Line `json:"lines,omitempty"`
+	// From is the first line the live message shows: the lines before it
+	// are in the turn's earlier live messages, which it outgrew.
+	From int `json:"from,omitempty"`
 	// Text is the newest text the agent wrote in the turn: the final
 	// answer once the turn ends.
 	Text string `json:"text,omitempty"`
@@ -87,22 +90,30 @@ func (t Turn) Live() bool { return !t.Off && len(t.Lines) > 0 }
 
 // Limits of the live message.
 const (
-	// MaxLines is how many tool lines the live message shows: the newest;
-	// the count of the earlier ones is said above them.
+	// MaxLines is how many tool lines one live message shows; a turn with
+	// more rolls over into a new live message (Full, Rolled), so that no
+	// line is cut.
 	MaxLines = 30
 	// maxText is how much of the newest text the live message shows (its
 	// end: the newest words).
 	maxText = 600
 )
 
-// Render draws the live message at now.
-func (t Turn) Render(now time.Time) string {
+// Full reports whether the live message holds all the lines it can
+// while the turn has more: it is to be finished (Rolled) and a new one
+// sent.
+func (t Turn) Full() bool { return t.MessageID != "" && len(t.Lines)-t.From > MaxLines }
+
+// Rolled is the full live message's last text: its lines, and a word that
+// the turn goes on below.
+func (t Turn) Rolled() string {
 	var b strings.Builder
-	lines := t.Lines
-	if n := len(lines) - MaxLines; n > 0 {
-		fmt.Fprintf(&b, "… %d earlier tool calls\n", n)
-		lines = lines[n:]
-	}
+	writeLines(&b, t.Lines[t.From:t.From+MaxLines])
+	b.WriteString("\n(continued below)")
+	return b.String()
+}
+
+func writeLines(b *strings.Builder, lines []Line) {
 	for _, l := range lines {
 		b.WriteString(l.Text)
 		if l.Outcome != "" {
@@ -110,6 +121,15 @@ func (t Turn) Render(now time.Time) string {
 		}
 		b.WriteByte('\n')
 	}
+}
+
+// Render draws the live message at now.
+func (t Turn) Render(now time.Time) string {
+	var b strings.Builder
+	if t.From > 0 {
+		fmt.Fprintf(&b, "(continued: %d tool calls above)\n", t.From)
+	}
+	writeLines(&b, t.Lines[t.From:])
 	if t.Text != "" {
 		text := []rune(t.Text)
 		if len(text) > maxText {
@@ -170,7 +190,7 @@ func Apply(t *Turn, ev any) (*Turn, bool) {
 	if t == nil {
 		switch ev.(type) {
 		case *messages.IMTurnRead, *messages.IMLiveReleased, *messages.IMLiveShown, *messages.IMLiveFailed,
-			*messages.IMLiveWaiting, *messages.IMTurnEnding:
+			*messages.IMLiveWaiting, *messages.IMTurnEnding, *messages.IMLiveRolled:
 			return nil, true
 		}
 		return nil, false
@@ -193,6 +213,8 @@ func Apply(t *Turn, ev any) (*Turn, bool) {
 		n.Waiting = e.On
 	case *messages.IMTurnEnding:
 		n.Ending = true
+	case *messages.IMLiveRolled:
+		n.From, n.MessageID, n.Shown = e.From, "", 0
 	default:
 		return t, false
 	}
