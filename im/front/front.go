@@ -104,6 +104,8 @@ type FrontEnd struct {
 	hookFile string
 	// mask is the last step of every text and picture sent to a chat.
 	mask *masker
+	// edits spaces the live edits of each chat (live.go).
+	edits editGates
 	// claudeSettings is the settings file passed to every claude thatch
 	// starts (--settings): its SessionStart hook reports the session.
 	claudeSettings string

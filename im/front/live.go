@@ -3,6 +3,9 @@ package front
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/im/chat"
@@ -15,6 +18,63 @@ import (
 // place among the binding's messages: the final answer goes after it).
 // A platform that cannot edit a message (no chat.Editor) answers for
 // good, and the binding tells the turn as messages instead.
+
+// Edits of one chat are spaced by im.live_every, whatever thread they are
+// of: a platform counts a chat's edits against its rate (Telegram: about
+// 20 messages a minute in a group), and a forum group with many busy
+// topics must not be answered 429, which holds up every message of the
+// chat. An edit waits its chat's turn on its binding's chat lane (the
+// binding coalesces what waits: one edit in flight, the newest state).
+type editGates struct {
+	mu    sync.Mutex
+	chats map[string]*editGate
+}
+
+type editGate struct {
+	mu   sync.Mutex // held while an edit waits for its turn
+	next time.Time
+}
+
+// editWait bounds how long an edit waits for its chat's turn.
+const editWait = time.Minute
+
+// wait waits until the chat of thread may be edited again, and takes the
+// turn; false when ctx ended first.
+func (g *editGates) wait(ctx context.Context, thread string, every time.Duration) bool {
+	key := chatKeyOf(thread)
+	g.mu.Lock()
+	if g.chats == nil {
+		g.chats = map[string]*editGate{}
+	}
+	c := g.chats[key]
+	if c == nil {
+		c = &editGate{}
+		g.chats[key] = c
+	}
+	g.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := time.Until(c.next); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	c.next = time.Now().Add(every)
+	return true
+}
+
+// chatKeyOf is the chat of a thread key: "tg:<chat>" of "tg:<chat>:<topic>".
+func chatKeyOf(thread string) string {
+	parts := strings.SplitN(thread, ":", 3)
+	if len(parts) < 2 {
+		return thread
+	}
+	return parts[0] + ":" + parts[1]
+}
 
 // errNoEdit is a live edit on a platform that cannot edit messages.
 var errNoEdit = errors.New("the chat cannot edit messages")
@@ -49,6 +109,15 @@ func (f *FrontEnd) liveEdit(_ context.Context, from actors.Identity, e *messages
 	ed, ok := a.(chat.Editor)
 	if !ok {
 		return &messages.IMLiveSent{Rev: e.Rev, Err: errNoEdit.Error(), Permanent: true}
+	}
+	wctx, wcancel := context.WithTimeout(f.runCtx, editWait)
+	turn := f.edits.wait(wctx, from.ID, f.cfg.IM.LiveEvery)
+	wcancel()
+	if !turn {
+		if f.runCtx.Err() != nil {
+			return nil
+		}
+		return &messages.IMLiveSent{Rev: e.Rev, Err: "the chat's edits are backed up; trying again"}
 	}
 	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
