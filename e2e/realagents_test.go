@@ -145,6 +145,31 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		}
 	})
 
+	It("claude: /mode switches its permission mode until its footer shows it, and offers its modes as buttons", func() {
+		iw = NewRealIMWorld("claude")
+		d = StartDaemon(iw.World)
+		thread := iw.Setup("modes", "claude", "docs", "hello")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hello"))
+		footer := func() string {
+			out, _ := iw.Tmux("capture-pane", "-p", "-t", iw.Tagged()[0].ID)
+			return out
+		}
+
+		iw.TG.Message(imChat, thread, imUser, "/mode plan")
+		Eventually(iw.Said(thread)).Should(ContainElement("claude is in plan mode now."))
+		Expect(footer()).To(ContainSubstring("plan mode on"))
+
+		iw.TG.Message(imChat, thread, imUser, "/mode")
+		m := iw.Prompt(thread, "Which permission mode should claude run in?")
+		iw.Press(thread, imUser, m, "accept-edits")
+		Eventually(iw.Said(thread)).Should(ContainElement("claude is in accept-edits mode now."))
+		Expect(footer()).To(ContainSubstring("accept edits on"))
+
+		iw.TG.Message(imChat, thread, imUser, "/mode yolo")
+		Eventually(iw.Said(thread)).Should(ContainElement(HavePrefix("claude's modes are manual, accept-edits, plan, auto")))
+		Expect(iw.Claude.UserTexts()).To(Equal([]string{"hello"}), "nothing of /mode was typed as a message")
+	})
+
 	It("claude: survives a SIGKILL of the daemon, and Recover after its window was killed types the queued message so that it is sent", func() {
 		iw = NewRealIMWorld("claude")
 		d = StartDaemon(iw.World)

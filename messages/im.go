@@ -370,6 +370,28 @@ type IMReadHistory struct {
 	N     int    `json:"n"`
 }
 
+// IMSetMode switches the permission mode of the agent in WindowID (Tag
+// checked) to Mode (claude: "manual", "accept-edits", "plan", "auto", by
+// Shift+Tab until its footer shows it; codex: its /approvals dialog is
+// opened, Mode ""). Result: *IMModeSet.
+type IMSetMode struct {
+	WindowID string `json:"windowID"`
+	Tag      string `json:"tag"`
+	Agent    string `json:"agent"`
+	Mode     string `json:"mode"`
+}
+
+// IMModeSet says how a mode switch went: Mode is the mode the agent shows
+// now ("" unknown), Err why it is not the one asked for.
+type IMModeSet struct {
+	Mode string `json:"mode,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// ClaudeModes are claude's permission modes as /mode names them, in the
+// order Shift+Tab cycles them (claude 2.1.328).
+var ClaudeModes = []string{"manual", "accept-edits", "plan", "auto"}
+
 // IMReadUsage reads what the agent's session at Path used (tokens, the
 // context in use, an estimated cost). Result: *IMUsageRead.
 type IMReadUsage struct {

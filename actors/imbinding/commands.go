@@ -2,6 +2,7 @@ package imbinding
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,6 +68,8 @@ func (p *plan) runCommand(name, args, user string) {
 			return
 		}
 		p.Effect(&messages.IMReadHistory{Path: s.Transcript, Agent: s.Info.AgentType, N: n})
+	case "mode":
+		p.mode(args, user)
 	case "usage":
 		if s.Transcript == "" {
 			p.say(messages.IMOutEntry{Text: "thatch has not found the agent's session yet, so it cannot say what it used."})
@@ -99,14 +102,43 @@ func screenshotButtons(user string) [][]messages.IMButton {
 // user it was shown to, and says so to anyone else.
 func (p *plan) pressedCommand(m *messages.IMPress) {
 	cmd, user, _ := strings.Cut(strings.TrimPrefix(m.Data, pressCommand), ":")
-	ok := user == m.User && (cmd == "screenshot" || keyNames[cmd] != "")
+	ok := user == m.User && (cmd == "screenshot" || keyNames[cmd] != "" || strings.HasPrefix(cmd, "mode="))
 	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 	if !ok {
 		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
 		return
 	}
 	p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID})
-	p.runCommand(cmd, "", user)
+	name, args, _ := strings.Cut(cmd, "=")
+	p.runCommand(name, args, user)
+}
+
+// mode switches the agent's permission mode (/mode NAME), or offers its
+// modes as buttons (/mode).
+func (p *plan) mode(name, user string) {
+	s := p.S
+	switch s.Info.AgentType {
+	case "claude":
+	case "codex":
+		p.Effect(&messages.IMSetMode{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType})
+		return
+	default:
+		p.say(messages.IMOutEntry{Text: s.agent() + " has no permission modes thatch can switch."})
+		return
+	}
+	if name == "" {
+		var row []messages.IMButton
+		for _, m := range messages.ClaudeModes {
+			row = append(row, messages.IMButton{Text: m, Data: pressCommand + "mode=" + m + ":" + user})
+		}
+		p.say(messages.IMOutEntry{Text: "Which permission mode should claude run in?", Buttons: [][]messages.IMButton{row}})
+		return
+	}
+	if !slices.Contains(messages.ClaudeModes, name) {
+		p.say(messages.IMOutEntry{Text: "claude's modes are " + strings.Join(messages.ClaudeModes, ", ") + "; /mode with no name shows them as buttons."})
+		return
+	}
+	p.Effect(&messages.IMSetMode{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Mode: name})
 }
 
 // answerKill acts on the /kill confirmation.
@@ -136,6 +168,13 @@ func (p *plan) commandResult(msg any) {
 			p.say(messages.IMOutEntry{Text: "```\n" + m.Text + "\n```", Markdown: true})
 		case m.Err != "":
 			p.say(messages.IMOutEntry{Text: "Could not show the window: " + m.Err})
+		}
+	case *messages.IMModeSet:
+		switch {
+		case m.Err != "":
+			p.say(messages.IMOutEntry{Text: "Could not switch the mode: " + m.Err})
+		case m.Mode != "":
+			p.say(messages.IMOutEntry{Text: p.S.agent() + " is in " + m.Mode + " mode now."})
 		}
 	case *messages.IMUsageRead:
 		if m.Err != "" {

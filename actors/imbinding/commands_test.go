@@ -129,3 +129,34 @@ func TestUnbindEndsTheBindingAndKeepsTheWindow(t *testing.T) {
 		t.Fatalf("/sessions in an ended thread: %+v", ls)
 	}
 }
+
+// /mode NAME switches claude's mode; /mode offers its modes as buttons,
+// which run /mode NAME for the one who asked; an unknown name lists them;
+// codex gets its own dialog opened; an agent with no modes says so.
+func TestModeSwitchesTheAgentsPermissionMode(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	if sm := only[messages.IMSetMode](t, h.command("mode", "plan")); sm.Mode != "plan" || sm.Agent != "claude" || sm.WindowID != h.s.Window.WindowID {
+		t.Fatalf("set %+v", sm)
+	}
+	eff := h.send(&messages.IMModeSet{Mode: "plan"})
+	if got := chatTexts(eff); len(got) != 1 || got[0] != "claude is in plan mode now." {
+		t.Fatalf("said %q", got)
+	}
+	h.deliverChat(eff)
+	eff = h.command("mode", "")
+	sc := only[messages.IMSendChat](t, eff)
+	if len(sc.Buttons) != 1 || len(sc.Buttons[0]) != 4 || sc.Buttons[0][2].Text != "plan" {
+		t.Fatalf("buttons %+v", sc.Buttons)
+	}
+	h.deliverChat(eff)
+	h.nextUpd++
+	eff = h.send(&messages.IMPress{UpdateID: h.nextUpd, User: "42", CallbackID: "cb", Data: sc.Buttons[0][1].Data})
+	if sm := only[messages.IMSetMode](t, eff); sm.Mode != "accept-edits" {
+		t.Fatalf("the button set %+v", sm)
+	}
+	yolo := h.command("mode", "yolo")
+	if got := chatTexts(yolo); len(got) != 1 || !strings.HasPrefix(got[0], "claude's modes are manual, accept-edits, plan, auto") {
+		t.Fatalf("an unknown mode: %q in %s", got, describe(yolo))
+	}
+}

@@ -319,7 +319,7 @@ func (*Kind) Effects() []any {
 		(*messages.IMFollowTranscript)(nil), (*messages.IMStopFollowing)(nil), (*messages.IMListBindings)(nil),
 		(*messages.IMReadHistory)(nil), (*messages.IMScreenshot)(nil), (*messages.IMSaveFile)(nil),
 		(*messages.IMAnswerAgentPrompt)(nil), (*messages.IMWatchPane)(nil), (*messages.IMLiveSend)(nil),
-		(*messages.IMLiveEdit)(nil), (*messages.IMReadUsage)(nil),
+		(*messages.IMLiveEdit)(nil), (*messages.IMReadUsage)(nil), (*messages.IMSetMode)(nil),
 	}
 }
 

@@ -29,6 +29,7 @@ var Commands = []CommandHelp{
 	{"screenshot", "show the agent's window as a picture"},
 	{"history", "the last exchanges with the agent (/history N)"},
 	{"usage", "tokens, context in use and estimated cost of the session"},
+	{"mode", "the agent's permission mode (/mode plan); buttons without a name"},
 	{"sessions", "your bound threads"},
 	{"kill", "kill this thread's window and end its binding"},
 	{"unbind", "end this thread's binding, keeping the window"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -352,4 +353,71 @@ func thousands(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// claudeFooter finds claude's permission mode in its footer ("⏸ plan
+// mode on", "⏵⏵ accept edits on"; claude 2.1.328).
+var claudeFooter = regexp.MustCompile(`(manual mode|accept edits|plan mode|auto mode) on\b`)
+
+// claudeModeOf is the mode claude's screen shows, as /mode names it ("":
+// none shown).
+func claudeModeOf(screen string) string {
+	found := claudeFooter.FindAllStringSubmatch(screen, -1)
+	if len(found) == 0 {
+		return ""
+	}
+	switch found[len(found)-1][1] {
+	case "manual mode":
+		return "manual"
+	case "accept edits":
+		return "accept-edits"
+	case "plan mode":
+		return "plan"
+	}
+	return "auto"
+}
+
+// modeSettle bounds the wait for claude's footer to show the mode a
+// Shift+Tab moved to.
+const modeSettle = 3 * time.Second
+
+// setMode switches the agent's permission mode: claude's by Shift+Tab
+// (tmux's BTab) until its footer shows the one asked for (once round its
+// modes at most); codex's dialog (/approvals) is opened, and comes to the
+// chat as a prompt with buttons.
+func (f *FrontEnd) setMode(ctx context.Context, _ actors.Identity, e *messages.IMSetMode) any {
+	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
+	defer cancel()
+	if err := f.ownWindow(ctx, e.WindowID, e.Tag); err != nil {
+		return &messages.IMModeSet{Err: err.Error()}
+	}
+	if e.Agent == agents.Codex {
+		if err := f.wins.SendText(ctx, e.WindowID, "/approvals"); err != nil {
+			return &messages.IMModeSet{Err: err.Error()}
+		}
+		return &messages.IMModeSet{}
+	}
+	screen, _ := f.wins.Capture(ctx, e.WindowID, paneLines)
+	shown := claudeModeOf(screen)
+	for range len(messages.ClaudeModes) {
+		if shown == e.Mode {
+			return &messages.IMModeSet{Mode: shown}
+		}
+		if err := f.wins.SendKeys(ctx, e.WindowID, "BTab"); err != nil {
+			return &messages.IMModeSet{Err: err.Error()}
+		}
+		was := shown
+		deadline := time.Now().Add(modeSettle)
+		for shown == was && time.Now().Before(deadline) && retry.Sleep(ctx, 100*time.Millisecond) {
+			screen, _ = f.wins.Capture(ctx, e.WindowID, paneLines)
+			shown = claudeModeOf(screen)
+		}
+	}
+	if shown == e.Mode {
+		return &messages.IMModeSet{Mode: shown}
+	}
+	if shown == "" {
+		return &messages.IMModeSet{Err: "claude's screen shows no mode (is it at its input line?)"}
+	}
+	return &messages.IMModeSet{Mode: shown, Err: "claude did not reach " + e.Mode + " mode; it shows " + shown + " mode"}
 }

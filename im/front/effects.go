@@ -40,6 +40,7 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.sendChat, supervisor.Lane(laneChat)),
 		supervisor.Handle(f.liveSend, supervisor.Lane(laneChat)),
 		supervisor.Handle(f.readUsage),
+		supervisor.Handle(f.setMode),
 		supervisor.Handle(f.liveEdit, supervisor.Lane(laneChat)),
 		// A press is answered at once (its spinner stops), not after the
 		// typing in the main lane, which may wait for the agent.

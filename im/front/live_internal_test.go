@@ -23,3 +23,18 @@ func TestLiveEditsAreSpacedPerChat(t *testing.T) {
 		t.Fatal("another chat waited for this one's edits")
 	}
 }
+
+// claude's footer as claude 2.1.328 draws it in each mode.
+func TestClaudesModeIsReadFromItsFooter(t *testing.T) {
+	for footer, want := range map[string]string{
+		"❯\u00a0\n────\n  ⏵⏵ auto mode on (shift+tab to cycle) · ← for agents": "auto",
+		"❯\u00a0\n────\n  ⏸ manual mode on · ? for shortcuts":                  "manual",
+		"  ⏵⏵ accept edits on (shift+tab to cycle)":                            "accept-edits",
+		"  ⏸ plan mode on (shift+tab to cycle) · ← for agents":                 "plan",
+		"❯\u00a0\n  ? for shortcuts":                                           "",
+	} {
+		if got := claudeModeOf(footer); got != want {
+			t.Errorf("claudeModeOf(%q) = %q, want %q", footer, got, want)
+		}
+	}
+}
