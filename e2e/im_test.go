@@ -12,6 +12,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/thatch-run/thatch/e2e/faketelegram"
 )
 
 // The IM front end against a fake Bot API, the real tmux on a private
@@ -383,6 +385,31 @@ var _ = Describe("IM front end", Label("im"), func() {
 		echoes := iw.Echoes(thread)
 		Expect(echoes).To(Equal([]string{"echo: m0", "echo: m1", "echo: m2", "echo: m3", "echo: m4", "echo: m5", "echo: m6"}),
 			"each reply once, in order")
+	})
+
+	It("goes on with a turn shown live after a SIGKILL in the middle of it: its answer once, its live message ended as its summary", func() {
+		start()
+		thread := iw.Setup("midturn", "claude", "docs", "m0")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: m0"))
+		live := func() []faketelegram.Sent {
+			var out []faketelegram.Sent
+			for _, s := range iw.TG.Sent() {
+				if s.ThreadID == thread && (strings.HasPrefix(s.Text, "▸ Bash: ls") || strings.HasPrefix(s.Text, "✓ 1 tool call")) {
+					out = append(out, s)
+				}
+			}
+			return out
+		}
+		iw.TG.Message(imChat, thread, imUser, "slowtool")
+		Eventually(func() int { return len(live()) }).Should(BeNumerically(">", 0), "the live message, while the tool runs")
+		Expect(live()[0].Silent).To(BeTrue())
+		d.Kill()
+		d = StartDaemon(iw.World)
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: slowtool"))
+		Eventually(func() string { l := live(); return l[len(l)-1].Text }).Should(HavePrefix("✓ 1 tool call"),
+			"the live message ends as the turn's summary")
+		iw.Settled(d, thread)
+		Expect(iw.Echoes(thread)).To(Equal([]string{"echo: m0", "echo: slowtool"}), "the answer once")
 	})
 
 	It("loses and reorders nothing in a 429 storm, and waits as told", func() {
