@@ -382,3 +382,28 @@ func TestScenarioOverTheLongConnectionAFeishuChatIsSetUpAndTypedOnce(t *testing.
 		t.Fatalf("the agent took %q, want each message once", got)
 	}
 }
+
+// On Feishu a turn shows live as a card, patched to its summary at the
+// end; and no key the agent printed is in anything sent to Feishu.
+func TestScenarioAFeishuTurnShowsLiveAsACardAndNoKeyIsSent(t *testing.T) {
+	w := newFeishuWorld(t)
+	const key = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+	w.setup("use " + key)
+	w.waitSaid("echo: use [redacted:github_token]")
+	w.send("slowtool")
+	w.waitSaid("echo: slowtool")
+	testwait.UntilReason(t, "the live card patched to its summary", func() (bool, string) {
+		for _, s := range w.fs.Sent() {
+			if s.Op == "patch" && strings.Contains(s.Content, "✓ 1 tool call") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", w.fs.Sent())
+	})
+	w.quiesce()
+	for _, s := range w.fs.Sent() {
+		if strings.Contains(s.Content, key) || strings.Contains(s.Content, key[4:]) {
+			t.Fatalf("the key reached Feishu: %+v", s)
+		}
+	}
+}
