@@ -277,6 +277,12 @@ type IM struct {
 	// AlertAfter: a final answer after more work than this says how long
 	// the turn took. 0 never does. Default: 60s.
 	AlertAfter time.Duration `koanf:"alert_after" usage:"a final answer after more work than this says how long it took (0: never)"`
+	// Board pins a board of every thread in each chat with a bound
+	// thread, as /board does in one chat. Default: false.
+	Board bool `koanf:"board" usage:"pin a board of every thread and its state in each chat, as /board does"`
+	// BoardInterval is the least time between two edits of a chat's
+	// board. Default: 10s.
+	BoardInterval time.Duration `koanf:"board_interval" usage:"least time between two edits of a chat's board"`
 	// InboxDir is where files, photos and voice notes sent in a thread are
 	// saved: relative to the binding's working directory (inside the
 	// project, which agents read without asking), or absolute. thatch
@@ -632,6 +638,7 @@ func Defaults() *Config {
 			Live:          LiveTurn,
 			LiveEvery:     3 * time.Second,
 			AlertAfter:    time.Minute,
+			BoardInterval: 10 * time.Second,
 			InboxDir:      ".thatch/inbox",
 			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second, ChatInterval: time.Second},
 			Feishu:        FeishuDefaults(),

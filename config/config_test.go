@@ -130,6 +130,8 @@ var specDefaults = map[string]any{
 	"im.live":                           "turn",
 	"im.live_every":                     "3s",
 	"im.alert_after":                    "1m",
+	"im.board":                          false,
+	"im.board_interval":                 "10s",
 	"im.inbox_dir":                      ".thatch/inbox",
 	"im.transcribe":                     "",
 	"im.max_file_mb":                    0,

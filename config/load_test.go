@@ -244,6 +244,8 @@ var everyKey = map[string]struct {
 	"im.live":                           {"off", "off"},
 	"im.live_every":                     {"5s", "5s"},
 	"im.alert_after":                    {"2m", "2m"},
+	"im.board":                          {"true", true},
+	"im.board_interval":                 {"20s", "20s"},
 	"im.inbox_dir":                      {"/srv/inbox", "/srv/inbox"},
 	"im.transcribe":                     {"whisper-cli -m base", "whisper-cli -m base"},
 	"im.max_file_mb":                    {"5", 5},

@@ -237,6 +237,7 @@ func (v *validator) im(c *IM) {
 	v.oneOf("im.on_close", c.OnClose, OnCloseKeep, OnCloseKill)
 	v.oneOf("im.live", c.Live, LiveTurn, LiveOff)
 	v.positive("im.live_every", c.LiveEvery)
+	v.positive("im.board_interval", c.BoardInterval)
 	if c.AlertAfter < 0 {
 		v.add("im.alert_after", "must be >= 0 (0: never), got %v", c.AlertAfter)
 	}

@@ -43,7 +43,7 @@ var _ = Describe("Driving the agent from the chat", Label("im", "commands"), fun
 				names = append(names, c.Command)
 			}
 			return names
-		}).Should(Equal([]string{"esc", "interrupt", "enter", "screenshot", "history", "usage", "mode", "sessions", "kill", "unbind"}))
+		}).Should(Equal([]string{"esc", "interrupt", "enter", "screenshot", "history", "usage", "mode", "sessions", "board", "kill", "unbind"}))
 		for _, c := range iw.TG.Commands() {
 			Expect(c.Description).NotTo(BeEmpty(), "/%s has a description", c.Command)
 		}

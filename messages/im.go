@@ -370,6 +370,55 @@ type IMReadHistory struct {
 	N     int    `json:"n"`
 }
 
+// IMBoardRow is one thread's line on its chat's board (actors/imboard):
+// an effect of the binding when its line changed, which the front end
+// hands to the board; State is one of the Board states, or "ended: why",
+// or "" for a thread no longer bound (off the board).
+// Since (Unix ms) is when the state began.
+type IMBoardRow struct {
+	Thread  string `json:"thread"`
+	Name    string `json:"name"`
+	Agent   string `json:"agent"`
+	Machine string `json:"machine,omitempty"`
+	State   string `json:"state"`
+	Since   int64  `json:"since,omitempty"`
+}
+
+// States of a board row.
+const (
+	BoardWorking = "working"
+	BoardWaiting = "waiting for you"
+	BoardIdle    = "idle"
+	BoardSetup   = "setting up"
+)
+
+// IMBoardShow asks for the board of the chat of the binding's thread
+// (/board). No result.
+type IMBoardShow struct{}
+
+// IMBoardSend sends a chat's board to Thread, silently, and pins it.
+// Result: *IMBoardSent.
+type IMBoardSend struct {
+	Thread string
+	Text   string
+	Rev    uint64
+}
+
+// IMBoardEdit edits the board MessageID in Thread. Result: *IMBoardSent.
+type IMBoardEdit struct {
+	Thread    string
+	MessageID string
+	Text      string
+	Rev       uint64
+}
+
+// IMBoardSent is how a board's send or edit went.
+type IMBoardSent struct {
+	Rev       uint64
+	MessageID string
+	Err       string
+}
+
 // IMSetMode switches the permission mode of the agent in WindowID (Tag
 // checked) to Mode (claude: "manual", "accept-edits", "plan", "auto", by
 // Shift+Tab until its footer shows it; codex: its /approvals dialog is

@@ -70,6 +70,15 @@ func (p *plan) runCommand(name, args, user string) {
 		p.Effect(&messages.IMReadHistory{Path: s.Transcript, Agent: s.Info.AgentType, N: n})
 	case "mode":
 		p.mode(args, user)
+	case "board":
+		p.Effect(&messages.IMBoardShow{})
+		if r, ok := s.boardRow(); ok {
+			r.Since = p.now.UnixMilli()
+			if r.State == messages.BoardWorking {
+				r.Since = s.Work
+			}
+			p.Effect(&r) // the board learns of this thread at once
+		}
 	case "usage":
 		if s.Transcript == "" {
 			p.say(messages.IMOutEntry{Text: "thatch has not found the agent's session yet, so it cannot say what it used."})

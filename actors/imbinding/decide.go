@@ -96,6 +96,7 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	}
 	p.saveFiles(s, msg)
 	p.turnChanged(s)
+	p.boardChanged(s)
 	p.watchChanged(s)
 	return p.Decision()
 }

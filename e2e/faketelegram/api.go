@@ -85,6 +85,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		result, aerr = s.answerCallback(p)
 	case "deletemessage":
 		result, aerr = s.deleteMessage(p)
+	case "pinchatmessage":
+		result, aerr = s.pinMessage(p)
 	case "sendphoto":
 		result, aerr = s.sendPhoto(r, p)
 	case "setmycommands":

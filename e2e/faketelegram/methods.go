@@ -165,3 +165,28 @@ func (s *Server) deleteMessage(p params) (any, *apiErr) {
 	s.record(Sent{Method: "deleteMessage", ChatID: chatID, ThreadID: m.thread, MessageID: int(msgID)})
 	return true, nil
 }
+
+// pinMessage pins a message of the chat (pinChatMessage): the pinned one
+// is Pinned's answer.
+func (s *Server) pinMessage(p params) (any, *apiErr) {
+	chatID, _ := p.int64("chat_id")
+	msgID, _ := p.int64("message_id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	m, ok := c.msgs[int(msgID)]
+	if !ok {
+		return nil, badRequest("message to pin not found")
+	}
+	c.pinned = int(msgID)
+	s.record(Sent{Method: "pinChatMessage", ChatID: chatID, ThreadID: m.thread, MessageID: int(msgID),
+		Silent: p["disable_notification"] == "true"})
+	return true, nil
+}
+
+// Pinned returns the message pinned in a chat (0: none).
+func (s *Server) Pinned(chatID int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.chat(chatID).pinned
+}

@@ -54,6 +54,7 @@ type chat struct {
 	msgs    map[int]*message         // the bot's messages
 	blocked time.Time                // a 429 asked the bot to wait until then
 	closed  map[int64]bool           // topics closed (CloseTopic)
+	pinned  int                      // the message pinned (0: none)
 }
 
 // Server is the fake Bot API. Its methods are safe for concurrent use.

@@ -158,6 +158,13 @@ type Editor interface {
 	EditText(ctx context.Context, thread, messageID, text string) error
 }
 
+// Pinner is an adapter whose platform pins a message in its chat
+// (Telegram's pinChatMessage): a chat's board is pinned.
+type Pinner interface {
+	// Pin pins messageID, which the adapter sent in thread, silently.
+	Pin(ctx context.Context, thread, messageID string) error
+}
+
 // BotName is a's bot name as commands address it: "" for a platform that
 // does not address commands to a bot by name.
 func BotName(a Adapter) string {

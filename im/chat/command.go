@@ -31,6 +31,7 @@ var Commands = []CommandHelp{
 	{"usage", "tokens, context in use and estimated cost of the session"},
 	{"mode", "the agent's permission mode (/mode plan); buttons without a name"},
 	{"sessions", "your bound threads"},
+	{"board", "pin a board of every thread of this chat and its state"},
 	{"kill", "kill this thread's window and end its binding"},
 	{"unbind", "end this thread's binding, keeping the window"},
 }

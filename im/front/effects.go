@@ -41,6 +41,10 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.liveSend, supervisor.Lane(laneChat)),
 		supervisor.Handle(f.readUsage),
 		supervisor.Handle(f.setMode),
+		supervisor.Handle(f.boardRow, supervisor.Lane(laneBoard)),
+		supervisor.Handle(f.boardShow, supervisor.Lane(laneBoard)),
+		supervisor.Handle(f.boardSend),
+		supervisor.Handle(f.boardEdit),
 		supervisor.Handle(f.liveEdit, supervisor.Lane(laneChat)),
 		// A press is answered at once (its spinner stops), not after the
 		// typing in the main lane, which may wait for the agent.
@@ -143,6 +147,7 @@ const (
 	laneFind    = "find"
 	laneButtons = "buttons"
 	laneWatch   = "watch"
+	laneBoard   = "board"
 )
 
 // sendChat sends one outbox entry, in the binding's chat lane: a send may

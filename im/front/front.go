@@ -43,6 +43,7 @@ import (
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/imbinding"
+	"github.com/thatch-run/thatch/actors/imboard"
 	"github.com/thatch-run/thatch/actors/imnotice"
 	"github.com/thatch-run/thatch/actors/imtranscripts"
 	"github.com/thatch-run/thatch/config"
@@ -248,7 +249,8 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		ShowTools: im.ShowTools, AlertAfter: im.AlertAfter})
 	return frontend.Parts{
 		Kinds: []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{}),
-			supervisor.Entity[imtranscripts.State](imtranscripts.Kind{})},
+			supervisor.Entity[imtranscripts.State](imtranscripts.Kind{}),
+			supervisor.Entity[imboard.State](imboard.Kind{Every: im.BoardInterval})},
 		Effects: f.handlers(),
 	}, nil
 }

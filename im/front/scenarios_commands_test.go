@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/thatch-run/thatch/config"
@@ -437,5 +438,57 @@ func TestScenarioUsageAnswersFromTheTranscript(t *testing.T) {
 		"estimated cost: unknown (no price for this model)")
 	if slices.Contains(w.typed(), "/usage") {
 		t.Fatal("/usage was typed to the agent")
+	}
+}
+
+// /board pins one message in the group's General topic that lists every
+// thread with its agent and state; it is edited as states change (a
+// thread unbound shows as ended, and why), and after a restart the same
+// pinned message is edited, not a new one sent.
+func TestScenarioTheBoardListsEveryThreadAndSurvivesARestart(t *testing.T) {
+	w := newWorld(t, nil)
+	alpha := w.setup("alpha", "api", "one")
+	w.waitSaid(alpha, "echo: one")
+	beta := w.setup("beta", "web", "two")
+	w.waitSaid(beta, "echo: two")
+	w.send(alpha, "/board")
+	var board faketelegram.Sent
+	testwait.UntilReason(t, "the board pinned", func() (bool, string) {
+		pinned := w.tg.Pinned(chat)
+		for _, s := range w.tg.Sent() {
+			if s.Method == "sendMessage" && s.MessageID == pinned && pinned != 0 {
+				board = s
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", w.tg.Sent())
+	})
+	if board.ThreadID != 0 || !board.Silent || !strings.HasPrefix(board.Text, "📋 Sessions of this chat") ||
+		!strings.Contains(board.Text, "• alpha — claude: ") || !strings.Contains(board.Text, "• beta — claude: ") {
+		t.Fatalf("the board: %+v", board)
+	}
+	w.quiesce()
+	w.stop()
+	w.restart()
+	w.send(alpha, "/board")
+	w.send(beta, "/unbind")
+	w.waitSaid(beta, "This thread's binding ended; window beta keeps running. Send a message to set up a new one.")
+	w.clock.Advance(time.Minute)
+	testwait.UntilReason(t, "the board edited", func() (bool, string) {
+		for _, s := range w.tg.Sent() {
+			if s.Method == "editMessageText" && s.MessageID == board.MessageID && strings.Contains(s.Text, "• alpha") && strings.Contains(s.Text, "• beta — claude: ended: unbound") {
+				return true, s.Text
+			}
+		}
+		return false, fmt.Sprintf("%+v", w.tg.Sent())
+	})
+	boards := 0
+	for _, s := range w.tg.Sent() {
+		if s.Method == "sendMessage" && strings.HasPrefix(s.Text, "📋") {
+			boards++
+		}
+	}
+	if boards != 1 {
+		t.Fatalf("%d boards were sent, want the one, edited", boards)
 	}
 }

@@ -187,6 +187,15 @@ func (a *Adapter) EditText(ctx context.Context, thread, messageID, text string) 
 	return chatErr(a.bot.EditText(ctx, chatID, id, text))
 }
 
+// Pin pins a message (Bot.Pin); chat.Pinner.
+func (a *Adapter) Pin(ctx context.Context, thread, messageID string) error {
+	chatID, id, err := chatMessage(thread, messageID)
+	if err != nil {
+		return err
+	}
+	return chatErr(a.bot.Pin(ctx, chatID, id))
+}
+
 // Delete deletes a message (Bot.Delete).
 func (a *Adapter) Delete(ctx context.Context, thread, messageID string) error {
 	chatID, _, _, err := parseThread(thread)

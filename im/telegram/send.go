@@ -331,6 +331,15 @@ func (b *Bot) EditButtons(ctx context.Context, chatID int64, messageID int, rows
 	})
 }
 
+// Pin pins a message of a chat without a notification (pinChatMessage).
+func (b *Bot) Pin(ctx context.Context, chatID int64, messageID int) error {
+	params := &tgbot.PinChatMessageParams{ChatID: chatID, MessageID: messageID, DisableNotification: true}
+	return b.inChat(ctx, chatID, "pinChatMessage", func(ctx context.Context) error {
+		_, err := b.api.PinChatMessage(ctx, params)
+		return err
+	})
+}
+
 // EditText replaces the text of a message the bot sent, as plain text.
 // Telegram drops the message's buttons when an edit carries none: call
 // EditButtons afterwards to keep some. Setting the text a message already
