@@ -31,13 +31,13 @@ const retry = 30 * time.Second
 // State is one chat's board.
 type State struct {
 	// Thread is where the board lives ("" until it is asked for).
-	Thread    string                       `json:"thread,omitempty"`
-	MessageID string                       `json:"messageID,omitempty"`
+	Thread    string                         `json:"thread,omitempty"`
+	MessageID string                         `json:"messageID,omitempty"`
 	Rows      map[string]messages.IMBoardRow `json:"rows,omitempty"`
-	Rev       uint64                       `json:"rev,omitempty"`
-	Shown     uint64                       `json:"shown,omitempty"`
-	Flight    uint64                       `json:"flight,omitempty"`
-	Waiting   bool                         `json:"waiting,omitempty"`
+	Rev       uint64                         `json:"rev,omitempty"`
+	Shown     uint64                         `json:"shown,omitempty"`
+	Flight    uint64                         `json:"flight,omitempty"`
+	Waiting   bool                           `json:"waiting,omitempty"`
 }
 
 // Commands.
