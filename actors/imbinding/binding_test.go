@@ -100,16 +100,7 @@ func (h *harness) deliverChat(effects []any) []any {
 
 func only[T any](t *testing.T, effects []any) *T {
 	t.Helper()
-	var found []*T
-	for _, e := range effects {
-		if x, ok := e.(*T); ok {
-			found = append(found, x)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("want one %T in %s", new(T), describe(effects))
-	}
-	return found[0]
+	return kindtest.Only[T](t, effects)
 }
 
 func none[T any](t *testing.T, effects []any) {

@@ -1,6 +1,10 @@
 package imbinding
 
-import "github.com/thatch-run/thatch/messages"
+import (
+	"time"
+
+	"github.com/thatch-run/thatch/messages"
+)
 
 // The thread's line on its chat's board (actors/imboard): every decision
 // that changes it releases an IMBoardRow with the new one, which the
@@ -41,9 +45,15 @@ func (p *plan) boardChanged(before *State) {
 	case !ok || was == now:
 		return
 	}
-	now.Since = p.now.UnixMilli()
-	if now.State == messages.BoardWorking {
-		now.Since = p.S.Work
+	p.Effect(p.S.sinceNow(now, p.now))
+}
+
+// sinceNow is r with the time its state began: the work's start for a
+// thread at work, now for any other state (it just changed).
+func (s *State) sinceNow(r messages.IMBoardRow, now time.Time) *messages.IMBoardRow {
+	r.Since = now.UnixMilli()
+	if r.State == messages.BoardWorking {
+		r.Since = s.Work
 	}
-	p.Effect(&now)
+	return &r
 }

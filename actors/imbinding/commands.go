@@ -73,11 +73,7 @@ func (p *plan) runCommand(name, args, user string) {
 	case "board":
 		p.Effect(&messages.IMBoardShow{})
 		if r, ok := s.boardRow(); ok {
-			r.Since = p.now.UnixMilli()
-			if r.State == messages.BoardWorking {
-				r.Since = s.Work
-			}
-			p.Effect(&r) // the board learns of this thread at once
+			p.Effect(s.sinceNow(r, p.now)) // the board learns of this thread at once
 		}
 	case "usage":
 		if s.Transcript == "" {

@@ -53,7 +53,7 @@ type (
 	RowSet struct {
 		Row messages.IMBoardRow `json:"row"`
 	}
-	// Shown records the board asked for in Thread.
+	// Asked records the board asked for in Thread.
 	Asked struct {
 		Thread string `json:"thread"`
 	}
@@ -117,7 +117,9 @@ func (k Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.Event(&RowSet{Row: *m})
 		k.show(&p)
 	case *Show:
-		if s.Thread != m.Thread || s.MessageID == "" {
+		// Asked again for the same thread (every row asks with im.board),
+		// the board is shown, or on its way: nothing to journal.
+		if s.Thread != m.Thread {
 			p.Event(&Asked{Thread: m.Thread})
 		}
 		k.show(&p)

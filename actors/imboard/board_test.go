@@ -19,20 +19,6 @@ func step(t *testing.T, s *State, msg any) (*State, []any) {
 	return s, d.Effects
 }
 
-func one[T any](t *testing.T, eff []any) *T {
-	t.Helper()
-	var got []*T
-	for _, e := range eff {
-		if x, ok := e.(*T); ok {
-			got = append(got, x)
-		}
-	}
-	if len(got) != 1 {
-		t.Fatalf("want one %T in %v", new(T), eff)
-	}
-	return got[0]
-}
-
 // Rows are kept before the board is asked for; asked, it is sent with
 // every thread; changes while it is in flight or within the interval go
 // out as one edit of the newest state; after a restart the same message
@@ -44,7 +30,7 @@ func TestTheBoardIsOneMessageEditedAtMostOncePerInterval(t *testing.T) {
 		t.Fatalf("a board not asked for sent %v", eff)
 	}
 	s, eff = step(t, s, &Show{Thread: "tg:-100:-100"})
-	send := one[messages.IMBoardSend](t, eff)
+	send := kindtest.Only[messages.IMBoardSend](t, eff)
 	if send.Thread != "tg:-100:-100" || send.Text != "📋 Sessions of this chat\n\n• proj-a — claude: working since 10:42" {
 		t.Fatalf("send %+v", send)
 	}
@@ -53,17 +39,17 @@ func TestTheBoardIsOneMessageEditedAtMostOncePerInterval(t *testing.T) {
 		t.Fatalf("an edit while the send is in flight: %v", eff)
 	}
 	s, eff = step(t, s, &messages.IMBoardSent{Rev: send.Rev, MessageID: "9"})
-	if st := one[actors.StartTimer](t, eff); st.After != 10*time.Second {
+	if st := kindtest.Only[actors.StartTimer](t, eff); st.After != 10*time.Second {
 		t.Fatalf("timer %+v", st)
 	}
 	s, eff = step(t, s, &actors.Tick{Name: Timer})
-	edit := one[messages.IMBoardEdit](t, eff)
+	edit := kindtest.Only[messages.IMBoardEdit](t, eff)
 	if edit.MessageID != "9" || !strings.Contains(edit.Text, "• docs — codex: waiting for you\n• proj-a") {
 		t.Fatalf("edit %+v", edit)
 	}
 	// The daemon dies with the edit in flight: the same message is edited.
 	s, eff = step(t, s, &actors.Recovered{})
-	if again := one[messages.IMBoardEdit](t, eff); again.MessageID != "9" || again.Text != edit.Text {
+	if again := kindtest.Only[messages.IMBoardEdit](t, eff); again.MessageID != "9" || again.Text != edit.Text {
 		t.Fatalf("after a restart: %+v", again)
 	}
 	_, eff = step(t, s, &Show{Thread: "tg:-100:-100"})

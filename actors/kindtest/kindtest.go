@@ -4,6 +4,7 @@
 package kindtest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,4 +33,22 @@ func Step[S any](tb testing.TB, k actors.Kind[S], s *S, msg any, now time.Time) 
 		s = k.Apply(s, back)
 	}
 	return s, d
+}
+
+// Only returns the one effect of type T among effects, and fails the test
+// when there is none or more than one.
+func Only[T any](tb testing.TB, effects []any) *T {
+	tb.Helper()
+	var found []*T
+	var types []string
+	for _, e := range effects {
+		types = append(types, fmt.Sprintf("%T", e))
+		if x, ok := e.(*T); ok {
+			found = append(found, x)
+		}
+	}
+	if len(found) != 1 {
+		tb.Fatalf("want one %T in %v", new(T), types)
+	}
+	return found[0]
 }

@@ -151,35 +151,41 @@ func (s *Server) answerCallback(p params) (any, *apiErr) {
 	return true, nil
 }
 
+// botMessage finds the bot's message a request names; s.mu is held.
+func (s *Server) botMessage(p params, what string) (chatID int64, msgID int, c *chat, m *message, aerr *apiErr) {
+	chatID, _ = p.int64("chat_id")
+	id, _ := p.int64("message_id")
+	c = s.chat(chatID)
+	m, ok := c.msgs[int(id)]
+	if !ok {
+		return 0, 0, nil, nil, badRequest("message to %s not found", what)
+	}
+	return chatID, int(id), c, m, nil
+}
+
 func (s *Server) deleteMessage(p params) (any, *apiErr) {
-	chatID, _ := p.int64("chat_id")
-	msgID, _ := p.int64("message_id")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.chat(chatID)
-	m, ok := c.msgs[int(msgID)]
-	if !ok {
-		return nil, badRequest("message to delete not found")
+	chatID, msgID, c, m, aerr := s.botMessage(p, "delete")
+	if aerr != nil {
+		return nil, aerr
 	}
-	delete(c.msgs, int(msgID))
-	s.record(Sent{Method: "deleteMessage", ChatID: chatID, ThreadID: m.thread, MessageID: int(msgID)})
+	delete(c.msgs, msgID)
+	s.record(Sent{Method: "deleteMessage", ChatID: chatID, ThreadID: m.thread, MessageID: msgID})
 	return true, nil
 }
 
 // pinMessage pins a message of the chat (pinChatMessage): the pinned one
 // is Pinned's answer.
 func (s *Server) pinMessage(p params) (any, *apiErr) {
-	chatID, _ := p.int64("chat_id")
-	msgID, _ := p.int64("message_id")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.chat(chatID)
-	m, ok := c.msgs[int(msgID)]
-	if !ok {
-		return nil, badRequest("message to pin not found")
+	chatID, msgID, c, m, aerr := s.botMessage(p, "pin")
+	if aerr != nil {
+		return nil, aerr
 	}
-	c.pinned = int(msgID)
-	s.record(Sent{Method: "pinChatMessage", ChatID: chatID, ThreadID: m.thread, MessageID: int(msgID),
+	c.pinned = msgID
+	s.record(Sent{Method: "pinChatMessage", ChatID: chatID, ThreadID: m.thread, MessageID: msgID,
 		Silent: p["disable_notification"] == "true"})
 	return true, nil
 }

@@ -133,13 +133,7 @@ func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *mess
 	sctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
 	p := chat.Photo{Thread: from.ID, Name: "window.png", Data: png, Caption: f.mask.text(e.Name + " at " + time.Now().Format("15:04:05"))}
-	for _, row := range e.Buttons {
-		var r []chat.Button
-		for _, b := range row {
-			r = append(r, chat.Button{Text: b.Text, Data: b.Data})
-		}
-		p.Buttons = append(p.Buttons, f.mask.buttons([][]chat.Button{r})...)
-	}
+	p.Buttons = f.mask.buttons(e.Buttons)
 	if _, err := a.SendPhoto(sctx, p); err != nil {
 		if f.runCtx.Err() != nil {
 			return nil

@@ -183,13 +183,7 @@ func (f *FrontEnd) sendNow(from actors.Identity, e *messages.IMSendChat) *messag
 				f.tree.Send(from, &messages.IMChatPartSent{Seq: e.Seq, Parts: sent})
 			}
 		}}
-	for _, row := range e.Buttons {
-		var r []chat.Button
-		for _, b := range row {
-			r = append(r, chat.Button{Text: b.Text, Data: b.Data})
-		}
-		m.Buttons = append(m.Buttons, f.mask.buttons([][]chat.Button{r})...)
-	}
+	m.Buttons = f.mask.buttons(e.Buttons)
 	ids, err := a.Send(ctx, m)
 	if err != nil {
 		if errors.Is(err, chat.ErrGone) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/internal/redact"
+	"github.com/thatch-run/thatch/messages"
 )
 
 // masker is the last step before anything leaves for a chat: a chat is
@@ -42,15 +43,18 @@ func (m *masker) text(s string) string {
 	return out
 }
 
-// buttons returns rows with their labels masked (their data is thatch's
-// own, and never shown).
-func (m *masker) buttons(rows [][]chat.Button) [][]chat.Button {
+// buttons returns a message's button rows as the chat's, their labels
+// masked (their data is thatch's own, and never shown).
+func (m *masker) buttons(rows [][]messages.IMButton) [][]chat.Button {
+	var out [][]chat.Button
 	for _, row := range rows {
-		for i := range row {
-			row[i].Text = m.text(row[i].Text)
+		r := make([]chat.Button, 0, len(row))
+		for _, b := range row {
+			r = append(r, chat.Button{Text: m.text(b.Text), Data: b.Data})
 		}
+		out = append(out, r)
 	}
-	return rows
+	return out
 }
 
 // masked is how many secrets of each kind were masked so far.

@@ -1,10 +1,11 @@
 package front
 
 import (
+	"strings"
 	"testing"
 
-	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/internal/redact"
+	"github.com/thatch-run/thatch/messages"
 )
 
 func testMasker(t *testing.T) *masker {
@@ -41,8 +42,9 @@ func TestAKeyInAColouredPaneIsMasked(t *testing.T) {
 // a key in it); its data, thatch's own, is left as it is.
 func TestAButtonLabelIsMasked(t *testing.T) {
 	m := testMasker(t)
-	rows := m.buttons([][]chat.Button{{{Text: "Yes, run curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwx'", Data: "1:a:0"}}})
-	if b := rows[0][0]; b.Data != "1:a:0" || b.Text == "Yes, run curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwx'" {
+	rows := m.buttons([][]messages.IMButton{{{Text: "Yes, run curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwx'", Data: "1:a:0"}}})
+	if b := rows[0][0]; b.Data != "1:a:0" || b.Text == "Yes, run curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwx'" ||
+		!strings.Contains(b.Text, "[redacted:") || strings.Contains(b.Text, "abcdefghijklmnopqrstuvwx") {
 		t.Fatalf("button %+v", b)
 	}
 	var none *masker
