@@ -39,6 +39,7 @@ func TestImportBoundaries(t *testing.T) {
 		{"hosts/opencode/install/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", pebble, protoactor}},
 		{"hosts/opencode/plugin/...", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", pebble, protoactor}},
 		{"hosts/control", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", mod + "/messages/...", pebble, protoactor}},
+		{"hosts/memmcp", []string{mod + "/actors/...", mod + "/persistence/...", mod + "/supervisor/...", mod + "/im/...", mod + "/messages/...", mod + "/hosts/...", pebble, protoactor}},
 		// A front end never reaches another.
 		{"hosts/opencode/front/...", []string{mod + "/im/..."}},
 		// The chat interface is types only: nothing of thatch, no storage,

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,7 +12,6 @@ import (
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/config"
 	ocfront "github.com/thatch-run/thatch/hosts/opencode/front"
-	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/chat"
 	"github.com/thatch-run/thatch/im/cluster"
 	"github.com/thatch-run/thatch/im/feishu"
@@ -141,56 +138,4 @@ func platformOf(thread string) string {
 		return "feishu"
 	}
 	return "?"
-}
-
-// runHook runs an agent hook: `thatch hook claude` records the session a
-// starting claude reports (Claude Code's SessionStart hook, JSON on
-// stdin) for the window thatch launched it in, so that the IM front end
-// can find the session id when nothing else tells it.
-func runHook(args []string) int {
-	if len(args) == 2 && args[0] == "claude" && args[1] == "--settings" {
-		// What to add to ~/.claude/settings.json to register the hook.
-		exe, err := os.Executable()
-		if err != nil {
-			exe = "thatch"
-		}
-		fmt.Println(agents.ClaudeHookSettings(exe))
-		return 0
-	}
-	if len(args) != 1 || args[0] != "claude" {
-		fmt.Fprintln(os.Stderr, "usage: thatch hook claude              (Claude Code's SessionStart hook: reads its JSON on stdin)\n       thatch hook claude --settings   (print the settings.json snippet that registers it)")
-		return 2
-	}
-	window := os.Getenv("THATCH_IM_WINDOW")
-	if window == "" {
-		return 0 // not a window thatch launched
-	}
-	e, err := agents.ParseClaudeHook(os.Stdin)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
-		return 1
-	}
-	if fi, err := os.Stat(e.TranscriptPath); err == nil && e.TranscriptPath != "" {
-		e.Size = fi.Size()
-	}
-	// The daemon names its hook file when it launches the agent; a claude
-	// started some other way records into the default data directory's.
-	file := os.Getenv("THATCH_IM_HOOK_FILE")
-	if file == "" {
-		cfg, err := config.Load(config.LoadOptions{Env: os.Environ()})
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
-			return 1
-		}
-		file = filepath.Join(cfg.Data.Dir, "im", "claude-sessions.json")
-	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
-		return 1
-	}
-	if err := agents.WriteHook(file, window, e); err != nil {
-		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
-		return 1
-	}
-	return 0
 }

@@ -40,6 +40,7 @@ func commands() []*command {
 				}},
 		}},
 		memoryCommand(),
+		{name: "mcp", args: "[--dir DIR] [--state-file FILE --token-file FILE | --config FILE]", summary: "serve the memory over MCP on stdio (for claude, codex, copilot)", long: mcpLong, flags: mcpFlags, run: runMCP},
 		extractionCommand(),
 		{name: "hygiene", args: "[--json] [--resolve SLUG_A,SLUG_B --verdict duplicate|distinct --store S]",
 			summary: "the memory hygiene report; judge reported pairs", config: true, flags: hygieneFlags, run: runHygiene},
@@ -50,10 +51,9 @@ func commands() []*command {
 			{name: "release", args: "KIND/ID", summary: "try the entity again (after its journal or thatch was fixed)", config: true},
 		}},
 		{name: "hook", summary: "agent hooks thatch installs", run: runHook, subs: []*command{
-			{name: "claude", args: "[--settings]", summary: "record a starting claude's session (Claude Code SessionStart hook, JSON on stdin)",
-				flags: func(fs *pflag.FlagSet) {
-					fs.Bool("settings", false, "print the settings.json snippet that registers the hook")
-				}},
+			{name: "claude", args: "[--settings] [--state-file FILE --token-file FILE | --config FILE]",
+				summary: "record a starting claude's session and give it the memory's reminder (Claude Code SessionStart hook, JSON on stdin)",
+				flags:   hookFlags},
 		}},
 		completionCommand(),
 		{name: "version", summary: "print the version", run: func(args []string) int {

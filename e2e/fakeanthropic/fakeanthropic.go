@@ -444,7 +444,9 @@ func parse(body []byte, hr *http.Request) (*Request, json.RawMessage, error) {
 			r.Step++
 			continue
 		}
-		if m.Role != "user" {
+		if m.Role != "user" || carriesToolResult(m) {
+			// A tool's result is no text of the user's, whatever text
+			// comes with it (ToolSearch's "Tool loaded.").
 			continue
 		}
 		for j := len(m.Blocks) - 1; j >= 0; j-- {
@@ -478,6 +480,16 @@ func parse(body []byte, hr *http.Request) (*Request, json.RawMessage, error) {
 		r.Kind = Turn
 	}
 	return r, schema, nil
+}
+
+// carriesToolResult reports whether m answers a tool call.
+func carriesToolResult(m Message) bool {
+	for _, b := range m.Blocks {
+		if b.Type == "tool_result" {
+			return true
+		}
+	}
+	return false
 }
 
 // fromSchema answers a json_schema request with an object that has every

@@ -89,6 +89,13 @@ func ParseClaudeHook(r io.Reader) (HookEntry, error) {
 // so that Claude Code runs `<thatchBinary> hook claude` at every session
 // start (new, resumed, cleared or compacted: each may change the id).
 func ClaudeHookSettings(thatchBinary string) string {
+	b, _ := json.MarshalIndent(claudeHooks(thatchBinary, nil), "", "  ") // plain values
+	return string(b)
+}
+
+// claudeHooks is the settings' "hooks" for a hook run as thatchBinary
+// with args after `hook claude`.
+func claudeHooks(thatchBinary string, args []string) map[string]any {
 	type hook struct {
 		Type    string `json:"type"`
 		Command string `json:"command"`
@@ -97,11 +104,27 @@ func ClaudeHookSettings(thatchBinary string) string {
 		Matcher string `json:"matcher"`
 		Hooks   []hook `json:"hooks"`
 	}
-	v := map[string]map[string][]matcher{"hooks": {"SessionStart": {{
+	cmd := shellQuote(thatchBinary) + " hook claude"
+	for _, a := range args {
+		cmd += " " + shellQuote(a)
+	}
+	return map[string]any{"hooks": map[string][]matcher{"SessionStart": {{
 		Matcher: "startup|resume|clear|compact",
-		Hooks:   []hook{{Type: "command", Command: shellQuote(thatchBinary) + " hook claude"}},
+		Hooks:   []hook{{Type: "command", Command: cmd}},
 	}}}}
-	b, _ := json.MarshalIndent(v, "", "  ") // cannot fail: plain strings
+}
+
+// ClaudeLaunchSettings is the settings file thatch passes to every claude
+// it launches: the SessionStart hook of ClaudeHookSettings, run with
+// hookArgs (the daemon's control files, so that the hook reaches the
+// daemon that launched it), and the permission rules that let the tools
+// of the memory's MCP server (named mcpServer; "" adds none) run.
+func ClaudeLaunchSettings(thatchBinary string, hookArgs []string, mcpServer string) string {
+	v := claudeHooks(thatchBinary, hookArgs)
+	if mcpServer != "" {
+		v["permissions"] = map[string]any{"allow": ClaudeMCPPermissions(mcpServer)}
+	}
+	b, _ := json.MarshalIndent(v, "", "  ") // plain values
 	return string(b)
 }
 

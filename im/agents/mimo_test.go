@@ -195,7 +195,7 @@ func TestFindSessionOfMimoReadsItsDatabaseNotThePane(t *testing.T) {
 	if !ok || f != (agents.Found{ID: mimoLatest, How: agents.HowDB}) {
 		t.Fatalf("FindSession(mimo) = %+v, %v; want %s from the database", f, ok, mimoLatest)
 	}
-	line, err := a.LaunchLine(f.ID, "/settings.json") // what Recover types
+	line, err := a.LaunchLine(f.ID, agents.Extras{ClaudeSettings: "/settings.json"}) // what Recover types
 	if err != nil || line != "mimo --resume "+mimoLatest {
 		t.Errorf("LaunchLine(%s) = %q, %v", f.ID, line, err)
 	}

@@ -412,14 +412,19 @@ func (a *Agent) HoldsDraft(line string) bool {
 const SettingsPlaceholder = "{settings}"
 
 // LaunchLine returns the shell command line that starts the agent, or
-// resumes sessionID when it is not "". For claude, settings names a
-// settings file (Claude Code's --settings) that thatch passes to every
-// claude it starts: its SessionStart hook tells thatch the session id,
-// whatever the user's own settings hold. It goes where the line says
-// {settings} (for a line where claude is not last: "claude --settings
-// {settings} | tee log"), else it is appended, unless the line passes
-// --settings itself.
-func (a *Agent) LaunchLine(sessionID, settings string) (string, error) {
+// resumes sessionID when it is not "", with what x hands it.
+//
+// For claude, x.ClaudeSettings names a settings file (Claude Code's
+// --settings) that thatch passes to every claude it starts: its
+// SessionStart hook tells thatch the session id, whatever the user's own
+// settings hold. It goes where the line says {settings} (for a line where
+// claude is not last: "claude --settings {settings} | tee log"), else it
+// is appended, unless the line passes --settings itself.
+//
+// x.MCP is given to every agent whose CLI takes an MCP server on its
+// command line (claude, codex, copilot): its flags go where the line says
+// {mcp}, else they are appended.
+func (a *Agent) LaunchLine(sessionID string, x Extras) (string, error) {
 	line := a.Launch
 	if sessionID != "" {
 		var err error
@@ -427,6 +432,12 @@ func (a *Agent) LaunchLine(sessionID, settings string) (string, error) {
 			return "", err
 		}
 	}
+	if flags := a.mcpFlags(x.MCP); strings.Contains(line, MCPPlaceholder) {
+		line = strings.ReplaceAll(line, MCPPlaceholder, flags)
+	} else if flags != "" {
+		line += " " + flags
+	}
+	settings := x.ClaudeSettings
 	if a.format != formatClaude || settings == "" {
 		return strings.ReplaceAll(line, SettingsPlaceholder, ""), nil
 	}

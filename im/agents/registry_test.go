@@ -1,8 +1,10 @@
 package agents_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,24 +166,24 @@ func TestLaunchLineHandsClaudeThatchsSettings(t *testing.T) {
 	}
 	for _, c := range cases {
 		a, _ := r.Get(c.agent)
-		if got, err := a.LaunchLine(c.id, c.settings); err != nil || got != c.want {
+		if got, err := a.LaunchLine(c.id, agents.Extras{ClaudeSettings: c.settings}); err != nil || got != c.want {
 			t.Errorf("%s LaunchLine(%q, %q) = %q, %v; want %q", c.agent, c.id, c.settings, got, err, c.want)
 		}
 	}
 	piped := newRegistry(t, t.TempDir(), map[string]agents.Spec{"claude": {Launch: "claude --settings {settings} | tee log", Resume: "claude -r {session_id} --settings {settings} | tee log"}})
 	pc, _ := piped.Get("claude")
-	if got, _ := pc.LaunchLine("", "/d/s.json"); got != "claude --settings /d/s.json | tee log" {
+	if got, _ := pc.LaunchLine("", agents.Extras{ClaudeSettings: "/d/s.json"}); got != "claude --settings /d/s.json | tee log" {
 		t.Errorf("a line with {settings} got %q", got)
 	}
-	if got, _ := pc.LaunchLine("abc", "/d/s.json"); got != "claude -r abc --settings /d/s.json | tee log" {
+	if got, _ := pc.LaunchLine("abc", agents.Extras{ClaudeSettings: "/d/s.json"}); got != "claude -r abc --settings /d/s.json | tee log" {
 		t.Errorf("a resume line with {settings} got %q", got)
 	}
 	own := newRegistry(t, t.TempDir(), map[string]agents.Spec{"claude": {Launch: "claude --settings /mine.json"}})
 	a, _ := own.Get("claude")
-	if got, _ := a.LaunchLine("", "/d/s.json"); got != "claude --settings /mine.json" {
+	if got, _ := a.LaunchLine("", agents.Extras{ClaudeSettings: "/d/s.json"}); got != "claude --settings /mine.json" {
 		t.Errorf("a launch line with its own --settings got %q", got)
 	}
-	if _, err := a.LaunchLine("$(id)", "/d/s.json"); err == nil {
+	if _, err := a.LaunchLine("$(id)", agents.Extras{ClaudeSettings: "/d/s.json"}); err == nil {
 		t.Error("an unsafe session id was taken")
 	}
 }
@@ -195,5 +197,43 @@ func TestABadInputExpressionIsReported(t *testing.T) {
 	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{"claude": {Input: agents.InputOff}})
 	if a, _ := r.Get("claude"); a.ChecksInput() {
 		t.Error(`Input "off" still checks`)
+	}
+}
+
+func TestEveryAgentIsGivenThatchsMCPServerTheWayItsCLITakesOne(t *testing.T) {
+	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{"copilot": {Launch: "copilot {mcp} | tee log"}})
+	x := agents.Extras{ClaudeSettings: "/d/s.json", MCP: agents.MCPServer{Name: "thatch", Command: "/opt/my thatch",
+		Args: []string{"mcp", "--control-state-file", "/d/control.json"}, ClaudeConfig: "/d/mcp-claude.json", CopilotConfig: "/d/mcp-copilot.json"}}
+	cases := []struct{ agent, id, want string }{
+		{"claude", "", "claude --mcp-config /d/mcp-claude.json --settings /d/s.json"},
+		{"claude", "abc", "claude -r abc --mcp-config /d/mcp-claude.json --settings /d/s.json"},
+		{"codex", "abc", `codex resume abc -c 'mcp_servers.thatch.command="/opt/my thatch"' -c 'mcp_servers.thatch.args=["mcp","--control-state-file","/d/control.json"]'`},
+		{"copilot", "", "copilot --additional-mcp-config @/d/mcp-copilot.json | tee log"},
+		{"mimo", "", "mimo"},
+	}
+	for _, c := range cases {
+		a, _ := r.Get(c.agent)
+		if got, err := a.LaunchLine(c.id, x); err != nil || got != c.want {
+			t.Errorf("%s LaunchLine(%q) = %q, %v; want %q", c.agent, c.id, got, err, c.want)
+		}
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Type, Command string
+			Args          []string
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(agents.ClaudeMCPConfig(x.MCP)), &cfg); err != nil || cfg.MCPServers["thatch"].Command != "/opt/my thatch" ||
+		len(cfg.MCPServers["thatch"].Args) != 3 || cfg.MCPServers["thatch"].Type != "stdio" {
+		t.Errorf("claude's MCP config = %+v, %v", cfg, err)
+	}
+	var st struct {
+		Permissions struct{ Allow []string }
+		Hooks       map[string]any
+	}
+	if err := json.Unmarshal([]byte(agents.ClaudeLaunchSettings("/opt/thatch", []string{"--state-file", "/d/c.json"}, "thatch")), &st); err != nil ||
+		!slices.Contains(st.Permissions.Allow, "mcp__thatch__memory_recall") || slices.Contains(st.Permissions.Allow, "mcp__thatch__memory_forget") ||
+		st.Hooks["SessionStart"] == nil {
+		t.Errorf("claude's launch settings = %+v, %v; want the hook, recall allowed and forget asked", st, err)
 	}
 }

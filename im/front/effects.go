@@ -336,7 +336,7 @@ func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messag
 	if f.detect(w) == e.Agent {
 		return out
 	}
-	line, err := a.LaunchLine(e.SessionID, f.claudeSettings)
+	line, err := a.LaunchLine(e.SessionID, f.launch)
 	if err != nil {
 		out.Err = err.Error()
 		return out

@@ -30,6 +30,7 @@
 package front
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -107,9 +108,10 @@ type FrontEnd struct {
 	mask *masker
 	// edits spaces the live edits of each chat (live.go).
 	edits editGates
-	// claudeSettings is the settings file passed to every claude thatch
-	// starts (--settings): its SessionStart hook reports the session.
-	claudeSettings string
+	// launch is what every agent thatch starts is given: claude's
+	// settings (--settings, whose SessionStart hook reports the session)
+	// and the memory's MCP server.
+	launch agents.Extras
 	// withheldEnv names the daemon's variables that config.ChildEnv keeps
 	// from the tmux server (its secrets), computed once with the server's
 	// environment.
@@ -222,7 +224,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
 	f.agents = reg
-	if f.claudeSettings, err = writeClaudeSettings(filepath.Join(f.cfg.Data.Dir, "im")); err != nil {
+	if f.launch, err = writeLaunchFiles(filepath.Join(f.cfg.Data.Dir, "im"), f.cfg.Control.StateFile, f.cfg.Control.TokenFile); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
 	// The tmux server takes its environment from the client that starts
@@ -512,31 +514,56 @@ func expandRoots(roots []string, home string) []string {
 	return out
 }
 
-// writeClaudeSettings writes, into dir, the settings file thatch passes to
-// every claude it starts (--settings FILE, which adds to the user's own
-// settings and changes none of them): a SessionStart hook that runs this
-// binary's `hook claude`, so that the session in a window is known from
-// its start, after /clear and after /resume, with no setup by the user.
-// It returns the file's path.
-func writeClaudeSettings(dir string) (string, error) {
+// writeLaunchFiles writes, into dir, the files thatch passes to the
+// agents it starts (each only adds to the user's own configuration and
+// changes none of it), and returns what every launch line is given:
+//   - claude's settings (--settings FILE): a SessionStart hook that runs
+//     this binary's `hook claude`, so that the session in a window is known
+//     from its start, after /clear and after /resume, with no setup by the
+//     user (the hook also gives claude the memory's reminder); and the
+//     permission rules that let the memory's tools run;
+//   - the memory's MCP server (`thatch mcp`, naming this daemon's control
+//     files), in claude's form (--mcp-config) and copilot's
+//     (--additional-mcp-config); codex takes it on its line.
+func writeLaunchFiles(dir, stateFile, tokenFile string) (agents.Extras, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("the claude hook needs thatch's own path: %w", err)
+		return agents.Extras{}, fmt.Errorf("the agents' hook and MCP server need thatch's own path: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("claude settings directory: %w", err)
+		return agents.Extras{}, fmt.Errorf("launch files directory: %w", err)
 	}
-	path := filepath.Join(dir, "claude-settings.json")
-	body := []byte(agents.ClaudeHookSettings(exe) + "\n")
-	if old, err := os.ReadFile(path); err == nil && string(old) == string(body) {
-		return path, nil
+	ctl := []string{"--state-file", stateFile, "--token-file", tokenFile}
+	x := agents.Extras{
+		ClaudeSettings: filepath.Join(dir, "claude-settings.json"),
+		MCP: agents.MCPServer{Name: agents.MemoryServer, Command: exe, Args: append([]string{"mcp"}, ctl...),
+			ClaudeConfig: filepath.Join(dir, "mcp-claude.json"), CopilotConfig: filepath.Join(dir, "mcp-copilot.json")},
+	}
+	files := map[string]string{
+		x.ClaudeSettings:    agents.ClaudeLaunchSettings(exe, ctl, agents.MemoryServer),
+		x.MCP.ClaudeConfig:  agents.ClaudeMCPConfig(x.MCP),
+		x.MCP.CopilotConfig: agents.CopilotMCPConfig(x.MCP),
+	}
+	for path, body := range files {
+		if err := writeIfChanged(path, []byte(body+"\n")); err != nil {
+			return agents.Extras{}, err
+		}
+	}
+	return x, nil
+}
+
+// writeIfChanged replaces path's content with body, atomically, unless it
+// holds it already.
+func writeIfChanged(path string, body []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, body) {
+		return nil
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, body, 0o600); err != nil {
-		return "", fmt.Errorf("write claude settings: %w", err)
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("write claude settings: %w", err)
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	return path, nil
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -41,18 +42,43 @@ func (m *memoryService) projectStore(dir string) string {
 	return s
 }
 
-// storesFor returns (project, global) store names for a session.
-func (m *memoryService) storesFor(session string) (string, string) {
-	return m.projectStore(m.oc.directoryOf(m.oc.dir.family(session))), memory.GlobalStore
+// storesFor returns (project, global) store names for a caller: an
+// opencode session (its family's directory), or, for a caller that is
+// no opencode session (an MCP client: claude, codex, ...), the directory
+// it works in.
+func (m *memoryService) storesFor(c caller) (string, string) {
+	if c.Directory != "" {
+		return m.projectStore(c.Directory), memory.GlobalStore
+	}
+	return m.projectStore(m.oc.directoryOf(m.oc.dir.family(c.SessionID))), memory.GlobalStore
 }
 
-// storeOr is store, or the calling session's project store when it is "".
-func (m *memoryService) storeOr(store, session string) string {
+// storeOr is store, or the caller's project store when it is "".
+func (m *memoryService) storeOr(store string, c caller) string {
 	if store != "" {
 		return store
 	}
-	project, _ := m.storesFor(session)
+	project, _ := m.storesFor(c)
 	return project
+}
+
+// caller names who calls a memory route: an opencode session (the
+// plugin's tools) or a directory (thatch mcp, for any other agent).
+type caller struct {
+	SessionID string `json:"sessionID"`
+	// Directory is the working directory of a caller that is no
+	// opencode session; it picks the project store. It must be
+	// absolute.
+	Directory string `json:"directory"`
+}
+
+// valid answers 400 and says false for a caller that cannot be served.
+func (c caller) valid(w http.ResponseWriter) bool {
+	if c.Directory != "" && !filepath.IsAbs(c.Directory) {
+		badRequest(w, "directory must be an absolute path")
+		return false
+	}
+	return requireIDs(w, idField{"sessionID", c.SessionID, false})
 }
 
 // heartbeat renders the hygiene lines for a directory's stores ("" when
@@ -75,7 +101,7 @@ func (m *memoryService) heartbeat(dir string) string {
 }
 
 type rememberBody struct {
-	SessionID  string `json:"sessionID"`
+	caller
 	Label      string `json:"label"`
 	Content    string `json:"content"`
 	Store      string `json:"store"`
@@ -90,24 +116,24 @@ type rememberBody struct {
 }
 
 type recallBody struct {
-	SessionID string `json:"sessionID"`
-	Query     string `json:"query"`
-	Store     string `json:"store"`
-	Branch    string `json:"branch"`
-	Limit     int    `json:"limit"`
+	caller
+	Query  string `json:"query"`
+	Store  string `json:"store"`
+	Branch string `json:"branch"`
+	Limit  int    `json:"limit"`
 }
 
 type forgetBody struct {
-	SessionID string `json:"sessionID"`
-	Store     string `json:"store"`
-	Label     string `json:"label"`
-	Slug      string `json:"slug"`
+	caller
+	Store string `json:"store"`
+	Label string `json:"label"`
+	Slug  string `json:"slug"`
 }
 
 type listBody struct {
-	SessionID string `json:"sessionID"`
-	Store     string `json:"store"`
-	Branch    string `json:"branch"`
+	caller
+	Store  string `json:"store"`
+	Branch string `json:"branch"`
 }
 
 type resolveBody struct {
@@ -153,15 +179,33 @@ func (m *memoryService) mount(s frontend.Mux) {
 	s.MountFunc("POST /v1/memory/show", m.show)
 	s.MountFunc("GET /v1/memory/hygiene", m.hygiene)
 	s.MountFunc("POST /v1/memory/resolve", m.resolve)
+	s.MountFunc("POST /v1/memory/reminder", m.reminder)
+}
+
+type reminderBody struct {
+	// Directory is where the agent works (absolute); its project store's
+	// hygiene is reported.
+	Directory string `json:"directory"`
+}
+
+// reminder serves POST /v1/memory/reminder: the session-start reminder
+// for an agent that is no opencode session (thatch mcp's instructions,
+// claude's SessionStart hook), with the hygiene lines of its stores.
+func (m *memoryService) reminder(w http.ResponseWriter, r *http.Request) {
+	var b reminderBody
+	if !decodeBody(w, r, &b) || !(caller{Directory: b.Directory}).valid(w) {
+		return
+	}
+	control.WriteJSON(w, http.StatusOK, map[string]string{"text": withHygiene(memoryToolsReminder, m.heartbeat(b.Directory))})
 }
 
 // remember serves POST /v1/memory/remember.
 func (m *memoryService) remember(w http.ResponseWriter, r *http.Request) {
 	var b rememberBody
-	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
+	if !decodeBody(w, r, &b) || !b.valid(w) {
 		return
 	}
-	store := m.storeOr(b.Store, b.SessionID)
+	store := m.storeOr(b.Store, b.caller)
 	res, err := m.mem.Remember(r.Context(), memory.RememberInput{Label: b.Label, Content: b.Content, Store: store,
 		Branch: b.Branch, Confidence: b.Confidence, Overwrite: b.Overwrite, Archived: b.Archived,
 		Created: b.Created, Updated: b.Updated})
@@ -190,14 +234,14 @@ func (m *memoryService) remember(w http.ResponseWriter, r *http.Request) {
 // recall serves POST /v1/memory/recall.
 func (m *memoryService) recall(w http.ResponseWriter, r *http.Request) {
 	var b recallBody
-	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
+	if !decodeBody(w, r, &b) || !b.valid(w) {
 		return
 	}
 	stores := []string(nil)
 	if b.Store != "" {
 		stores = []string{b.Store}
 	} else {
-		p, _ := m.storesFor(b.SessionID)
+		p, _ := m.storesFor(b.caller)
 		stores = memory.SessionStores(p)
 	}
 	hits, err := m.mem.Recall(r.Context(), memory.RecallInput{Query: b.Query, Stores: stores, Branch: b.Branch, Limit: b.Limit})
@@ -214,14 +258,14 @@ func (m *memoryService) recall(w http.ResponseWriter, r *http.Request) {
 // forget serves POST /v1/memory/forget.
 func (m *memoryService) forget(w http.ResponseWriter, r *http.Request) {
 	var b forgetBody
-	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
+	if !decodeBody(w, r, &b) || !b.valid(w) {
 		return
 	}
 	key := b.Slug
 	if key == "" {
 		key = b.Label
 	}
-	store := m.storeOr(b.Store, b.SessionID)
+	store := m.storeOr(b.Store, b.caller)
 	e, err := m.mem.Forget(store, key)
 	if errors.Is(err, memory.ErrNotFound) && b.Store == "" && store != memory.GlobalStore {
 		e, err = m.mem.Forget(memory.GlobalStore, key)
@@ -237,15 +281,15 @@ func (m *memoryService) forget(w http.ResponseWriter, r *http.Request) {
 // list serves POST /v1/memory/list.
 func (m *memoryService) list(w http.ResponseWriter, r *http.Request) {
 	var b listBody
-	if !decodeBody(w, r, &b) || !requireIDs(w, idField{"sessionID", b.SessionID, false}) {
+	if !decodeBody(w, r, &b) || !b.valid(w) {
 		return
 	}
 	var stores []string
 	switch {
 	case b.Store != "":
 		stores = []string{b.Store}
-	case b.SessionID != "":
-		p, _ := m.storesFor(b.SessionID)
+	case b.SessionID != "" || b.Directory != "":
+		p, _ := m.storesFor(b.caller)
 		stores = memory.SessionStores(p)
 	default:
 		stores = m.mem.Stores()
@@ -313,14 +357,26 @@ func (o *FrontEnd) reminderText(ctx context.Context, dir string) string {
 	if o.opts.Reminder != nil {
 		return o.opts.Reminder(ctx, dir)
 	}
-	if hb := o.memSvc.heartbeat(dir); hb != "" {
-		return sessionStartReminder + "\n\nMemory hygiene (fix with memory_recall / memory_remember overwrite / memory_forget):\n" + hb
-	}
-	return sessionStartReminder
+	return withHygiene(sessionStartReminder, o.memSvc.heartbeat(dir))
 }
 
-const sessionStartReminder = `thatch is watching this session. Memory tools are available:
+// withHygiene is a reminder with the hygiene lines of its stores, when
+// any signal is raised (hb is not "").
+func withHygiene(reminder, hb string) string {
+	if hb == "" {
+		return reminder
+	}
+	return reminder + "\n\nMemory hygiene (fix with memory_recall / memory_remember overwrite / memory_forget):\n" + hb
+}
+
+// memoryToolsReminder says which memory tools there are and when to use
+// them; it is what every agent is told at its start.
+const memoryToolsReminder = `thatch keeps a durable memory shared by every agent on this machine. Its tools:
 - memory_recall(query): look up durable facts saved from earlier sessions before you re-discover them;
-- memory_remember(label, content): save a fact that will still be true and useful weeks from now (one fact per memory, a specific label);
-- memory_forget(label) and memory_list(): correct or review what is stored.
+- memory_remember(label, content): save a fact that will still be true and useful weeks from now (one fact per memory, a specific label; secrets are refused);
+- memory_forget(label) and memory_list(): correct or review what is stored.`
+
+// sessionStartReminder is an opencode session's reminder: the tools, and
+// the extraction thatch runs for it.
+const sessionStartReminder = "thatch is watching this session. " + memoryToolsReminder + `
 Buffered tool calls are turned into memories automatically when the session goes idle.`

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/im/agents"
+)
+
+// hookTimeout bounds the hook's question to the daemon: claude waits for
+// its SessionStart hooks before the session starts.
+const hookTimeout = 3 * time.Second
+
+// hookFlags are `thatch hook claude`'s flags.
+func hookFlags(fs *pflag.FlagSet) {
+	fs.Bool("settings", false, "print the settings.json snippet that registers the hook")
+	fs.String("state-file", "", "the daemon's control state file (default: the config's control.state_file)")
+	fs.String("token-file", "", "the daemon's control token file (default: the config's control.token_file)")
+	fs.String("config", "", configFlag)
+}
+
+// runHook is `thatch hook claude`, Claude Code's SessionStart hook (JSON
+// on stdin). In a window thatch launched it records the window's session
+// in the daemon's hook map; in any claude it prints the memory's
+// reminder, with the hygiene lines of the session's stores, as the
+// context claude adds to the session (additionalContext).
+func runHook(args []string) int {
+	if len(args) == 0 || args[0] != "claude" {
+		fmt.Fprintln(os.Stderr, "usage: thatch hook claude              (Claude Code's SessionStart hook: reads its JSON on stdin)\n       thatch hook claude --settings   (print the settings.json snippet that registers it)")
+		return 2
+	}
+	fs := pflag.NewFlagSet("thatch hook claude", pflag.ContinueOnError)
+	hookFlags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if ok, _ := fs.GetBool("settings"); ok {
+		exe, err := os.Executable()
+		if err != nil {
+			exe = "thatch"
+		}
+		fmt.Println(agents.ClaudeHookSettings(exe))
+		return 0
+	}
+	e, err := agents.ParseClaudeHook(os.Stdin)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
+		return 1
+	}
+	code := 0
+	if window := os.Getenv("THATCH_IM_WINDOW"); window != "" {
+		if err := recordHook(window, e); err != nil {
+			fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
+			code = 1
+		}
+	}
+	if text := hookReminder(fs, e.Cwd); text != "" {
+		out := map[string]any{"hookSpecificOutput": map[string]string{"hookEventName": "SessionStart", "additionalContext": text}}
+		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+			code = 1
+		}
+	}
+	return code
+}
+
+// recordHook writes the window's entry into the daemon's hook map.
+func recordHook(window string, e agents.HookEntry) error {
+	if fi, err := os.Stat(e.TranscriptPath); err == nil && e.TranscriptPath != "" {
+		e.Size = fi.Size()
+	}
+	// The daemon names its hook file when it launches the agent; a claude
+	// started some other way records into the default data directory's.
+	file := os.Getenv("THATCH_IM_HOOK_FILE")
+	if file == "" {
+		cfg, err := config.Load(config.LoadOptions{Env: os.Environ()})
+		if err != nil {
+			return err
+		}
+		file = filepath.Join(cfg.Data.Dir, "im", "claude-sessions.json")
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	return agents.WriteHook(file, window, e)
+}
+
+// hookReminder asks the daemon for the memory's reminder for a session
+// in dir; "" when no daemon answers in time (a session is never held up
+// for it, and says so only on stderr, which claude shows in its debug
+// output).
+func hookReminder(fs *pflag.FlagSet, dir string) string {
+	if !filepath.IsAbs(dir) {
+		return ""
+	}
+	c, err := dialFlags(fs, hookTimeout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: no memory reminder: %v\n", err)
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
+	defer cancel()
+	var rem struct {
+		Text string `json:"text"`
+	}
+	if err := c.Do(ctx, "POST", "/v1/memory/reminder", map[string]string{"directory": dir}, &rem); err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: no memory reminder: %v\n", err)
+		return ""
+	}
+	return rem.Text
+}
