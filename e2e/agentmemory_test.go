@@ -58,7 +58,9 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(iw.Said(one)()).NotTo(ContainElement(ContainSubstring("Do you want")), "the memory's tools ran without a permission prompt")
 
 		By("the store holds it")
-		var list struct{ Entries []struct{ Label, Content, Store string } }
+		var list struct {
+			Entries []struct{ Label, Content, Store string }
+		}
 		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
 		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy path"), HaveField("Content", fact))))
 	})

@@ -455,6 +455,36 @@ type IMUsageRead struct {
 	Err  string `json:"err,omitempty"`
 }
 
+// IMRecallMemory answers /recall from the memory store: the top
+// memories for Query in the stores of the binding's directory Dir (its
+// project's and the global one), each with a button for User to show it
+// whole. No agent is asked. Result: *IMMemoryAnswer.
+type IMRecallMemory struct {
+	Query string `json:"query"`
+	Dir   string `json:"dir"`
+	User  string `json:"user"`
+}
+
+// IMRememberMemory stores Text as a memory (/remember) in the project
+// store of Dir, through the store's guard. Result: *IMMemoryAnswer.
+type IMRememberMemory struct {
+	Text string `json:"text"`
+	Dir  string `json:"dir"`
+}
+
+// IMShowMemory shows the memory of Dir's stores that Ref names (a /recall
+// button's short reference) whole. Result: *IMMemoryAnswer.
+type IMShowMemory struct {
+	Ref string `json:"ref"`
+	Dir string `json:"dir"`
+}
+
+// IMMemoryAnswer is what the thread is told of a memory command.
+type IMMemoryAnswer struct {
+	Text    string       `json:"text"`
+	Buttons [][]IMButton `json:"buttons,omitempty"`
+}
+
 // IMListBindings lists the bindings of the platform of the asking thread
 // that User set up or last answered. Result: *IMBindingsListed.
 type IMListBindings struct {

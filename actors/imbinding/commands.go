@@ -81,6 +81,8 @@ func (p *plan) runCommand(name, args, user string) {
 			return
 		}
 		p.Effect(&messages.IMReadUsage{Path: s.Transcript, Agent: s.Info.AgentType})
+	case "recall", "remember", "mem":
+		p.memory(name, args, user)
 	case "kill":
 		if pr := s.Prompt; pr != nil && pr.Kind != PromptKill {
 			p.say(messages.IMOutEntry{Text: "Answer the open question first."})
@@ -107,7 +109,7 @@ func screenshotButtons(user string) [][]messages.IMButton {
 // user it was shown to, and says so to anyone else.
 func (p *plan) pressedCommand(m *messages.IMPress) {
 	cmd, user, _ := strings.Cut(strings.TrimPrefix(m.Data, pressCommand), ":")
-	ok := user == m.User && (cmd == "screenshot" || keyNames[cmd] != "" || strings.HasPrefix(cmd, "mode="))
+	ok := user == m.User && (cmd == "screenshot" || keyNames[cmd] != "" || strings.HasPrefix(cmd, "mode=") || strings.HasPrefix(cmd, "mem="))
 	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 	if !ok {
 		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
@@ -146,6 +148,31 @@ func (p *plan) mode(name, user string) {
 	p.Effect(&messages.IMSetMode{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Mode: name})
 }
 
+// memory answers /recall QUERY and /remember TEXT from the memory store,
+// in the stores of the binding's directory, and a press of a recalled
+// memory's button ("mem", its reference); no agent is asked.
+func (p *plan) memory(name, args, user string) {
+	dir := p.S.Info.Cwd
+	switch {
+	case name == "mem":
+		p.Effect(&messages.IMShowMemory{Ref: args, Dir: dir})
+	case args == "" && name == "recall":
+		p.say(messages.IMOutEntry{Text: "/recall takes what to look for, like /recall how to deploy."})
+	case args == "":
+		p.say(messages.IMOutEntry{Text: "/remember takes the fact to keep, like /remember staging deploys with make ship."})
+	case name == "recall":
+		p.Effect(&messages.IMRecallMemory{Query: args, Dir: dir, User: user})
+	default:
+		p.Effect(&messages.IMRememberMemory{Text: args, Dir: dir})
+	}
+}
+
+// MemoryButton is the data of a recalled memory's button (ref: the
+// memory's short reference), shown to user.
+func MemoryButton(ref, user string) string {
+	return pressCommand + "mem=" + ref + ":" + user
+}
+
 // answerKill acts on the /kill confirmation.
 func (p *plan) answerKill(verb string) {
 	p.closePrompt()
@@ -181,6 +208,8 @@ func (p *plan) commandResult(msg any) {
 		case m.Mode != "":
 			p.say(messages.IMOutEntry{Text: p.S.agent() + " is in " + m.Mode + " mode now."})
 		}
+	case *messages.IMMemoryAnswer:
+		p.say(messages.IMOutEntry{Text: m.Text, Buttons: m.Buttons})
 	case *messages.IMUsageRead:
 		if m.Err != "" {
 			p.say(messages.IMOutEntry{Text: "Could not read the session's usage: " + m.Err})

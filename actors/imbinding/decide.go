@@ -56,7 +56,8 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		p.agentAnswered(m)
 	case *messages.IMAgentIdle:
 		p.agentIdle(m)
-	case *messages.IMKeysSent, *messages.IMScreenshotSent, *messages.IMHistoryRead, *messages.IMBindingsListed, *messages.IMUsageRead, *messages.IMModeSet:
+	case *messages.IMKeysSent, *messages.IMScreenshotSent, *messages.IMHistoryRead, *messages.IMBindingsListed, *messages.IMUsageRead, *messages.IMModeSet,
+		*messages.IMMemoryAnswer:
 		p.commandResult(m)
 	case *messages.IMChatPartSent:
 		p.chatPartSent(m)

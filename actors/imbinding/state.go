@@ -320,7 +320,8 @@ func (*Kind) Effects() []any {
 		(*messages.IMReadHistory)(nil), (*messages.IMScreenshot)(nil), (*messages.IMSaveFile)(nil),
 		(*messages.IMAnswerAgentPrompt)(nil), (*messages.IMWatchPane)(nil), (*messages.IMLiveSend)(nil),
 		(*messages.IMLiveEdit)(nil), (*messages.IMReadUsage)(nil), (*messages.IMSetMode)(nil),
-		(*messages.IMBoardRow)(nil), (*messages.IMBoardShow)(nil),
+		(*messages.IMBoardRow)(nil), (*messages.IMBoardShow)(nil), (*messages.IMRecallMemory)(nil),
+		(*messages.IMRememberMemory)(nil), (*messages.IMShowMemory)(nil),
 	}
 }
 

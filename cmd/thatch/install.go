@@ -13,9 +13,11 @@ import (
 
 	"github.com/thatch-run/thatch/hosts/opencode/install"
 	"github.com/thatch-run/thatch/hosts/opencode/plugin"
+	"github.com/thatch-run/thatch/im/agents"
 )
 
 const installUsage = `Usage: thatch install opencode [--global | --project DIR] [--config FILE] [flags]
+       thatch install claude|codex [--uninstall] [--config FILE]
 
 Writes the thatch plugin, the /thatch/compact and /thatch/exit commands and the
 thatch-fact-extractor skill into an opencode config directory, and installs the
@@ -32,8 +34,12 @@ func runInstall(args []string) int {
 		fmt.Fprint(os.Stderr, installUsage)
 		return 2
 	}
-	if args[0] != "opencode" {
-		fmt.Fprintf(os.Stderr, "thatch install: unknown host %q (only opencode)\n\n%s", args[0], installUsage)
+	switch args[0] {
+	case "claude", "codex":
+		return runInstallAgent(args[0], args[1:])
+	case "opencode":
+	default:
+		fmt.Fprintf(os.Stderr, "thatch install: unknown host %q (opencode, claude or codex)\n\n%s", args[0], installUsage)
 		return 2
 	}
 	var (
@@ -123,4 +129,56 @@ func printInstallReport(rep *install.Report) {
 	fmt.Println("Done. This takes effect at the next opencode start: opencode reads plugins, commands and")
 	fmt.Println("skills only when it starts, so restart running opencode instances. Start the TUI with")
 	fmt.Println("--port 0 (or use `opencode serve`) so that `thatch serve` can reach its server.")
+}
+
+// runInstallAgent is `thatch install claude|codex [--uninstall]`: the
+// memory's MCP server (and claude's hook) for the agents a user starts by
+// hand, at user scope.
+func runInstallAgent(agent string, args []string) int {
+	var uninstall bool
+	cfg, code, err := loadConfig("install "+agent, args, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&uninstall, "uninstall", false, "take out what an install put in")
+	})
+	if cfg == nil {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "thatch install %s: %v\n", agent, err)
+		}
+		return code
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch install %s: thatch's own path: %v\n", agent, err)
+		return 1
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch install %s: %v\n", agent, err)
+		return 1
+	}
+	o := agents.InstallOptions{Home: home, ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"),
+		Thatch: exe, ControlArgs: []string{"--state-file", cfg.Control.StateFile, "--token-file", cfg.Control.TokenFile}}
+	install := agents.InstallClaude
+	if agent == "codex" {
+		install = agents.InstallCodex
+	}
+	res, err := install(o, uninstall)
+	for _, f := range res.Files {
+		fmt.Printf("  wrote %s\n", f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch install %s: %v\n", agent, err)
+		return 1
+	}
+	switch {
+	case len(res.Files) == 0:
+		fmt.Println("Everything was already in place; nothing changed.")
+	case uninstall:
+		fmt.Printf("thatch is out of %s's user configuration; restart running %s sessions.\n", agent, agent)
+	default:
+		for _, w := range res.What {
+			fmt.Println(w)
+		}
+		fmt.Printf("Done. Sessions of %s started from now on get thatch's memory; restart running ones.\n", agent)
+	}
+	return 0
 }

@@ -38,6 +38,12 @@ func commands() []*command {
 					fs.Bool("skip-npm", false, "do not npm-install @opencode-ai/plugin; opencode then installs it at its first start")
 					fs.String("opencode-version", "", "opencode version whose @opencode-ai/plugin to install (default: `opencode --version`, else "+install.DefaultOpenCodeVersion+")")
 				}},
+			{name: "claude", args: "[--uninstall] [--config FILE]", config: true,
+				summary: "give the claude you start by hand thatch's memory (MCP server, SessionStart hook), at user scope",
+				flags:   func(fs *pflag.FlagSet) { fs.Bool("uninstall", false, "take out what an install put in") }},
+			{name: "codex", args: "[--uninstall] [--config FILE]", config: true,
+				summary: "give the codex you start by hand thatch's memory (MCP server in ~/.codex/config.toml)",
+				flags:   func(fs *pflag.FlagSet) { fs.Bool("uninstall", false, "take out what an install put in") }},
 		}},
 		memoryCommand(),
 		{name: "mcp", args: "[--dir DIR] [--state-file FILE --token-file FILE | --config FILE]", summary: "serve the memory over MCP on stdio (for claude, codex, copilot)", long: mcpLong, flags: mcpFlags, run: runMCP},

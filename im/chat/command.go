@@ -30,6 +30,8 @@ var Commands = []CommandHelp{
 	{"history", "the last exchanges with the agent (/history N)"},
 	{"usage", "tokens, context in use and estimated cost of the session"},
 	{"mode", "the agent's permission mode (/mode plan); buttons without a name"},
+	{"recall", "search thatch's memory (/recall how to deploy); no agent is asked"},
+	{"remember", "keep a fact in thatch's memory (/remember staging deploys with make ship)"},
 	{"sessions", "your bound threads"},
 	{"board", "pin a board of every thread of this chat and its state"},
 	{"kill", "kill this thread's window and end its binding"},

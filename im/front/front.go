@@ -51,6 +51,7 @@ import (
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/tmux"
 	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
@@ -106,6 +107,8 @@ type FrontEnd struct {
 	hookFile string
 	// mask is the last step of every text and picture sent to a chat.
 	mask *masker
+	// mem is the memory store /recall and /remember use (nil: none).
+	mem *memory.Store
 	// edits spaces the live edits of each chat (live.go).
 	edits editGates
 	// launch is what every agent thatch starts is given: claude's
@@ -188,6 +191,7 @@ func (f *FrontEnd) Name() string { return Name }
 func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, error) {
 	f.log = c.Logger
 	f.mask = newMasker(c.Redactor)
+	f.mem = c.Memory
 	f.rows = c.Store.Rows()
 	f.jr = c.Store.Journal()
 	im := f.cfg.IM

@@ -492,3 +492,39 @@ func TestScenarioTheBoardListsEveryThreadAndSurvivesARestart(t *testing.T) {
 		t.Fatalf("%d boards were sent, want the one, edited", boards)
 	}
 }
+
+// /remember keeps a fact in the memory store and /recall finds it, with a
+// button that shows it whole; neither is typed to the agent, and a fact
+// holding a secret is refused with its kind, never echoed.
+func TestScenarioRecallAndRememberAnswerFromTheMemoryWithoutTheAgent(t *testing.T) {
+	w := newWorld(t, nil)
+	thread := w.setup("memory", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "/recall deploy")
+	w.waitSaid(thread, "No memory matches “deploy” in global.")
+	w.send(thread, "/remember Staging deploys with make ship; production needs a tag first")
+	w.waitSaid(thread, "Kept in global as “Staging deploys with make ship; production needs a tag first”.")
+	key := "ghp_" + strings.Repeat("Ab1", 12)
+	w.send(thread, "/remember the deploy token is "+key)
+	testwait.UntilReason(t, "the secret refused", func() (bool, string) {
+		for _, s := range w.said(thread) {
+			if strings.HasPrefix(s, "Not kept: ") {
+				return !strings.Contains(s, key), s
+			}
+		}
+		return false, fmt.Sprintf("%q", w.said(thread))
+	})
+	w.send(thread, "/recall how do we deploy to staging")
+	m := w.prompt(thread, "Memories for “how do we deploy to staging”:")
+	if !strings.Contains(m.Text, "1. Staging deploys with make ship; production needs a tag first (global)") {
+		t.Fatalf("the recall did not list the memory: %q", m.Text)
+	}
+	w.press(thread, m, "1")
+	w.waitSaid(thread, "Staging deploys with make ship; production needs a tag first (global, confidence 5/10, updated "+
+		time.Now().UTC().Format("2006-01-02")+")\n\nStaging deploys with make ship; production needs a tag first")
+	for _, typed := range w.typed() {
+		if strings.Contains(typed, "recall") || strings.Contains(typed, "remember") || strings.Contains(typed, "ghp_") {
+			t.Fatalf("a memory command was typed to the agent: %q", w.typed())
+		}
+	}
+}
