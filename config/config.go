@@ -183,6 +183,14 @@ type Memory struct {
 	// extraction for the store pauses until the next day or `thatch
 	// extraction resume`. Must be >= 0; 0 turns the budget off. Default: 0.
 	DailyBudgetTokens int `koanf:"daily_budget_tokens" usage:"estimated tokens extraction may use per store and day (0: no budget)"`
+	// IdleAfter is how long a claude or codex session thatch follows for
+	// a chat must be quiet after its turn ended before its tool calls are
+	// extracted into memories. Must be > 0. Default: 2m.
+	IdleAfter time.Duration `koanf:"idle_after" usage:"quiet time after a claude or codex turn before its tool calls are extracted"`
+	// Extractor is the CLI that extracts a claude or codex session's
+	// memories, run headless: "" (the session's own agent), "claude",
+	// "codex", or "off" (no extraction for them). Default: "".
+	Extractor string `koanf:"extractor" usage:"CLI that extracts claude and codex sessions' memories: \"\" (the same agent), claude, codex or off"`
 	// Redact says which secrets are cut from the agent's tool calls at
 	// the edge, before anything is journaled, and refused in memories.
 	Redact Redact `koanf:"redact"`
@@ -621,6 +629,7 @@ func Defaults() *Config {
 			Embedder:       EmbedderLocal,
 			DedupThreshold: 0.85,
 			StaleAfter:     2160 * time.Hour,
+			IdleAfter:      2 * time.Minute,
 			Redact:         Redact{Enabled: true},
 		},
 		Sweep: Sweep{

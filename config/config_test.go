@@ -48,6 +48,8 @@ var specDefaults = map[string]any{
 	"memory.dedup_threshold":            0.85,
 	"memory.stale_after":                "2160h",
 	"memory.daily_budget_tokens":        0,
+	"memory.idle_after":                 "2m",
+	"memory.extractor":                  "",
 	"memory.redact.enabled":             true,
 	"memory.redact.disable":             []string{},
 	"memory.redact.patterns":            []string{},

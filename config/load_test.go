@@ -164,6 +164,8 @@ var everyKey = map[string]struct {
 	"memory.dedup_threshold":            {"0.5", 0.5},
 	"memory.stale_after":                {"720h", "720h"},
 	"memory.daily_budget_tokens":        {"50000", 50000},
+	"memory.idle_after":                 {"30s", "30s"},
+	"memory.extractor":                  {"codex", "codex"},
 	"memory.redact.enabled":             {"false", false},
 	"memory.redact.disable":             {"jwt,env_secret", []string{"jwt", "env_secret"}},
 	"memory.redact.patterns":            {`acme=acme_[a-z]{8}`, []string{"acme=acme_[a-z]{8}"}},

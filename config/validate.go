@@ -124,6 +124,12 @@ func (c *Config) Validate() error {
 	if n := c.Memory.DailyBudgetTokens; n < 0 {
 		v.add("memory.daily_budget_tokens", "must be >= 0 (0: no budget), got %d", n)
 	}
+	v.positive("memory.idle_after", c.Memory.IdleAfter)
+	switch c.Memory.Extractor {
+	case "", "claude", "codex", "off":
+	default:
+		v.add("memory.extractor", "must be \"\" (the same agent), claude, codex or off, got %q", c.Memory.Extractor)
+	}
 	v.redact(&c.Memory.Redact)
 
 	v.positive("sweep.interval", c.Sweep.Interval)

@@ -1,7 +1,13 @@
 package e2e
 
 import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -63,5 +69,68 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		}
 		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
 		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy path"), HaveField("Content", fact))))
+	})
+
+	It("claude: an idle session's tool calls are extracted by claude -p through thatch's MCP server, its fetch claiming and its completion consuming, with no secret in the payload, the store or the journal", func() {
+		iw := NewRealIMWorld("claude")
+		iw.Env = append(iw.Env, "THATCH_MEMORY_IDLE_AFTER=2s")
+		key := "ghp_" + strings.Repeat("Xy9", 12)
+		notes := filepath.Join(iw.Projects, "web", "DEPLOY.md")
+		Expect(os.WriteFile(notes, []byte("Deploy with make ship.\nThe deploy token is "+key+"\n"), 0o644)).To(Succeed())
+		d := StartDaemon(iw.World)
+		iw.Claude.On(fakeanthropic.UserSays("LOOKAROUND"), fakeanthropic.Reply{
+			Tool: &fakeanthropic.ToolUse{Name: "Read", Input: map[string]any{"file_path": notes}},
+			Then: &fakeanthropic.Reply{Text: "Found the deploy notes."}})
+		fact := "The web project deploys with make ship (DEPLOY.md)"
+		call := func(tool string, input map[string]any, then *fakeanthropic.Reply) *fakeanthropic.Reply {
+			return &fakeanthropic.Reply{Tool: &fakeanthropic.ToolUse{Name: "mcp__thatch__" + tool, Input: input}, Then: then}
+		}
+		iw.Claude.On(fakeanthropic.UserSays("thatch's memory extractor"), fakeanthropic.Reply{
+			Tool: &fakeanthropic.ToolUse{Name: "ToolSearch", Input: map[string]any{
+				"query": "select:mcp__thatch__extraction_payload,mcp__thatch__memory_remember,mcp__thatch__extraction_done", "max_results": 3}},
+			Then: call("extraction_payload", map[string]any{},
+				call("memory_remember", map[string]any{"label": "Deploy notes", "content": fact},
+					call("extraction_done", map[string]any{}, &fakeanthropic.Reply{Text: "Extracted."})))})
+
+		thread := iw.Setup("extract", "claude", "web", "LOOKAROUND please")
+		Eventually(iw.Said(thread)).Should(ContainElement("Found the deploy notes."))
+
+		By("once the session is idle, a headless claude fetches the payload, remembers, and completes")
+		resultOf := func(prefix string) func() string {
+			return func() string {
+				for _, r := range iw.Claude.Requests() {
+					if t := r.ToolResultText(); strings.HasPrefix(strings.TrimSpace(t), prefix) {
+						return t
+					}
+				}
+				return ""
+			}
+		}
+		Eventually(resultOf("Acknowledged:"), 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."),
+			"the completion consumed the one Read call the fetch claimed")
+		payload := resultOf("{")()
+		Expect(payload).To(And(MatchRegexp(`"tool":\s*"Read"`), ContainSubstring("make ship"), ContainSubstring("[redacted:github_token]")))
+		Expect(payload).NotTo(ContainSubstring(key), "the payload holds no secret")
+
+		var list struct {
+			Entries []struct{ Label, Content string }
+		}
+		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
+		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy notes"), HaveField("Content", fact))))
+		Expect(iw.Said(thread)()).NotTo(ContainElement("Extracted."), "the child typed nothing in the chat")
+		Expect(iw.sessionFiles("web")).To(HaveLen(1), "the child's own transcript is not beside the chat session's")
+
+		By("nothing the daemon wrote holds the secret")
+		d.Stop()
+		Expect(filepath.WalkDir(iw.DataDir, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err == nil && bytes.Contains(b, []byte(key)) {
+				return fmt.Errorf("%s holds the secret", path)
+			}
+			return err
+		})).To(Succeed())
 	})
 })

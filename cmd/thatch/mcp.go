@@ -38,6 +38,7 @@ func mcpFlags(fs *pflag.FlagSet) {
 	fs.String("state-file", "", "the daemon's control state file (default: the config's control.state_file)")
 	fs.String("token-file", "", "the daemon's control token file (default: the config's control.token_file)")
 	fs.String("config", "", configFlag)
+	fs.String("extraction", "", "serve an extraction child of thatch's (its id): also extraction_payload and extraction_done")
 }
 
 // dialFlags dials the daemon the flags name: its control files, or those
@@ -89,7 +90,8 @@ func runMCP(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := memmcp.New(ctx, memmcp.Options{Daemon: c, Directory: dir, Version: thatch.Version})
+	child, _ := fs.GetString("extraction")
+	s, err := memmcp.New(ctx, memmcp.Options{Daemon: c, Directory: dir, Version: thatch.Version, Extraction: child})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "thatch mcp: %v\n", err)
 		return 1

@@ -40,6 +40,11 @@ type Options struct {
 	Timeout time.Duration
 	// Version is thatch's version, told to the client.
 	Version string
+	// Extraction, when set, is the extraction child this server is for
+	// ("<agent>:<session>#<n>"): it also serves extraction_payload and
+	// extraction_done, which claim and consume what the session
+	// buffered, as the opencode plugin's tools do for opencode.
+	Extraction string
 }
 
 // ErrOptions is returned by New for options it cannot serve with.
@@ -70,7 +75,35 @@ func New(ctx context.Context, o Options) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "thatch memory", Version: o.Version},
 		&mcp.ServerOptions{Instructions: rem.Text})
 	t.add(s)
+	if o.Extraction != "" {
+		t.addExtraction(s)
+	}
 	return s, nil
+}
+
+// addExtraction adds the extraction child's two tools.
+func (t *tools) addExtraction(s *mcp.Server) {
+	child := map[string]string{"child": t.o.Extraction}
+	mcp.AddTool(s, &mcp.Tool{Name: "extraction_payload", Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false)},
+		Description: "Fetch the tool interactions thatch buffered from the session for fact extraction: JSON {interactions, agent, directory, projectStore, globalStore}. Call it once; what you receive is yours to process."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			var out json.RawMessage
+			if err := t.call(ctx, "/v1/agent/payload", child, &out); err != nil {
+				return nil, nil, fmt.Errorf("thatch: %w", err)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "extraction_done", Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false)},
+		Description: "Tell thatch that you finished processing the payload you fetched. Always call it at the end of an extraction, even if you saved nothing."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			var out struct {
+				Completed int `json:"completed"`
+			}
+			if err := t.call(ctx, "/v1/agent/done", child, &out); err != nil {
+				return nil, nil, fmt.Errorf("thatch: %w", err)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Acknowledged: %d interaction(s) completed.", out.Completed)}}}, nil, nil
+		})
 }
 
 // RememberIn is memory_remember's input.

@@ -2,6 +2,8 @@ package agents
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -99,4 +101,23 @@ func tomlString(s string) string {
 func ClaudeMCPPermissions(server string) []string {
 	p := "mcp__" + server + "__"
 	return []string{p + "memory_recall", p + "memory_remember", p + "memory_list"}
+}
+
+// ErrNoHeadless is returned by HeadlessLine for an agent thatch cannot
+// run without a terminal.
+var ErrNoHeadless = errors.New("agents: no headless mode")
+
+// HeadlessLine is the shell line that runs the agent without a terminal
+// on prompt, with s as its only MCP server and its tools allowed: claude
+// -p, codex exec. The agent's launch line is its start.
+func (a *Agent) HeadlessLine(prompt string, s MCPServer) (string, error) {
+	base := strings.TrimSpace(strings.NewReplacer(SettingsPlaceholder, "", MCPPlaceholder, "").Replace(a.Launch))
+	switch a.format {
+	case formatClaude:
+		return base + " -p " + shellQuote(prompt) + " --mcp-config " + shellQuote(s.ClaudeConfig) +
+			" --strict-mcp-config --allowedTools " + shellQuote("mcp__"+s.Name), nil
+	case formatCodex:
+		return base + " exec --skip-git-repo-check " + a.mcpFlags(s) + " " + shellQuote(prompt), nil
+	}
+	return "", fmt.Errorf("%w for %s", ErrNoHeadless, a.Name)
 }

@@ -3,6 +3,7 @@ package agents
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // What one transcript line says of the agent's turn (TurnItems).
@@ -30,6 +31,10 @@ type TurnItem struct {
 	Failed bool
 	// Exit is the exit status a result records (nil: none recorded).
 	Exit *int
+	// Name and Input are a tool call's tool and its input (JSON, as the
+	// agent recorded it); Output is a result's text. Only claude's and
+	// codex's are read (the memory's extraction reads them).
+	Name, Input, Output string
 }
 
 // TurnItems returns, in order, what one transcript line says of the
@@ -87,6 +92,7 @@ func claudeItems(line []byte) []TurnItem {
 		Input     json.RawMessage `json:"input"`
 		ToolUseID string          `json:"tool_use_id"`
 		IsError   bool            `json:"is_error"`
+		Content   json.RawMessage `json:"content"`
 	}
 	if json.Unmarshal(raw, &blocks) != nil {
 		return nil
@@ -97,9 +103,9 @@ func claudeItems(line []byte) []TurnItem {
 		case l.Type == "assistant" && b.Type == "text" && !blank(b.Text):
 			out = append(out, TurnItem{Kind: ItemText, Text: b.Text})
 		case l.Type == "assistant" && b.Type == "tool_use" && b.Name != "":
-			out = append(out, TurnItem{Kind: ItemTool, ID: b.ID, Text: toolLine(b.Name, argSummary(b.Input))})
+			out = append(out, TurnItem{Kind: ItemTool, ID: b.ID, Text: toolLine(b.Name, argSummary(b.Input)), Name: b.Name, Input: string(b.Input)})
 		case l.Type == "user" && b.Type == "tool_result" && b.ToolUseID != "":
-			out = append(out, TurnItem{Kind: ItemResult, ID: b.ToolUseID, Failed: b.IsError})
+			out = append(out, TurnItem{Kind: ItemResult, ID: b.ToolUseID, Failed: b.IsError, Output: contentText(b.Content)})
 		}
 	}
 	return withEnd(out, l.Type == "assistant" && l.Message.StopReason == "end_turn")
@@ -109,9 +115,12 @@ func codexItems(line []byte) []TurnItem {
 	var l struct {
 		Type    string `json:"type"`
 		Payload *struct {
-			Type   string `json:"type"`
-			CallID string `json:"call_id"`
-			Output string `json:"output"`
+			Type      string `json:"type"`
+			CallID    string `json:"call_id"`
+			Output    string `json:"output"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+			Input     string `json:"input"`
 		} `json:"payload"`
 	}
 	if json.Unmarshal(line, &l) != nil || l.Payload == nil {
@@ -124,15 +133,21 @@ func codexItems(line []byte) []TurnItem {
 	case l.Type != "response_item":
 		return nil
 	case p.Type == "function_call_output" && p.CallID != "":
-		r := TurnItem{Kind: ItemResult, ID: p.CallID}
+		r := TurnItem{Kind: ItemResult, ID: p.CallID, Output: p.Output}
 		var out struct {
+			Output   *string `json:"output"`
 			Metadata *struct {
 				ExitCode *int `json:"exit_code"`
 			} `json:"metadata"`
 		}
-		if json.Unmarshal([]byte(p.Output), &out) == nil && out.Metadata != nil && out.Metadata.ExitCode != nil {
-			r.Exit = out.Metadata.ExitCode
-			r.Failed = *r.Exit != 0
+		if json.Unmarshal([]byte(p.Output), &out) == nil {
+			if out.Output != nil {
+				r.Output = *out.Output
+			}
+			if out.Metadata != nil && out.Metadata.ExitCode != nil {
+				r.Exit = out.Metadata.ExitCode
+				r.Failed = *r.Exit != 0
+			}
 		}
 		return []TurnItem{r}
 	}
@@ -143,7 +158,7 @@ func codexItems(line []byte) []TurnItem {
 			} `json:"payload"`
 		}
 		_ = json.Unmarshal(line, &id)
-		return []TurnItem{{Kind: ItemTool, ID: id.Payload.CallID, Text: tools[0]}}
+		return []TurnItem{{Kind: ItemTool, ID: id.Payload.CallID, Text: tools[0], Name: p.Name, Input: cmpOr(p.Arguments, p.Input)}}
 	}
 	return textItems(codexReplies(line))
 }
@@ -181,4 +196,50 @@ func (it TurnItem) Outcome() string {
 		return "✗ exit " + strconv.Itoa(*it.Exit)
 	}
 	return "✗"
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// contentText is a tool result's content as text: claude records it as a
+// string or as blocks, of which the text ones are read.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []textBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var out []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			out = append(out, b.Text)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// LineCwd is the working directory a transcript line records ("" when it
+// records none): claude writes it on every line, codex in its session's
+// meta and each turn's context.
+func LineCwd(line []byte) string {
+	var l struct {
+		Cwd     string `json:"cwd"`
+		Payload *struct {
+			Cwd string `json:"cwd"`
+		} `json:"payload"`
+	}
+	if json.Unmarshal(line, &l) != nil {
+		return ""
+	}
+	if l.Cwd == "" && l.Payload != nil {
+		return l.Payload.Cwd
+	}
+	return l.Cwd
 }

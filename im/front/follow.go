@@ -59,8 +59,12 @@ type follower struct {
 	deliver func(ctx context.Context, binding string, m any) (any, error)
 	// capture reads a window's pane, for agents that keep no transcript.
 	capture func(ctx context.Context, window string) (string, error)
-	panes   map[string]*paneFollow // by path ("pane:@3")
-	dbs     map[string]*dbFollow   // by path ("db:ses_...")
+	// tools, when set, is handed every read's complete lines before the
+	// binding is: the memory of the agent's session buffers its tool
+	// calls (a read handed twice is dropped there by its end offset).
+	tools toolsFunc
+	panes map[string]*paneFollow // by path ("pane:@3")
+	dbs   map[string]*dbFollow   // by path ("db:ses_...")
 
 	mu    sync.Mutex
 	files map[string]*followed // by path
@@ -81,9 +85,13 @@ type follower struct {
 	done chan struct{}
 }
 
+// toolsFunc hands the complete lines of a transcript read from from to to
+// to the memory of the agent's session.
+type toolsFunc func(ctx context.Context, agent, path string, from, to int64, lines [][]byte) error
+
 func newFollower(log hclog.Logger, parse func(string, []byte) []messages.IMTurnItem,
 	deliver func(context.Context, string, any) (any, error),
-	capture func(context.Context, string) (string, error), hookFile string) (*follower, error) {
+	capture func(context.Context, string) (string, error), hookFile string, tools toolsFunc) (*follower, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -104,7 +112,7 @@ func newFollower(log hclog.Logger, parse func(string, []byte) []messages.IMTurnI
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &follower{log: log, parse: parse, deliver: deliver, capture: capture, panes: map[string]*paneFollow{}, dbs: map[string]*dbFollow{}, files: map[string]*followed{}, dirs: map[string]int{}, missing: map[string]bool{},
 		dirty: map[string]bool{}, wake: make(chan struct{}, 1), w: w, stop: cancel, done: make(chan struct{}),
-		hookFile: hookFile}
+		hookFile: hookFile, tools: tools}
 	go f.run(ctx)
 	return f, nil
 }
@@ -386,12 +394,14 @@ func (f *follower) read(ctx context.Context, path string, item followed) (readRe
 	}
 	var items []messages.IMTurnItem
 	var ends []int64
+	var lines [][]byte
 	at := from
 	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
 		at += int64(len(line)) + 1
 		if len(line) == 0 || len(line) > maxLine {
 			continue
 		}
+		lines = append(lines, line)
 		for _, it := range f.parse(item.agent, line) {
 			items = append(items, it)
 			ends = append(ends, at)
@@ -399,6 +409,11 @@ func (f *follower) read(ctx context.Context, path string, item followed) (readRe
 	}
 	r.to, r.more = from+int64(end)+1, n == 4*maxLine
 	f.log.Trace("transcript read", "path", path, "from", from, "to", r.to, "items", len(items))
+	if f.tools != nil && len(lines) > 0 {
+		if err := f.tools(ctx, item.agent, path, from, r.to, lines); err != nil {
+			return keep, err
+		}
+	}
 	if len(items) > 0 || r.reset {
 		dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		defer cancel()

@@ -43,6 +43,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/agentmem"
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/actors/imboard"
 	"github.com/thatch-run/thatch/actors/imnotice"
@@ -50,6 +51,7 @@ import (
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/tmux"
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor"
@@ -107,6 +109,8 @@ type FrontEnd struct {
 	hookFile string
 	// mask is the last step of every text and picture sent to a chat.
 	mask *masker
+	// redactor cuts secrets from the tool calls the memory buffers.
+	redactor *redact.Redactor
 	// mem is the memory store /recall and /remember use (nil: none).
 	mem *memory.Store
 	// edits spaces the live edits of each chat (live.go).
@@ -191,6 +195,7 @@ func (f *FrontEnd) Name() string { return Name }
 func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, error) {
 	f.log = c.Logger
 	f.mask = newMasker(c.Redactor)
+	f.redactor = c.Redactor
 	f.mem = c.Memory
 	f.rows = c.Store.Rows()
 	f.jr = c.Store.Journal()
@@ -256,7 +261,9 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	return frontend.Parts{
 		Kinds: []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{}),
 			supervisor.Entity[imtranscripts.State](imtranscripts.Kind{}),
-			supervisor.Entity[imboard.State](imboard.Kind{Every: im.BoardInterval})},
+			supervisor.Entity[imboard.State](imboard.Kind{Every: im.BoardInterval}),
+			supervisor.Entity[agentmem.State](agentmem.New(agentmem.Config{IdleAfter: f.cfg.Memory.IdleAfter,
+				Off: f.cfg.Memory.Extractor == "off"}))},
 		Effects: f.handlers(),
 	}, nil
 }
@@ -267,12 +274,13 @@ const (
 )
 
 // Mount records the tree; the IM front end adds no control routes.
-func (f *FrontEnd) Mount(_ context.Context, t frontend.Tree, _ frontend.Mux) error {
+func (f *FrontEnd) Mount(_ context.Context, t frontend.Tree, mux frontend.Mux) error {
 	f.tree = t
+	f.mountExtraction(mux)
 	capture := func(ctx context.Context, window string) (string, error) {
 		return f.wins.Capture(ctx, window, paneLines)
 	}
-	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture, f.hookFile)
+	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture, f.hookFile, f.memoryTools)
 	if err != nil {
 		return fmt.Errorf("im: transcript watcher: %w", err)
 	}

@@ -89,7 +89,7 @@ func parseEcho(_ string, line []byte) []messages.IMTurnItem {
 // delivers them to rec; the test's cleanup closes it.
 func startFollower(t *testing.T, rec *recorder) *follower {
 	t.Helper()
-	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil, filepath.Join(t.TempDir(), "hooks", "claude-sessions.json"))
+	f, err := newFollower(hclog.NewNullLogger(), parseEcho, rec.deliver, nil, filepath.Join(t.TempDir(), "hooks", "claude-sessions.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package front
+
+import "syscall"
+
+// childAttr puts a child in a process group of its own.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
