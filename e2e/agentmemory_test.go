@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -132,5 +134,77 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 			}
 			return err
 		})).To(Succeed())
+	})
+
+	It("claude: an extraction child killed after its fetch hands the claim back, and the next child extracts it", func() {
+		iw := NewRealIMWorld("claude")
+		iw.Env = append(iw.Env, "THATCH_MEMORY_IDLE_AFTER=2s")
+		notes := filepath.Join(iw.Projects, "web", "DEPLOY.md")
+		Expect(os.WriteFile(notes, []byte("Deploy with make ship.\n"), 0o644)).To(Succeed())
+		d := StartDaemon(iw.World)
+		iw.Claude.On(fakeanthropic.UserSays("LOOKAROUND"), fakeanthropic.Reply{
+			Tool: &fakeanthropic.ToolUse{Name: "Read", Input: map[string]any{"file_path": notes}},
+			Then: &fakeanthropic.Reply{Text: "Read it."}})
+		const extractor = "thatch's memory extractor"
+		call := func(tool string, then *fakeanthropic.Reply) *fakeanthropic.Reply {
+			return &fakeanthropic.Reply{Tool: &fakeanthropic.ToolUse{Name: "mcp__thatch__" + tool, Input: map[string]any{}}, Then: then}
+		}
+		search := &fakeanthropic.ToolUse{Name: "ToolSearch", Input: map[string]any{
+			"query": "select:mcp__thatch__extraction_payload,mcp__thatch__extraction_done", "max_results": 2}}
+		iw.Claude.On(fakeanthropic.UserSays(extractor), fakeanthropic.Reply{Tool: search,
+			Then: call("extraction_payload", call("extraction_done", &fakeanthropic.Reply{Text: "Extracted."}))})
+		// The first child's session hangs after its fetch, until it is
+		// killed.
+		var mu sync.Mutex
+		first := ""
+		iw.Claude.On(func(r *fakeanthropic.Request) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(r.UserText, extractor) {
+				return false
+			}
+			if first == "" {
+				first = r.SessionID
+			}
+			return r.SessionID == first
+		}, fakeanthropic.Reply{Tool: search, Then: call("extraction_payload", &fakeanthropic.Reply{Delay: 10 * time.Minute})})
+
+		thread := iw.Setup("handback", "claude", "web", "LOOKAROUND please")
+		Eventually(iw.Said(thread)).Should(ContainElement("Read it."))
+		fetched := func() int {
+			n := 0
+			for _, r := range iw.Claude.Requests() {
+				if strings.Contains(r.ToolResultText(), "make ship") && strings.Contains(r.ToolResultText(), "interactions") {
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(fetched, 2*time.Minute).Should(Equal(1), "the first child fetched the payload")
+
+		By("the first child is killed while it holds the claim")
+		var child int
+		Eventually(func() int {
+			for _, pid := range descendants(d.Sess.Command.Process.Pid) {
+				if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil &&
+					bytes.Contains(cmd, []byte(extractor)) && !bytes.HasPrefix(cmd, []byte("/bin/sh")) {
+					child = pid
+				}
+			}
+			return child
+		}).ShouldNot(BeZero())
+		Expect(syscall.Kill(child, syscall.SIGKILL)).To(Succeed())
+
+		By("the next child gets the same interaction, and its completion consumes it")
+		Eventually(func() string {
+			for _, r := range iw.Claude.Requests() {
+				if t := strings.TrimSpace(r.ToolResultText()); strings.HasPrefix(t, "Acknowledged:") {
+					return t
+				}
+			}
+			return ""
+		}, 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."))
+		Expect(fetched()).To(Equal(2), "the second child fetched what the first held")
+		Expect(d.Log()).To(ContainSubstring("an extraction child ended"))
 	})
 })
