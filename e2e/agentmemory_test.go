@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -120,6 +121,14 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
 		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy notes"), HaveField("Content", fact))))
 		Expect(iw.Said(thread)()).NotTo(ContainElement("Extracted."), "the child typed nothing in the chat")
+
+		By("thatch status shows the session's extraction")
+		Eventually(func() string {
+			cmd := exec.Command(bins.Thatch, "status", "--config", iw.ThatchConfig)
+			cmd.Env = iw.Env
+			out, _ := cmd.Output()
+			return string(out)
+		}).Should(MatchRegexp(`(?m)^\s+claude:\S+\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
 		Expect(iw.sessionFiles("web")).To(HaveLen(1), "the child's own transcript is not beside the chat session's")
 
 		By("nothing the daemon wrote holds the secret")

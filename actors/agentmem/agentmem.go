@@ -428,8 +428,22 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// View is what `thatch status` shows of a session's memory.
+// Status is what `thatch status` shows of a session's memory.
+type Status struct {
+	Session   string `json:"session"`
+	Agent     string `json:"agent,omitempty"`
+	Dir       string `json:"dir,omitempty"`
+	Pending   int    `json:"pending"`
+	Claimed   int    `json:"claimed"`
+	Child     string `json:"child,omitempty"`
+	Children  int    `json:"children"`
+	Extracted int    `json:"extracted"`
+	Dropped   int    `json:"dropped,omitempty"`
+	LastError string `json:"lastError,omitempty"`
+}
+
+// View is the session's Status.
 func (*Kind) View(s *State) any {
-	return map[string]any{"agent": s.Agent, "dir": s.Dir, "pending": len(s.Pending), "claimed": len(s.Claim),
-		"child": s.Child, "children": s.N, "extracted": s.Extracted, "dropped": s.Dropped, "lastError": s.LastError}
+	return Status{Session: s.ID, Agent: s.Agent, Dir: s.Dir, Pending: len(s.Pending), Claimed: len(s.Claim), Child: s.Child,
+		Children: s.N, Extracted: s.Extracted, Dropped: s.Dropped, LastError: s.LastError}
 }

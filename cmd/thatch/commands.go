@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/thatch-run/thatch"
+	"github.com/thatch-run/thatch/actors/agentmem"
 	"github.com/thatch-run/thatch/actors/ocfamily"
 	"github.com/thatch-run/thatch/actors/sweeper"
 	"github.com/thatch-run/thatch/config"
@@ -308,6 +310,18 @@ func printIM(im frontend.Report) {
 			fmt.Printf("  %-20s %d\n", kind, masked[kind])
 		}
 	}
+	var xs []agentmem.Status
+	if err := detail(im, imfront.DetailExtractions, &xs); err != nil {
+		fmt.Printf("\n%v\n", err)
+	} else if len(xs) > 0 {
+		fmt.Printf("\nmemory extraction of claude and codex sessions:\n")
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  SESSION\tPENDING\tCLAIMED\tCHILD\tCHILDREN\tEXTRACTED\tLAST ERROR")
+		for _, x := range xs {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%d\t%d\t%s\n", x.Session, x.Pending, x.Claimed, cmp.Or(x.Child, "-"), x.Children, x.Extracted, clip(x.LastError, 80))
+		}
+		tw.Flush()
+	}
 	var cl *cluster.Status
 	if err := detail(im, imfront.DetailCluster, &cl); err != nil {
 		fmt.Printf("\n%v\n", err)
@@ -525,4 +539,13 @@ func humanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// clip is s on one line, cut to n runes with an ellipsis.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

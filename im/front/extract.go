@@ -129,7 +129,7 @@ func (f *FrontEnd) startExtractor(ctx context.Context, _ actors.Identity, e *age
 	err = runGroup(ctx, cmd)
 	f.log.Info("an extraction child ended", "child", e.Child, "agent", cmd.Args, "took", time.Since(started).Round(time.Millisecond), "error", err)
 	if err != nil {
-		out.Err = fmt.Sprintf("%v: %s", err, strings.TrimSpace(tail.String()))
+		out.Err = cleanText(fmt.Sprintf("%v: %s", err, strings.TrimSpace(tail.String())), 512)
 	}
 	return out
 }

@@ -408,6 +408,9 @@ func (f *FrontEnd) Report(limit int) frontend.Report {
 		if ws := f.untracked(all); len(ws) > 0 {
 			rep.Details[DetailUntracked] = ws
 		}
+		if xs, _ := frontend.Entities(f.tree, f.jr, agentmem.KindName, "session", 50, 5*time.Second); len(xs) > 0 {
+			rep.Details[DetailExtractions] = xs
+		}
 	}
 	if f.cl != nil {
 		if rep.Details == nil {
@@ -436,6 +439,9 @@ const (
 	DetailUntracked = "untrackedWindows"
 	DetailCluster   = "cluster"
 	DetailMasked    = "maskedSecrets"
+	// DetailExtractions lists the claude and codex sessions whose memory
+	// thatch extracts (agentmem.Status, at most 50).
+	DetailExtractions = "extractions"
 )
 
 // UntrackedWindow is a window on thatch's tmux server that no binding
