@@ -205,6 +205,9 @@ type ClusterStatus struct {
 	Leases map[string]string `json:"leases"`
 	// Threads maps each thread key to its node ("" while it is asked).
 	Threads map[string]string `json:"threads"`
+	// MemoryBehind is how many memory changes each node has yet to
+	// apply.
+	MemoryBehind map[string]uint64 `json:"memoryBehind"`
 }
 
 // MemberNames are the members' names, sorted.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -93,7 +95,7 @@ func writeCluster(w io.Writer, c *cluster.Status) {
 		fmt.Fprintf(w, "  last error: %s\n", c.LastError)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  MEMBER	UP SINCE	RECEIVES FOR")
+	fmt.Fprintln(tw, "  MEMBER	UP SINCE	RECEIVES FOR	MEMORY BEHIND")
 	for _, m := range c.Members {
 		var accts []string
 		for a, holder := range c.Leases {
@@ -106,7 +108,16 @@ func writeCluster(w io.Writer, c *cluster.Status) {
 		if recv == "" {
 			recv = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Node, m.Since.Local().Format(time.DateTime), recv)
+		behind := "-"
+		if n, ok := c.MemoryBehind[m.Node]; ok {
+			behind = fmt.Sprintf("%d changes", n)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.Node, m.Since.Local().Format(time.DateTime), recv, behind)
+	}
+	for _, node := range slices.Sorted(maps.Keys(c.MemoryBehind)) {
+		if !slices.ContainsFunc(c.Members, func(m cluster.Member) bool { return m.Node == node }) {
+			fmt.Fprintf(tw, "  %s\tdown\t-\t%d changes\n", node, c.MemoryBehind[node])
+		}
 	}
 	tw.Flush()
 	if len(c.Threads) == 0 {

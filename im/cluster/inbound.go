@@ -56,6 +56,22 @@ const nakDelay = time.Second
 // handed over meanwhile. The consumer is durable: what arrives while the node is
 // down waits in the stream.
 func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, data []byte) error) {
+	n.consume(ctx, StreamName, jetstream.ConsumerConfig{
+		Durable: consumerName(n.o.Node), FilterSubject: SubjectPrefix + n.o.Node,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxAckPending: 1,
+		DeliverPolicy: jetstream.DeliverAllPolicy, MaxDeliver: -1,
+		// The consumer's state (what was acknowledged) is kept in
+		// memory on its replicas: an acknowledged update leaves the
+		// stream (a work queue) anyway, so losing the state with
+		// every replica at once only offers unacknowledged updates
+		// again, which the bindings drop; and no acknowledgement
+		// waits for a disk.
+		MemoryStorage: true,
+	}, handle)
+}
+
+// consume runs Consume's loop on the durable consumer cfg of stream.
+func (n *Node) consume(ctx context.Context, stream string, cfg jetstream.ConsumerConfig, handle func(ctx context.Context, data []byte) error) {
 	if !n.Wait(ctx) {
 		return
 	}
@@ -63,23 +79,12 @@ func (n *Node) Consume(ctx context.Context, handle func(ctx context.Context, dat
 	for {
 		c, cancel := context.WithTimeout(ctx, opTimeout)
 		var err error
-		cons, err = n.js.CreateOrUpdateConsumer(c, StreamName, jetstream.ConsumerConfig{
-			Durable: consumerName(n.o.Node), FilterSubject: SubjectPrefix + n.o.Node,
-			AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxAckPending: 1,
-			DeliverPolicy: jetstream.DeliverAllPolicy, MaxDeliver: -1,
-			// The consumer's state (what was acknowledged) is kept in
-			// memory on its replicas: an acknowledged update leaves the
-			// stream (a work queue) anyway, so losing the state with
-			// every replica at once only offers unacknowledged updates
-			// again, which the bindings drop; and no acknowledgement
-			// waits for a disk.
-			MemoryStorage: true,
-		})
+		cons, err = n.js.CreateOrUpdateConsumer(c, stream, cfg)
 		cancel()
 		if err == nil {
 			break
 		}
-		n.log.Warn("cannot make this node's consumer; trying again", "error", err)
+		n.log.Warn("cannot make this node's consumer; trying again", "stream", stream, "error", err)
 		if !retry.Sleep(ctx, setupInterval) {
 			return
 		}

@@ -301,6 +301,9 @@ func (n *Node) setup() error {
 	}); err != nil {
 		return fmt.Errorf("stream %s: %w", StreamName, err)
 	}
+	if _, err := n.js.CreateOrUpdateStream(ctx, n.memoryStreamConfig()); err != nil {
+		return fmt.Errorf("stream %s: %w", MemoryStream, err)
+	}
 	kv := func(bucket string, ttl time.Duration) (jetstream.KeyValue, error) {
 		// Making or updating a bucket turns its direct reads back on
 		// (below) for a moment, and a handle another node makes in that
@@ -557,6 +560,9 @@ type Status struct {
 	// Threads maps each thread to the node that owns it ("" while its
 	// machine is being asked).
 	Threads map[string]string `json:"threads,omitempty"`
+	// MemoryBehind is how many memory changes each node has yet to
+	// apply.
+	MemoryBehind map[string]uint64 `json:"memoryBehind,omitempty"`
 }
 
 // Status reads the cluster's state as this node sees it.
@@ -578,6 +584,9 @@ func (n *Node) Status(ctx context.Context) Status {
 		for _, t := range ts {
 			st.Threads[t.Thread] = t.Node
 		}
+	}
+	if b, err := n.MemoryBehind(ctx); err == nil {
+		st.MemoryBehind = b
 	}
 	return st
 }

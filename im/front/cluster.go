@@ -92,6 +92,7 @@ func (f *FrontEnd) startCluster(ctx context.Context) error {
 		defer f.wg.Done()
 		f.publishOwn(ctx)
 	}()
+	f.startMemoryReplica(ctx)
 	return nil
 }
 

@@ -119,6 +119,14 @@ func (in *RememberInput) normalize() error {
 // set. The write, its index record and its duplicate pairs are committed in
 // one synced batch.
 func (s *Store) Remember(ctx context.Context, in RememberInput) (RememberResult, error) {
+	res, err := s.remember(ctx, in)
+	if err == nil {
+		s.changed(Change{Store: res.Entry.Store, Slug: res.Entry.Slug, Entry: &res.Entry})
+	}
+	return res, err
+}
+
+func (s *Store) remember(ctx context.Context, in RememberInput) (RememberResult, error) {
 	if err := in.normalize(); err != nil {
 		return RememberResult{}, err
 	}
@@ -239,6 +247,14 @@ func (s *Store) resolveSlug(store, labelOrSlug string) (*shard, string, error) {
 // Forget deletes an entry, named by slug or label, with its duplicate pairs
 // and verdicts, and returns what was deleted.
 func (s *Store) Forget(store, labelOrSlug string) (Entry, error) {
+	e, err := s.forget(store, labelOrSlug)
+	if err == nil {
+		s.changed(Change{Delete: true, Store: e.Store, Slug: e.Slug})
+	}
+	return e, err
+}
+
+func (s *Store) forget(store, labelOrSlug string) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -71,7 +71,9 @@ type Store struct {
 	staleFor  time.Duration
 	log       hclog.Logger
 	guard     func(label, content string) error
-	rerank    int
+	// onChange is told of every write of the store's own callers.
+	onChange func(Change)
+	rerank   int
 
 	mu     sync.Mutex
 	closed bool

@@ -1,0 +1,65 @@
+package memory
+
+import (
+	"context"
+	"errors"
+)
+
+// Change is one write of a store, as another store applies it (a
+// cluster's replication): an entry written (remembered, updated or
+// archived), or deleted.
+type Change struct {
+	Delete bool   `json:"delete,omitempty"`
+	Store  string `json:"store"`
+	Slug   string `json:"slug"`
+	// Entry is the entry as written (nil for a delete).
+	Entry *Entry `json:"entry,omitempty"`
+}
+
+// OnChange sets fn to be told, after it is committed, of every write the
+// store's own callers make (Remember, Forget); writes by Apply are not
+// told. fn runs on the writer's goroutine and must not block; nil stops
+// the telling.
+func (s *Store) OnChange(fn func(Change)) {
+	s.mu.Lock()
+	s.onChange = fn
+	s.mu.Unlock()
+}
+
+// changed tells the OnChange function of c.
+func (s *Store) changed(c Change) {
+	s.mu.Lock()
+	fn := s.onChange
+	s.mu.Unlock()
+	if fn != nil {
+		fn(c)
+	}
+}
+
+// Apply writes a change another store made: an entry with its label,
+// content, branch, confidence, archived flag and times (its recall count
+// stays this store's), or a delete (of an entry this store may not have).
+// A change this store holds already is skipped. Applied in one order on
+// every store, the same changes leave every store the same: the last
+// write of a label wins. A change the guard refuses is an error matching
+// redact.ErrSecret (it was let through where it was made).
+func (s *Store) Apply(ctx context.Context, c Change) error {
+	if c.Delete {
+		_, err := s.forget(c.Store, c.Slug)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if c.Entry == nil {
+		return invalid("a change that is no delete has no entry")
+	}
+	e := c.Entry
+	if have, err := s.Get(e.Store, e.Slug); err == nil && have.Label == e.Label && have.Content == e.Content &&
+		have.Branch == e.Branch && have.Confidence == e.Confidence && have.Archived == e.Archived && have.Updated.Equal(e.Updated) {
+		return nil
+	}
+	_, err := s.remember(ctx, RememberInput{Label: e.Label, Content: e.Content, Store: e.Store, Branch: e.Branch,
+		Confidence: e.Confidence, Overwrite: true, Archived: e.Archived, Created: e.Created, Updated: e.Updated})
+	return err
+}
