@@ -116,7 +116,7 @@ func TestQuickRunMeasuresEverythingAndCleansUp(t *testing.T) {
 		"feishu.webhook_answer", "feishu.ws_event_to_keys",
 		"commands.screenshot_render", "commands.prompt_to_buttons", "commands.watch_cost",
 		"redact.tool_roundtrip.p99",
-		"recall.at5.hybrid", "recall.hybrid.p99",
+		"recall.at5.hybrid", "recall.hybrid.p99", "mcp-recall.p99", "mcp-recall.overhead",
 		"ui.list.p99",
 		"cluster.update_to_keys.remote", "cluster.poller_failover",
 		"run.wall",

@@ -64,6 +64,13 @@
 // codex shows "Working (… esc to interrupt)", or answer with an HTTP
 // status instead. A Shell call runs under codex's sandbox and approval
 // policy; an EscalatedShell call makes codex ask the user to approve it.
+// An MCPTool call calls a tool of an MCP server in codex's configuration:
+// codex 0.169 offers a server's tools in a namespace "mcp__<server>"
+// (Request.Tools: "mcp__<server>.<tool>"), and a call names the namespace
+// and the tool. codex asks for approval first when its policy says so (by
+// default for a tool annotated destructive; mcp_servers.<server>.tools.
+// <tool>.approval_mode = "approve" never asks); the tool's result comes
+// back as the call's output.
 //
 // Every request is recorded (Requests) with the rule and step that
 // answered it; UserTurns lists what the user typed, one entry per turn.

@@ -54,6 +54,9 @@ type Item struct {
 	Text string
 	// Name is a function call's name.
 	Name string
+	// Namespace is a namespaced function call's namespace (an MCP tool's
+	// "mcp__<server>"), "" for a plain one.
+	Namespace string
 	// CallID ties a function call to its output.
 	CallID string
 }
@@ -177,6 +180,11 @@ func UserIs(s string) Matcher {
 // Call is one function call the scripted model makes.
 type Call struct {
 	Name string
+	// Namespace, when set, is the namespace of the tool called: codex
+	// offers some tools in namespaces (Request.Tools lists them as
+	// "namespace.tool"), and the model calls one by its namespace and
+	// name (MCPTool).
+	Namespace string
 	// Args is marshaled to the call's JSON arguments.
 	Args any
 	// ArgsFrom, when set, computes Args from the request.
@@ -188,6 +196,16 @@ type Call struct {
 // says so) and sends the output back in the next request.
 func Shell(cmd string) Call {
 	return Call{Name: "exec_command", Args: map[string]any{"cmd": cmd}}
+}
+
+// MCPTool is a call of tool of the MCP server named server in codex's
+// configuration (mcp_servers.<server>): codex 0.169 offers a server's
+// tools in a namespace "mcp__<server>" (Request.Tools lists them as
+// "mcp__<server>.<tool>"), calls the server's tool (after asking for
+// approval when its policy says so) and sends its result back as the
+// call's output.
+func MCPTool(server, tool string, args any) Call {
+	return Call{Namespace: "mcp__" + server, Name: tool, Args: args}
 }
 
 // EscalatedShell is a shell call that asks to run outside codex's
@@ -416,6 +434,7 @@ type wireItem struct {
 	Role      string          `json:"role"`
 	Content   json.RawMessage `json:"content"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
 	Arguments string          `json:"arguments"`
 	Input     string          `json:"input"`
 	CallID    string          `json:"call_id"`
@@ -446,7 +465,7 @@ func parse(body []byte, h http.Header) (*Request, error) {
 	}
 	req := &Request{Model: wr.Model, Body: body, Step: -1, At: time.Now(), Tools: toolNames(wr.Tools, "")}
 	for _, wi := range wr.Input {
-		it := Item{Type: wi.Type, Role: wi.Role, Name: wi.Name, CallID: wi.CallID}
+		it := Item{Type: wi.Type, Role: wi.Role, Name: wi.Name, Namespace: wi.Namespace, CallID: wi.CallID}
 		switch {
 		case wi.Type == "message":
 			it.Text = fakewire.Text(wi.Content)
@@ -616,7 +635,11 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, seq int, req *R
 		ab, _ := json.Marshal(args)
 		callID := callIDFor(req.step(), seq, i)
 		item := func(status, a string) map[string]any {
-			return map[string]any{"type": "function_call", "id": "fc_" + callID, "status": status, "name": c.Name, "call_id": callID, "arguments": a}
+			it := map[string]any{"type": "function_call", "id": "fc_" + callID, "status": status, "name": c.Name, "call_id": callID, "arguments": a}
+			if c.Namespace != "" {
+				it["namespace"] = c.Namespace
+			}
+			return it
 		}
 		send(map[string]any{"type": "response.output_item.added", "output_index": idx, "item": item("in_progress", "")})
 		send(map[string]any{"type": "response.function_call_arguments.delta", "item_id": "fc_" + callID, "output_index": idx, "delta": string(ab)})

@@ -29,6 +29,7 @@ type event struct {
 		Type      string `json:"type"`
 		Role      string `json:"role"`
 		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 		CallID    string `json:"call_id"`
 		Arguments string `json:"arguments"`
 		Content   []struct {
@@ -226,6 +227,34 @@ func TestToolCallSteps(t *testing.T) {
 	}
 	if turns := s.UserTurns(); len(turns) != 3 {
 		t.Errorf("user turns %q", turns)
+	}
+}
+
+// An MCP tool's call names its namespace, as codex offers the tool; the
+// call and its output come back in the next request.
+func TestMCPToolCall(t *testing.T) {
+	s := New()
+	defer s.Close()
+	s.On(Rule{Name: "recall", Match: UserContains("RECALL"), Steps: []Step{
+		{Calls: []Call{MCPTool("thatch", "memory_recall", map[string]any{"query": "deploy"})}},
+		{TextFrom: func(r *Request) string { return "result: " + CommandOutput(r.Outputs()[0]) }},
+	}})
+	a := post(t, s, nil, turn(msg("user", "RECALL it")))
+	if len(a.Calls) != 1 {
+		t.Fatalf("step 0: %+v", a)
+	}
+	c := a.Calls[0].Item
+	if c.Namespace != "mcp__thatch" || c.Name != "memory_recall" || c.Arguments != `{"query":"deploy"}` {
+		t.Errorf("call %+v", c)
+	}
+	back := map[string]any{"type": "function_call", "namespace": c.Namespace, "name": c.Name, "arguments": c.Arguments, "call_id": c.CallID}
+	a = post(t, s, nil, turn(msg("user", "RECALL it"), back, output(c.CallID, "Wall time: 0.0100 seconds\nOutput:\n{\"hits\":[]}")))
+	if a.Text != `result: {"hits":[]}` {
+		t.Errorf("step 1: %q", a.Text)
+	}
+	reqs := s.Requests()
+	if it := reqs[len(reqs)-1].Input[3]; it.Namespace != "mcp__thatch" || it.Name != "memory_recall" {
+		t.Errorf("recorded call %+v", it)
 	}
 }
 

@@ -244,7 +244,10 @@ func (r *Registry) openFiles(ctx context.Context, pids []int) []string {
 }
 
 // lsofFiles runs lsof over pids in its field output mode (-F): "p<pid>",
-// "f<fd>", "t<type>", "n<name>" lines.
+// "f<fd>", "a<access>", "t<type>", "n<name>" lines. Only files open for
+// writing count: an agent writes its own session, and may read another's
+// (codex reads older sessions' transcripts while it starts), which must
+// not be taken for its own.
 func (r *Registry) lsofFiles(ctx context.Context, pids []int) ([]string, error) {
 	bin, err := exec.LookPath(r.lsof)
 	if err != nil {
@@ -257,7 +260,7 @@ func (r *Registry) lsofFiles(ctx context.Context, pids []int) ([]string, error) 
 		list[i] = strconv.Itoa(p)
 	}
 	// -a: and the selections; -n -P: no DNS or port names; -w: no warnings.
-	cmd := exec.CommandContext(ctx, bin, "-a", "-n", "-P", "-w", "-p", strings.Join(list, ","), "-F", "ftn")
+	cmd := exec.CommandContext(ctx, bin, "-a", "-n", "-P", "-w", "-p", strings.Join(list, ","), "-F", "ftan")
 	out, err := cmd.Output()
 	// lsof exits 1 when one of the pids has gone; its output still counts.
 	var ee *exec.ExitError
@@ -265,7 +268,7 @@ func (r *Registry) lsofFiles(ctx context.Context, pids []int) ([]string, error) 
 		return nil, fmt.Errorf("agents: lsof -p %s: %w", strings.Join(list, ","), err)
 	}
 	var paths []string
-	typ := ""
+	typ, access := "", ""
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -275,16 +278,34 @@ func (r *Registry) lsofFiles(ctx context.Context, pids []int) ([]string, error) 
 		}
 		switch l[0] {
 		case 'f':
-			typ = ""
+			typ, access = "", ""
+		case 'a':
+			access = l[1:]
 		case 't':
 			typ = l[1:]
 		case 'n':
-			if typ == "REG" {
+			if typ == "REG" && (access == "w" || access == "u") {
 				paths = append(paths, l[1:])
 			}
 		}
 	}
 	return paths, nil
+}
+
+// readOnly reports whether the process pid holds its descriptor fd open
+// for reading only (its fdinfo's flags; false when they cannot be read).
+func readOnly(pid int, fd string) bool {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "fdinfo", fd))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && flags&3 == 0 // O_RDONLY
+		}
+	}
+	return false
 }
 
 // procFDs reads the targets of /proc/<pid>/fd/* for each pid; it sees
@@ -301,6 +322,9 @@ func procFDs(pids []int) []string {
 			t, err := os.Readlink(filepath.Join(dir, e.Name()))
 			if err != nil || !strings.HasPrefix(t, "/") {
 				continue // sockets, pipes, anon inodes
+			}
+			if readOnly(pid, e.Name()) {
+				continue // another session read, not the agent's own
 			}
 			paths = append(paths, strings.TrimSuffix(t, " (deleted)"))
 		}
