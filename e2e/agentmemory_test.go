@@ -121,6 +121,13 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
 		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy notes"), HaveField("Content", fact))))
 		Expect(iw.Said(thread)()).NotTo(ContainElement("Extracted."), "the child typed nothing in the chat")
+		line := "🧠 1 memory saved from this session's last 1 tool call."
+		Eventually(iw.Said(thread)).Should(ContainElement(line), "the thread is told what was saved")
+		for _, s := range iw.TG.Sent() {
+			if s.Text == line {
+				Expect(s.Silent).To(BeTrue(), "the line does not notify")
+			}
+		}
 
 		By("thatch status shows the session's extraction")
 		Eventually(func() string {

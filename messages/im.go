@@ -116,7 +116,9 @@ type IMAgentPromptGone struct {
 // sent once, in order. Question marks a cluster's machine question, whose
 // buttons IMCloseQuestion clears.
 type IMNotice struct {
-	Text     string       `json:"text"`
+	Text string `json:"text"`
+	// Silent: the notice does not notify the phone.
+	Silent   bool         `json:"silent,omitempty"`
 	Buttons  [][]IMButton `json:"buttons,omitempty"`
 	Question bool         `json:"question,omitempty"`
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/thatch-run/thatch/actors"
+	"github.com/thatch-run/thatch/actors/imnotice"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -63,9 +64,10 @@ type (
 
 // State is one session's buffer and extraction.
 type State struct {
-	ID    string `json:"id"`
-	Agent string `json:"agent,omitempty"`
-	Dir   string `json:"dir,omitempty"`
+	ID     string `json:"id"`
+	Thread string `json:"thread,omitempty"`
+	Agent  string `json:"agent,omitempty"`
+	Dir    string `json:"dir,omitempty"`
 	// Read is how far each transcript was read: a read that ends at or
 	// before it is a repeat.
 	Read map[string]int64 `json:"read,omitempty"`
@@ -93,6 +95,9 @@ type (
 	// ToolsRead is what a read of the session's transcript from From to
 	// To said: tool calls, results, and whether a turn ended. Reply: nil.
 	ToolsRead struct {
+		// Thread is the chat thread that follows the session ("": none);
+		// it is told, silently, what a child wrote.
+		Thread           string
 		Agent, Dir, Path string
 		From, To         int64
 		Calls            []Call
@@ -102,9 +107,13 @@ type (
 	// FetchPayload is an extraction child's fetch: it claims what is
 	// pending. Reply: *Payload.
 	FetchPayload struct{ Child string }
-	// Done is the child's completion: it consumes the claim. Reply: int,
-	// the interactions consumed.
-	Done struct{ Child string }
+	// Done is the child's completion: it consumes the claim; Wrote is
+	// how many memories the child wrote. Reply: int, the interactions
+	// consumed.
+	Done struct {
+		Child string
+		Wrote int
+	}
 	// Exited is StartExtractor's result: the child's process ended (Err:
 	// why it failed).
 	Exited struct {
@@ -133,6 +142,7 @@ type StartExtractor struct {
 type (
 	// Seen folds a transcript read in.
 	Seen struct {
+		Thread  string   `json:"thread,omitempty"`
 		Agent   string   `json:"agent,omitempty"`
 		Dir     string   `json:"dir,omitempty"`
 		Path    string   `json:"path"`
@@ -236,6 +246,13 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		if m.Child != "" && m.Child == p.S.Child && len(p.S.Claim) > 0 {
 			n = len(p.S.Claim)
 			p.Event(&ClaimDone{Child: m.Child})
+			if m.Wrote > 0 && p.S.Thread != "" {
+				// A courtesy line, sent at most once: the memories are
+				// in the store whether or not it arrives.
+				p.Effect(&actors.Send{To: actors.Identity{Kind: imnotice.KindName, ID: p.S.Thread},
+					Msg: &messages.IMNotice{Text: fmt.Sprintf("🧠 %d memor%s saved from this session's last %d tool call%s.",
+						m.Wrote, plural(m.Wrote, "y", "ies"), n, plural(n, "", "s")), Silent: true}})
+			}
 		}
 		p.Reply(n)
 	case *Exited:
@@ -259,7 +276,7 @@ func (k *Kind) read(p *actors.Plan[State], m *ToolsRead, now time.Time) {
 		p.Reply(nil)
 		return
 	}
-	p.Event(&Seen{Agent: m.Agent, Dir: m.Dir, Path: m.Path, To: m.To, Calls: m.Calls, Results: m.Results, Max: k.cfg.MaxPending})
+	p.Event(&Seen{Thread: m.Thread, Agent: m.Agent, Dir: m.Dir, Path: m.Path, To: m.To, Calls: m.Calls, Results: m.Results, Max: k.cfg.MaxPending})
 	switch {
 	case m.TurnEnded && (len(p.S.Pending) > 0 || len(p.S.Calls) > 0):
 		at := now.Add(k.cfg.IdleAfter)
@@ -388,6 +405,9 @@ func (n *State) seen(s *State, e *Seen) {
 	if e.Agent != "" {
 		n.Agent = e.Agent
 	}
+	if e.Thread != "" {
+		n.Thread = e.Thread
+	}
 	if e.Dir != "" {
 		n.Dir = e.Dir
 	}
@@ -446,4 +466,11 @@ type Status struct {
 func (*Kind) View(s *State) any {
 	return Status{Session: s.ID, Agent: s.Agent, Dir: s.Dir, Pending: len(s.Pending), Claimed: len(s.Claim), Child: s.Child,
 		Children: s.N, Extracted: s.Extracted, Dropped: s.Dropped, LastError: s.LastError}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/agentmem"
 	"github.com/thatch-run/thatch/actors/kindtest"
+	"github.com/thatch-run/thatch/messages"
 )
 
 var t0 = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
@@ -18,7 +19,7 @@ func newKind() *agentmem.Kind {
 // turn is a transcript read of one tool call and its result; end says
 // the turn ended with it.
 func turn(path string, to int64, id string, end bool) *agentmem.ToolsRead {
-	return &agentmem.ToolsRead{Agent: "claude", Dir: "/p", Path: path, To: to,
+	return &agentmem.ToolsRead{Thread: "tg:1:2", Agent: "claude", Dir: "/p", Path: path, To: to,
 		Calls:   []agentmem.Call{{ID: id, Tool: "Bash", Input: `{"command":"make test"}`}},
 		Results: []agentmem.Result{{ID: id, Output: "ok"}}, TurnEnded: end}
 }
@@ -54,9 +55,13 @@ func TestAnIdleSessionStartsAChildWhoseFetchClaimsAndWhoseDoneConsumes(t *testin
 	if p := d.Reply.(*agentmem.Payload); len(p.Interactions) != 2 || p.Interactions[0].Output != "ok" || len(s.Pending) != 0 {
 		t.Fatalf("fetch = %+v, pending %d", p, len(s.Pending))
 	}
-	s, d = kindtest.Step(t, k, s, &agentmem.Done{Child: start.Child}, t0)
+	s, d = kindtest.Step(t, k, s, &agentmem.Done{Child: start.Child, Wrote: 3}, t0)
 	if d.Reply.(int) != 2 || s.Extracted != 2 || len(s.Claim) != 0 {
 		t.Fatalf("done consumed %v; extracted %d", d.Reply, s.Extracted)
+	}
+	send := kindtest.Only[actors.Send](t, d.Effects)
+	if n, ok := send.Msg.(*messages.IMNotice); !ok || send.To.ID != "tg:1:2" || !n.Silent || n.Text != "🧠 3 memories saved from this session's last 2 tool calls." {
+		t.Fatalf("the thread is told %+v %+v; want one silent line", send.To, send.Msg)
 	}
 	s, d = kindtest.Step(t, k, s, &agentmem.Exited{Child: start.Child}, t0)
 	if s.Child != "" || len(d.Effects) != 0 || k.Active(s) {

@@ -81,7 +81,7 @@ func (Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
 		if m.Text == "" {
 			return actors.Decision{}
 		}
-		e := messages.IMOutEntry{Text: m.Text, Buttons: m.Buttons}
+		e := messages.IMOutEntry{Text: m.Text, Buttons: m.Buttons, Silent: m.Silent}
 		if m.Question {
 			e.Prompt = questionMark
 		}

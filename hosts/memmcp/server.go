@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,7 +84,7 @@ func New(ctx context.Context, o Options) (*mcp.Server, error) {
 
 // addExtraction adds the extraction child's two tools.
 func (t *tools) addExtraction(s *mcp.Server) {
-	child := map[string]string{"child": t.o.Extraction}
+	child := map[string]any{"child": t.o.Extraction}
 	mcp.AddTool(s, &mcp.Tool{Name: "extraction_payload", Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false)},
 		Description: "Fetch the tool interactions thatch buffered from the session for fact extraction: JSON {interactions, agent, directory, projectStore, globalStore}. Call it once; what you receive is yours to process."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -99,7 +100,8 @@ func (t *tools) addExtraction(s *mcp.Server) {
 			var out struct {
 				Completed int `json:"completed"`
 			}
-			if err := t.call(ctx, "/v1/agent/done", child, &out); err != nil {
+			done := map[string]any{"child": t.o.Extraction, "wrote": t.wrote.Load()}
+			if err := t.call(ctx, "/v1/agent/done", done, &out); err != nil {
 				return nil, nil, fmt.Errorf("thatch: %w", err)
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Acknowledged: %d interaction(s) completed.", out.Completed)}}}, nil, nil
@@ -138,7 +140,15 @@ type ListIn struct {
 	Branch string `json:"branch,omitempty" jsonschema:"git branch"`
 }
 
-type tools struct{ o Options }
+// rememberPath is memory_remember's route.
+const rememberPath = "/v1/memory/remember"
+
+type tools struct {
+	o Options
+	// wrote counts the memories this server saved (an extraction
+	// child's completion says how many).
+	wrote atomic.Int64
+}
 
 // call sends one request to the daemon, bounded by the timeout.
 func (t *tools) call(ctx context.Context, path string, in, out any) error {
@@ -181,6 +191,9 @@ func relay[In any](t *tools, path string, check func(In) error) mcp.ToolHandlerF
 		if err := t.call(ctx, path, body, &out); err != nil {
 			return nil, nil, fmt.Errorf("thatch: %w", err)
 		}
+		if path == rememberPath {
+			t.wrote.Add(1)
+		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil, nil
 	}
 }
@@ -190,7 +203,7 @@ func (t *tools) add(s *mcp.Server) {
 	read := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
 	mcp.AddTool(s, &mcp.Tool{Name: "memory_remember", Annotations: write,
 		Description: "Save one durable fact (still true and useful weeks from now) as a memory. A label that exists is an error unless overwrite is true. A memory holding a secret is refused."},
-		relay(t, "/v1/memory/remember", func(in RememberIn) error {
+		relay(t, rememberPath, func(in RememberIn) error {
 			if in.Confidence != 0 && (in.Confidence < 1 || in.Confidence > 10) {
 				return errors.New("confidence is 1 to 10")
 			}

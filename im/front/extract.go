@@ -46,12 +46,12 @@ func sessionMemory(agent, path string) actors.Identity {
 // memoryTools hands the tool calls, results and turn ends of a transcript
 // read to the memory of its session, redacted: nothing secret is
 // journaled. A read without any is not handed over.
-func (f *FrontEnd) memoryTools(ctx context.Context, agent, path string, from, to int64, lines [][]byte) error {
+func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte) error {
 	a, ok := f.agents.Get(agent)
 	if !ok || !f.extracts(agent) {
 		return nil
 	}
-	m := &agentmem.ToolsRead{Agent: agent, Path: path, From: from, To: to}
+	m := &agentmem.ToolsRead{Agent: agent, Path: path, From: from, To: to, Thread: binding}
 	for _, line := range lines {
 		if d := agents.LineCwd(line); d != "" {
 			m.Dir = d
@@ -227,30 +227,32 @@ func childSession(child string) (actors.Identity, bool) {
 
 type childBody struct {
 	Child string `json:"child"`
+	// Wrote is how many memories the child wrote (its completion says).
+	Wrote int `json:"wrote"`
 }
 
-func (f *FrontEnd) childOf(w http.ResponseWriter, r *http.Request) (string, actors.Identity, bool) {
+func (f *FrontEnd) childOf(w http.ResponseWriter, r *http.Request) (childBody, actors.Identity, bool) {
 	var b childBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&b); err != nil {
 		control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
-		return "", actors.Identity{}, false
+		return b, actors.Identity{}, false
 	}
 	id, ok := childSession(b.Child)
-	if !ok {
-		control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "child must be <agent>:<session>#<n>"})
-		return "", actors.Identity{}, false
+	if !ok || b.Wrote < 0 {
+		control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "child must be <agent>:<session>#<n>, wrote >= 0"})
+		return b, actors.Identity{}, false
 	}
-	return b.Child, id, true
+	return b, id, true
 }
 
 // servePayload serves POST /v1/agent/payload: the child claims what its
 // session buffered; the payload's size counts against the store's budget.
 func (f *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
-	child, id, ok := f.childOf(w, r)
+	b, id, ok := f.childOf(w, r)
 	if !ok {
 		return
 	}
-	ans, err := f.tree.RequestContext(r.Context(), id, &agentmem.FetchPayload{Child: child}, deliverTimeout)
+	ans, err := f.tree.RequestContext(r.Context(), id, &agentmem.FetchPayload{Child: b.Child}, deliverTimeout)
 	p, _ := ans.(*agentmem.Payload)
 	switch {
 	case err != nil:
@@ -280,11 +282,11 @@ func (f *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
 // serveDone serves POST /v1/agent/done: the child's completion consumes
 // its claim.
 func (f *FrontEnd) serveDone(w http.ResponseWriter, r *http.Request) {
-	child, id, ok := f.childOf(w, r)
+	b, id, ok := f.childOf(w, r)
 	if !ok {
 		return
 	}
-	ans, err := f.tree.RequestContext(r.Context(), id, &agentmem.Done{Child: child}, deliverTimeout)
+	ans, err := f.tree.RequestContext(r.Context(), id, &agentmem.Done{Child: b.Child, Wrote: b.Wrote}, deliverTimeout)
 	if err != nil {
 		control.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return

@@ -86,8 +86,8 @@ type follower struct {
 }
 
 // toolsFunc hands the complete lines of a transcript read from from to to
-// to the memory of the agent's session.
-type toolsFunc func(ctx context.Context, agent, path string, from, to int64, lines [][]byte) error
+// to the memory of the agent's session (followed for binding).
+type toolsFunc func(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte) error
 
 func newFollower(log hclog.Logger, parse func(string, []byte) []messages.IMTurnItem,
 	deliver func(context.Context, string, any) (any, error),
@@ -410,7 +410,7 @@ func (f *follower) read(ctx context.Context, path string, item followed) (readRe
 	r.to, r.more = from+int64(end)+1, n == 4*maxLine
 	f.log.Trace("transcript read", "path", path, "from", from, "to", r.to, "items", len(items))
 	if f.tools != nil && len(lines) > 0 {
-		if err := f.tools(ctx, item.agent, path, from, r.to, lines); err != nil {
+		if err := f.tools(ctx, item.binding, item.agent, path, from, r.to, lines); err != nil {
 			return keep, err
 		}
 	}
