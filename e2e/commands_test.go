@@ -43,7 +43,7 @@ var _ = Describe("Driving the agent from the chat", Label("im", "commands"), fun
 				names = append(names, c.Command)
 			}
 			return names
-		}).Should(Equal([]string{"esc", "interrupt", "enter", "screenshot", "history", "usage", "mode", "sessions", "board", "kill", "unbind"}))
+		}).Should(Equal([]string{"esc", "interrupt", "enter", "screenshot", "history", "usage", "mode", "recall", "remember", "sessions", "board", "kill", "unbind"}))
 		for _, c := range iw.TG.Commands() {
 			Expect(c.Description).NotTo(BeEmpty(), "/%s has a description", c.Command)
 		}
@@ -78,6 +78,36 @@ var _ = Describe("Driving the agent from the chat", Label("im", "commands"), fun
 		iw.Press(thread, imUser, iw.Prompt(thread, "The agent is no longer running in its window"), "Recover")
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: after"))
 		Expect(iw.UserLines("claude")()).To(Equal([]string{"first", "sleep 2", "\x1b", "after"}))
+	})
+
+	It("Telegram: /remember keeps a fact and /recall finds it with no agent asked, a button showing it whole, a secret refused", func() {
+		start()
+		thread := iw.Setup("memory", "claude", "api", "first")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: first"))
+		iw.TG.Message(imChat, thread, imUser, "/remember Staging deploys with make ship; production needs a tag first")
+		Eventually(iw.Said(thread)).Should(ContainElement("Kept in global as “Staging deploys with make ship; production needs a tag first”."))
+		key := "ghp_" + strings.Repeat("Rm7", 12)
+		iw.TG.Message(imChat, thread, imUser, "/remember the deploy token is "+key)
+		Eventually(iw.Said(thread)).Should(ContainElement(HavePrefix("Not kept: ")))
+		iw.TG.Message(imChat, thread, imUser, "/recall how do we deploy to staging")
+		var answer faketelegram.Sent
+		Eventually(func() string {
+			for _, s := range iw.TG.Messages(imChat, thread) {
+				if strings.HasPrefix(s.Text, "Memories for") {
+					answer = s
+				}
+			}
+			return answer.Text
+		}).Should(ContainSubstring("1. Staging deploys with make ship; production needs a tag first (global)"))
+		Expect(answer.Buttons).NotTo(BeEmpty())
+		iw.TG.Press(imChat, thread, imUser, answer.MessageID, answer.Buttons[0][0].Data)
+		Eventually(iw.Said(thread)).Should(ContainElement(HavePrefix("Staging deploys with make ship; production needs a tag first (global, confidence 5/10")))
+		By("the memory is the daemon's, the agent got none of it, and no request to the Bot API held the key")
+		Expect(MemoryListCLI(iw.World)).To(ContainSubstring("Staging deploys with make ship; production needs a tag first"))
+		Expect(iw.UserLines("claude")()).To(Equal([]string{"first"}), "the agent was asked nothing")
+		for _, r := range iw.TG.Requests() {
+			Expect(r).NotTo(ContainSubstring(key))
+		}
 	})
 
 	It("Telegram: /history shows the last exchanges, another bot's command does nothing, the agent's own is typed, and /kill kills the window after asking", func() {
