@@ -291,6 +291,11 @@ type IM struct {
 	// BoardInterval is the least time between two edits of a chat's
 	// board. Default: 10s.
 	BoardInterval time.Duration `koanf:"board_interval" usage:"least time between two edits of a chat's board"`
+	// Prices are /usage's prices per model, added to the built-in list
+	// prices (and overriding them): "MODEL=IN/OUT[/CACHE_READ[/CACHE_WRITE]]"
+	// in US dollars per million tokens, MODEL the start of the model's
+	// name. Default: none.
+	Prices []string `koanf:"prices" usage:"/usage prices: MODEL=IN/OUT[/CACHE_READ[/CACHE_WRITE]] dollars per million tokens"`
 	// InboxDir is where files, photos and voice notes sent in a thread are
 	// saved: relative to the binding's working directory (inside the
 	// project, which agents read without asking), or absolute. thatch

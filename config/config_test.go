@@ -134,6 +134,7 @@ var specDefaults = map[string]any{
 	"im.alert_after":                    "1m",
 	"im.board":                          false,
 	"im.board_interval":                 "10s",
+	"im.prices":                         []string{},
 	"im.inbox_dir":                      ".thatch/inbox",
 	"im.transcribe":                     "",
 	"im.max_file_mb":                    0,

@@ -248,6 +248,7 @@ var everyKey = map[string]struct {
 	"im.alert_after":                    {"2m", "2m"},
 	"im.board":                          {"true", true},
 	"im.board_interval":                 {"20s", "20s"},
+	"im.prices":                         {"my-model=1/2", []string{"my-model=1/2"}},
 	"im.inbox_dir":                      {"/srv/inbox", "/srv/inbox"},
 	"im.transcribe":                     {"whisper-cli -m base", "whisper-cli -m base"},
 	"im.max_file_mb":                    {"5", 5},

@@ -244,6 +244,11 @@ func (v *validator) im(c *IM) {
 	v.oneOf("im.live", c.Live, LiveTurn, LiveOff)
 	v.positive("im.live_every", c.LiveEvery)
 	v.positive("im.board_interval", c.BoardInterval)
+	for _, p := range c.Prices {
+		if _, _, err := ParsePrice(p); err != nil {
+			v.add("im.prices", "%v", err)
+		}
+	}
 	if c.AlertAfter < 0 {
 		v.add("im.alert_after", "must be >= 0 (0: never), got %v", c.AlertAfter)
 	}

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
+
+	"github.com/thatch-run/thatch/config"
 )
 
 // Usage is what a session used, as its transcript records it. A count
@@ -173,11 +176,19 @@ func (r *usageReader) usage() Usage {
 }
 
 // Price is what a model costs, in US dollars per million tokens.
-type Price struct{ Input, Output, CacheRead, CacheWrite float64 }
+type Price = config.Price
+
+// Prices are prices by the start of models' names: the longest that
+// matches a model wins.
+type Prices map[string]Price
+
+// DefaultPrices are the list prices of the models in use, for an
+// estimate only (im.prices adds to them and overrides them).
+func DefaultPrices() Prices { return maps.Clone(prices) }
 
 // prices are list prices of the models in use, by the start of their
 // names, the longest that matches wins. They are for an estimate only.
-var prices = map[string]Price{
+var prices = Prices{
 	"claude-opus-4-5":   {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
 	"claude-opus-4":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
 	"claude-sonnet-4":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
@@ -189,11 +200,11 @@ var prices = map[string]Price{
 	"o4-mini":           {Input: 1.1, Output: 4.4, CacheRead: 0.275},
 }
 
-// Cost estimates what u cost at the model's list price; ok is false when
-// the model or a count is unknown.
-func (u Usage) Cost() (dollars float64, ok bool) {
+// Cost estimates what u cost at the model's price in table; ok is false
+// when the model or a count is unknown.
+func (u Usage) Cost(table Prices) (dollars float64, ok bool) {
 	best := ""
-	for name := range prices {
+	for name := range table {
 		if strings.HasPrefix(u.Model, name) && len(name) > len(best) {
 			best = name
 		}
@@ -201,7 +212,7 @@ func (u Usage) Cost() (dollars float64, ok bool) {
 	if best == "" || u.Input < 0 || u.Output < 0 {
 		return 0, false
 	}
-	p := prices[best]
+	p := table[best]
 	m := func(n int64, per float64) float64 { return float64(max(n, 0)) * per / 1e6 }
 	return m(u.Input, p.Input) + m(u.Output, p.Output) + m(u.CacheRead, p.CacheRead) + m(u.CacheWrite, p.CacheWrite), true
 }

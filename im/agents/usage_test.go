@@ -43,7 +43,7 @@ func TestClaudeUsageCountsEachMessageOnce(t *testing.T) {
 	if u != want {
 		t.Fatalf("usage %+v, want %+v", u, want)
 	}
-	cost, ok := u.Cost()
+	cost, ok := u.Cost(agents.DefaultPrices())
 	if want := (15*3 + 100*15 + 2200*0.3 + 200*3.75) / 1e6; !ok || math.Abs(cost-want) > 1e-12 {
 		t.Fatalf("cost %v %v, want %v", cost, ok, want)
 	}
@@ -66,7 +66,7 @@ func TestCodexUsageAndUnknowns(t *testing.T) {
 	if none.Input != -1 || none.Output != -1 || none.Context != -1 {
 		t.Fatalf("a session with no counts: %+v", none)
 	}
-	if _, ok := none.Cost(); ok {
+	if _, ok := none.Cost(agents.DefaultPrices()); ok {
 		t.Fatal("a cost for unknown counts")
 	}
 	if c := usageOf(t, agents.Copilot, `{"type":"assistant.message","data":{"content":"hi"}}`+"\n"); c.Input != -1 || c.Model != "" {

@@ -302,11 +302,23 @@ func (f *FrontEnd) readUsage(_ context.Context, _ actors.Identity, e *messages.I
 	if err != nil {
 		return &messages.IMUsageRead{Err: err.Error()}
 	}
-	return &messages.IMUsageRead{Text: usageText(e.Agent, u)}
+	return &messages.IMUsageRead{Text: usageText(e.Agent, u, f.prices())}
+}
+
+// prices are /usage's prices: the built-in list prices with im.prices
+// over them (checked when the config was loaded).
+func (f *FrontEnd) prices() agents.Prices {
+	table := agents.DefaultPrices()
+	for _, s := range f.cfg.IM.Prices {
+		if model, p, err := config.ParsePrice(s); err == nil {
+			table[model] = p
+		}
+	}
+	return table
 }
 
 // usageText is /usage's answer.
-func usageText(agent string, u agents.Usage) string {
+func usageText(agent string, u agents.Usage, table agents.Prices) string {
 	n := func(v int64) string {
 		if v < 0 {
 			return "unknown"
@@ -332,8 +344,8 @@ func usageText(agent string, u agents.Usage) string {
 	default:
 		fmt.Fprintf(&b, "context in use: %s (window unknown)\n", n(u.Context))
 	}
-	if cost, ok := u.Cost(); ok {
-		fmt.Fprintf(&b, "estimated cost: $%.2f (at list prices: an estimate, not a bill)", cost)
+	if cost, ok := u.Cost(table); ok {
+		fmt.Fprintf(&b, "estimated cost: $%.2f (at list prices or im.prices: an estimate, not a bill)", cost)
 	} else {
 		b.WriteString("estimated cost: unknown (no price for this model)")
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/agentmem"
 	"github.com/thatch-run/thatch/actors/ocbudget"
-	"github.com/thatch-run/thatch/hosts/control"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor/frontend"
@@ -234,12 +233,12 @@ type childBody struct {
 func (f *FrontEnd) childOf(w http.ResponseWriter, r *http.Request) (childBody, actors.Identity, bool) {
 	var b childBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&b); err != nil {
-		control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
 		return b, actors.Identity{}, false
 	}
 	id, ok := childSession(b.Child)
 	if !ok || b.Wrote < 0 {
-		control.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "child must be <agent>:<session>#<n>, wrote >= 0"})
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "child must be <agent>:<session>#<n>, wrote >= 0"})
 		return b, actors.Identity{}, false
 	}
 	return b, id, true
@@ -256,13 +255,13 @@ func (f *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
 	p, _ := ans.(*agentmem.Payload)
 	switch {
 	case err != nil:
-		control.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	case p == nil:
-		control.WriteJSON(w, http.StatusConflict, map[string]string{"error": "no payload"})
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "no payload"})
 		return
 	case p.Err != "":
-		control.WriteJSON(w, http.StatusConflict, map[string]string{"error": p.Err})
+		writeJSON(w, http.StatusConflict, map[string]string{"error": p.Err})
 		return
 	}
 	project, _ := stores(p.Dir)
@@ -288,11 +287,11 @@ func (f *FrontEnd) serveDone(w http.ResponseWriter, r *http.Request) {
 	}
 	ans, err := f.tree.RequestContext(r.Context(), id, &agentmem.Done{Child: b.Child, Wrote: b.Wrote}, deliverTimeout)
 	if err != nil {
-		control.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 		return
 	}
 	n, _ := ans.(int)
-	control.WriteJSON(w, http.StatusOK, map[string]int{"completed": n})
+	writeJSON(w, http.StatusOK, map[string]int{"completed": n})
 }
 
 func cmpOr(a, b string) string {
@@ -300,4 +299,11 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// writeJSON answers a route with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }

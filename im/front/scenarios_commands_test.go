@@ -441,6 +441,21 @@ func TestScenarioUsageAnswersFromTheTranscript(t *testing.T) {
 	}
 }
 
+// im.prices gives /usage a price for a model the built-in list does not
+// know: the fake agent's two messages of one token in and one out each.
+func TestScenarioUsageCostsAModelAtIMPrices(t *testing.T) {
+	w := newWorld(t, func(c *config.Config) { c.IM.Prices = []string{"fakeagent=1000000/2000000"} })
+	thread := w.setup("priced", "api", "first")
+	w.waitSaid(thread, "echo: first")
+	w.send(thread, "tool")
+	w.waitSaid(thread, "echo: tool")
+	w.send(thread, "/usage")
+	w.waitSaid(thread, "claude's session (fakeagent), from its transcript:\n"+
+		"tokens in 2 · out 2 · from cache 0\n"+
+		"context in use: 1 of 200,000 (0%)\n"+
+		"estimated cost: $6.00 (at list prices or im.prices: an estimate, not a bill)")
+}
+
 // /board pins one message in the group's General topic that lists every
 // thread with its agent and state; it is edited as states change (a
 // thread unbound shows as ended, and why), and after a restart the same
