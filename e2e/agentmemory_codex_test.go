@@ -1,7 +1,14 @@
 package e2e
 
 import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -84,5 +91,104 @@ var _ = Describe("Memory for the codex thatch launches", Label("im", "real-agent
 		}
 		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
 		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy path"), HaveField("Content", fact))))
+	})
+
+	// codex exec runs with approval policy "never": an MCP tool it deems
+	// destructive (an MCP tool is, unless annotated otherwise) is refused
+	// ("MCP tool call requires approval, but approval policy is never"),
+	// so the extraction tools must say they are not.
+	It("codex: an idle session's tool calls are extracted by codex exec through thatch's MCP server, its fetch claiming and its completion consuming, with no secret in the payload, the store or the journal", func() {
+		iw := NewRealIMWorld("codex")
+		iw.Env = append(iw.Env, "THATCH_MEMORY_IDLE_AFTER=2s")
+		key := "ghp_" + strings.Repeat("Xy9", 12)
+		notes := filepath.Join(iw.Projects, "web", "DEPLOY.md")
+		Expect(os.WriteFile(notes, []byte("Deploy with make ship.\nThe deploy token is "+key+"\n"), 0o644)).To(Succeed())
+		d := StartDaemon(iw.World)
+		// One shell call in the chat session: cat is a command codex
+		// knows to be safe, so it runs it without asking.
+		iw.Codex.On(fakeresponses.Rule{Name: "look", Match: fakeresponses.UserContains("LOOKAROUND"), Steps: []fakeresponses.Step{
+			{Calls: []fakeresponses.Call{fakeresponses.Shell("cat " + notes)}},
+			{Text: "Found the deploy notes."},
+		}})
+		fact := "The web project deploys with make ship (DEPLOY.md)"
+		const extractor = "extract"
+		iw.Codex.On(fakeresponses.Rule{Name: extractor, Match: fakeresponses.UserContains("thatch's memory extractor"), Steps: []fakeresponses.Step{
+			{Calls: []fakeresponses.Call{fakeresponses.MCPTool("thatch", "extraction_payload", map[string]any{})}},
+			{Calls: []fakeresponses.Call{fakeresponses.MCPTool("thatch", "memory_remember", map[string]any{"label": "Deploy notes", "content": fact})}},
+			{Calls: []fakeresponses.Call{fakeresponses.MCPTool("thatch", "extraction_done", map[string]any{})}},
+			{Text: "Extracted."},
+		}})
+
+		thread := iw.Setup("extract", "codex", "web", "LOOKAROUND please")
+		Eventually(iw.Said(thread)).Should(ContainElement("Found the deploy notes."))
+		Expect(iw.Codex.Served("look", 1)).To(Equal(1), "the shell call ran and its output came back to the model")
+
+		By("once the session is idle, codex exec fetches the payload, remembers, and completes")
+		// resultOf is what the extraction child's call at step gave back:
+		// the last output of the request at step+1, which carries it to
+		// the model.
+		resultOf := func(step int) func() string {
+			return func() string {
+				for _, r := range iw.Codex.Requests() {
+					if out := r.Outputs(); r.Rule == extractor && r.Step == step+1 && len(out) > 0 {
+						return strings.TrimSpace(fakeresponses.CommandOutput(out[len(out)-1]))
+					}
+				}
+				return ""
+			}
+		}
+		Eventually(resultOf(2), 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."),
+			"the completion consumed the one shell call the fetch claimed (the chat session made no other tool call)")
+		payload := resultOf(0)()
+		Expect(payload).To(And(ContainSubstring("exec_command"), ContainSubstring("make ship"), ContainSubstring("[redacted:github_token]")))
+		Expect(payload).NotTo(ContainSubstring(key), "the payload holds no secret")
+		web := filepath.Join(iw.Projects, "web")
+		Expect(payload).To(ContainSubstring(`"directory":"`+web+`"`),
+			"the session's directory came from its transcript (codex writes it in its first lines, before any tool call)")
+		asked := false
+		for _, r := range iw.Codex.Requests() {
+			asked = asked || (r.Rule == extractor && strings.Contains(r.User, "a codex session that worked in "+web+"."))
+		}
+		Expect(asked).To(BeTrue(), "the child was told where the session worked")
+		Expect(resultOf(1)()).To(MatchRegexp(`"op":\s*"new"`), "the remember call reached the daemon")
+
+		var list struct {
+			Entries []struct{ Label, Content string }
+		}
+		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
+		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy notes"), HaveField("Content", fact))))
+		Expect(iw.Said(thread)()).NotTo(ContainElement("Extracted."), "the child typed nothing in the chat")
+		msgs := iw.TG.Messages(imChat, thread)
+		ready := -1
+		for i, m := range msgs {
+			if visible(m) == "Session ready!" {
+				ready = i
+			}
+		}
+		Expect(ready).To(BeNumerically(">=", 0))
+		for _, m := range msgs[ready+1:] {
+			Expect(m.Buttons).To(BeEmpty(), "no approval was asked in the chat: %q", m.Text)
+		}
+
+		By("thatch status shows the session's extraction")
+		Eventually(func() string {
+			cmd := exec.Command(bins.Thatch, "status", "--config", iw.ThatchConfig)
+			cmd.Env = iw.Env
+			out, _ := cmd.Output()
+			return string(out)
+		}).Should(MatchRegexp(`(?m)^\s+codex:\S+\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
+
+		By("nothing the daemon wrote holds the secret")
+		d.Stop()
+		Expect(filepath.WalkDir(iw.DataDir, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err == nil && bytes.Contains(b, []byte(key)) {
+				return fmt.Errorf("%s holds the secret", path)
+			}
+			return err
+		})).To(Succeed())
 	})
 })

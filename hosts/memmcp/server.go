@@ -85,7 +85,10 @@ func New(ctx context.Context, o Options) (*mcp.Server, error) {
 // addExtraction adds the extraction child's two tools.
 func (t *tools) addExtraction(s *mcp.Server) {
 	child := map[string]any{"child": t.o.Extraction}
-	mcp.AddTool(s, &mcp.Tool{Name: "extraction_payload", Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false)},
+	// Not destructive: a client that asks before a tool it must take for
+	// destructive (codex exec, whose policy is never to ask) runs them.
+	safe := &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)}
+	mcp.AddTool(s, &mcp.Tool{Name: "extraction_payload", Annotations: safe,
 		Description: "Fetch the tool interactions thatch buffered from the session for fact extraction: JSON {interactions, agent, directory, projectStore, globalStore}. Call it once; what you receive is yours to process."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			var out json.RawMessage
@@ -94,7 +97,7 @@ func (t *tools) addExtraction(s *mcp.Server) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "extraction_done", Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false)},
+	mcp.AddTool(s, &mcp.Tool{Name: "extraction_done", Annotations: safe,
 		Description: "Tell thatch that you finished processing the payload you fetched. Always call it at the end of an extraction, even if you saved nothing."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			var out struct {

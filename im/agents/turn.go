@@ -115,12 +115,13 @@ func codexItems(line []byte) []TurnItem {
 	var l struct {
 		Type    string `json:"type"`
 		Payload *struct {
-			Type      string `json:"type"`
-			CallID    string `json:"call_id"`
-			Output    string `json:"output"`
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-			Input     string `json:"input"`
+			Type      string          `json:"type"`
+			CallID    string          `json:"call_id"`
+			Output    json.RawMessage `json:"output"`
+			Name      string          `json:"name"`
+			Namespace string          `json:"namespace"`
+			Arguments string          `json:"arguments"`
+			Input     string          `json:"input"`
 		} `json:"payload"`
 	}
 	if json.Unmarshal(line, &l) != nil || l.Payload == nil {
@@ -133,14 +134,17 @@ func codexItems(line []byte) []TurnItem {
 	case l.Type != "response_item":
 		return nil
 	case p.Type == "function_call_output" && p.CallID != "":
-		r := TurnItem{Kind: ItemResult, ID: p.CallID, Output: p.Output}
+		// A shell's output is a string (itself JSON with the output and
+		// the exit code, in some versions); an MCP tool's, text parts.
+		text := partsText(p.Output)
+		r := TurnItem{Kind: ItemResult, ID: p.CallID, Output: text}
 		var out struct {
 			Output   *string `json:"output"`
 			Metadata *struct {
 				ExitCode *int `json:"exit_code"`
 			} `json:"metadata"`
 		}
-		if json.Unmarshal([]byte(p.Output), &out) == nil {
+		if json.Unmarshal([]byte(text), &out) == nil {
 			if out.Output != nil {
 				r.Output = *out.Output
 			}
@@ -158,7 +162,11 @@ func codexItems(line []byte) []TurnItem {
 			} `json:"payload"`
 		}
 		_ = json.Unmarshal(line, &id)
-		return []TurnItem{{Kind: ItemTool, ID: id.Payload.CallID, Text: tools[0], Name: p.Name, Input: cmpOr(p.Arguments, p.Input)}}
+		name := p.Name
+		if p.Namespace != "" {
+			name = p.Namespace + "__" + p.Name // an MCP server's tool, named as claude names them
+		}
+		return []TurnItem{{Kind: ItemTool, ID: id.Payload.CallID, Text: tools[0], Name: name, Input: cmpOr(p.Arguments, p.Input)}}
 	}
 	return textItems(codexReplies(line))
 }
@@ -221,6 +229,26 @@ func contentText(raw json.RawMessage) string {
 		if b.Type == "text" {
 			out = append(out, b.Text)
 		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// partsText is a codex output as text: a string, or the text of its
+// parts.
+func partsText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		out = append(out, p.Text)
 	}
 	return strings.Join(out, "\n")
 }

@@ -64,3 +64,26 @@ func TestTurnItemsFollowTheTranscript(t *testing.T) {
 		t.Fatalf("a sub-agent's text is in the turn:\n%s", claude)
 	}
 }
+
+// A codex MCP call names its server's namespace, and its result is a list
+// of text parts: the call is named as claude names MCP tools, and the
+// result's text is read (the memory's extraction keeps both).
+func TestCodexMCPCallsAndTheirPartsAreRead(t *testing.T) {
+	reg, err := agents.NewRegistry(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := reg.Get(agents.Codex)
+	call := a.TurnItems([]byte(`{"type":"response_item","payload":{"type":"function_call","namespace":"mcp__thatch","name":"memory_recall","arguments":"{\"query\":\"deploy\"}","call_id":"c1"}}`))
+	if len(call) != 1 || call[0].Kind != agents.ItemTool || call[0].Name != "mcp__thatch__memory_recall" || call[0].Input != `{"query":"deploy"}` {
+		t.Fatalf("call = %+v", call)
+	}
+	res := a.TurnItems([]byte(`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"{\"hits\":[]}"}]}}`))
+	if len(res) != 1 || res[0].Kind != agents.ItemResult || res[0].Output != `{"hits":[]}` || res[0].Failed {
+		t.Fatalf("result = %+v", res)
+	}
+	shell := a.TurnItems([]byte(`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c2","output":"{\"output\":\"boom\",\"metadata\":{\"exit_code\":2}}"}}`))
+	if len(shell) != 1 || shell[0].Output != "boom" || !shell[0].Failed {
+		t.Fatalf("shell result = %+v", shell)
+	}
+}

@@ -44,7 +44,7 @@ func sessionMemory(agent, path string) actors.Identity {
 
 // memoryTools hands the tool calls, results and turn ends of a transcript
 // read to the memory of its session, redacted: nothing secret is
-// journaled. A read without any is not handed over.
+// journaled, with the directory the session works in.
 func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte) error {
 	a, ok := f.agents.Get(agent)
 	if !ok || !f.extracts(agent) {
@@ -68,9 +68,25 @@ func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string,
 			}
 		}
 	}
-	if len(m.Calls) == 0 && len(m.Results) == 0 && !m.TurnEnded {
+	// The session's directory: codex says it only in its session's
+	// first lines, before any tool call; a read that says nothing else
+	// is handed over when it tells a directory not told before.
+	told := false
+	if m.Dir == "" {
+		if d, ok := f.sessionDirs.Load(path); ok {
+			m.Dir = d.(string)
+		}
+	} else if old, ok := f.sessionDirs.Swap(path, m.Dir); !ok || old.(string) != m.Dir {
+		told = true
+	}
+	if len(m.Calls) == 0 && len(m.Results) == 0 && !m.TurnEnded && !told {
 		return nil
 	}
+	return f.deliverTools(ctx, agent, path, m)
+}
+
+// deliverTools hands m to the memory of the session of path.
+func (f *FrontEnd) deliverTools(ctx context.Context, agent, path string, m *agentmem.ToolsRead) error {
 	err := f.tree.DeliverContext(ctx, sessionMemory(agent, path), m, deliverTimeout)
 	if err != nil && refused(err) {
 		f.log.Error("a session's memory refused its tool calls; they are not extracted", "path", path, "error", err)

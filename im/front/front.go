@@ -109,6 +109,9 @@ type FrontEnd struct {
 	hookFile string
 	// mask is the last step of every text and picture sent to a chat.
 	mask *masker
+	// sessionDirs is the directory each followed transcript's session
+	// works in (path -> dir), as its lines said.
+	sessionDirs sync.Map
 	// redactor cuts secrets from the tool calls the memory buffers.
 	redactor *redact.Redactor
 	// mem is the memory store /recall and /remember use (nil: none).
