@@ -119,11 +119,16 @@ func TestQuickRunMeasuresEverythingAndCleansUp(t *testing.T) {
 		"recall.at5.hybrid", "recall.hybrid.p99", "mcp-recall.p99", "mcp-recall.overhead",
 		"ui.list.p99",
 		"cluster.update_to_keys.remote", "cluster.poller_failover",
+		"memory-replication.lag.p99",
 		"run.wall",
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("no record %q in %v", want, got)
 		}
+	}
+	// Without the real claude installed, agent-memory-overhead says so.
+	if !slices.Contains(got, "agent-memory-overhead.turn") && !slices.Contains(got, "agent-memory-overhead.skipped") {
+		t.Errorf("no record %q (nor %q) in %v", "agent-memory-overhead.turn", "agent-memory-overhead.skipped", got)
 	}
 	for _, r := range recs {
 		if !strings.Contains(table, r.Name) {
