@@ -125,8 +125,11 @@ type (
 // Payload is FetchPayload's reply.
 type Payload struct {
 	Interactions []Interaction `json:"interactions"`
-	Agent        string        `json:"agent"`
-	Dir          string        `json:"dir"`
+	// New is how many of them this fetch claimed (a fetch again claims
+	// only what came since).
+	New   int    `json:"new"`
+	Agent string `json:"agent"`
+	Dir   string `json:"dir"`
 	// Err: the fetch was refused (not the running child).
 	Err string `json:"error,omitempty"`
 }
@@ -296,11 +299,12 @@ func (k *Kind) fetch(p *actors.Plan[State], child string, now time.Time) *Payloa
 	if child == "" || child != s.Child {
 		return &Payload{Err: fmt.Sprintf("%s is not this session's running extraction", child)}
 	}
-	if len(s.Pending) > 0 {
+	claimed := len(s.Pending)
+	if claimed > 0 {
 		p.Event(&Claimed{Child: child, At: now.UnixMilli()})
 		p.Effect(&actors.StartTimer{Name: claimTimer, After: k.cfg.ClaimTTL})
 	}
-	return &Payload{Interactions: slices.Clone(p.S.Claim), Agent: s.Agent, Dir: s.Dir}
+	return &Payload{Interactions: slices.Clone(p.S.Claim), New: claimed, Agent: s.Agent, Dir: s.Dir}
 }
 
 // tick handles the idle and claim timers.
@@ -312,7 +316,9 @@ func (k *Kind) tick(p *actors.Plan[State], name string, now time.Time) {
 			return
 		}
 		p.Event(&IdleArmed{})
-		if s.Child != "" || len(p.S.Pending) == 0 {
+		if s.Child != "" || len(p.S.Pending) == 0 || s.Dir == "" {
+			// No directory yet: which store is the session's is not
+			// known; a later turn's end arms the timer again.
 			return
 		}
 		child := fmt.Sprintf("%s#%d", s.ID, s.N+1)

@@ -67,9 +67,12 @@ func runHook(args []string) int {
 	}
 	if text := hookReminder(fs, e.Cwd); text != "" {
 		out := map[string]any{"hookSpecificOutput": map[string]string{"hookEventName": "SessionStart", "additionalContext": text}}
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-			code = 1
+		if err := json.NewEncoder(os.Stdout).Encode(out); err == nil {
+			// claude reads a hook's output only when it exits 0; a
+			// record that failed was said on stderr.
+			return 0
 		}
+		code = 1
 	}
 	return code
 }

@@ -220,6 +220,12 @@ func (t *tools) add(s *mcp.Server) {
 			}
 			return nil
 		}))
+	mcp.AddTool(s, &mcp.Tool{Name: "memory_list", Annotations: read,
+		Description: "List saved memories of a store (default: this project's and the global one)."},
+		relay[ListIn](t, "/v1/memory/list", nil))
+	if t.o.Extraction != "" {
+		return // an extraction child reads untrusted text: it forgets nothing
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "memory_forget", Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
 		Description: "Delete a memory that is wrong or obsolete, by label or slug."},
 		relay(t, "/v1/memory/forget", func(in ForgetIn) error {
@@ -228,7 +234,4 @@ func (t *tools) add(s *mcp.Server) {
 			}
 			return nil
 		}))
-	mcp.AddTool(s, &mcp.Tool{Name: "memory_list", Annotations: read,
-		Description: "List saved memories of a store (default: this project's and the global one)."},
-		relay[ListIn](t, "/v1/memory/list", nil))
 }

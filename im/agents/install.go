@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // ErrInstall is returned by Install and Uninstall for a file they will
@@ -62,6 +64,9 @@ func InstallClaude(o InstallOptions, uninstall bool) (Installed, error) {
 	settingsFile, serversFile := o.claudeFiles()
 	var out Installed
 	err := editJSON(serversFile, func(v map[string]any) error {
+		if err := want[map[string]any](v, "mcpServers"); err != nil {
+			return err
+		}
 		servers, _ := v["mcpServers"].(map[string]any)
 		if uninstall {
 			if servers != nil {
@@ -81,6 +86,22 @@ func InstallClaude(o InstallOptions, uninstall bool) (Installed, error) {
 		return out, err
 	}
 	err = editJSON(settingsFile, func(v map[string]any) error {
+		if err := want[map[string]any](v, "hooks"); err != nil {
+			return err
+		}
+		if hooks, ok := v["hooks"].(map[string]any); ok {
+			if err := want[[]any](hooks, "SessionStart"); err != nil {
+				return err
+			}
+		}
+		if err := want[map[string]any](v, "permissions"); err != nil {
+			return err
+		}
+		if perms, ok := v["permissions"].(map[string]any); ok {
+			if err := want[[]any](perms, "allow"); err != nil {
+				return err
+			}
+		}
 		editClaudeHook(v, o, uninstall)
 		editClaudePermissions(v, uninstall)
 		return nil
@@ -89,6 +110,16 @@ func InstallClaude(o InstallOptions, uninstall bool) (Installed, error) {
 		out.What = append(out.What, "claude: the memory's MCP server "+MemoryServer+" (user scope), the SessionStart hook, and recall, remember and list allowed without asking")
 	}
 	return out, err
+}
+
+// want says why v[key] is not a T, when it is there and is not.
+func want[T any](v map[string]any, key string) error {
+	if x, ok := v[key]; ok && x != nil {
+		if _, ok := x.(T); !ok {
+			return fmt.Errorf("its %q is a %T, not what claude writes there", key, x)
+		}
+	}
+	return nil
 }
 
 // thatchHook reports whether a hook command is thatch's.
@@ -106,7 +137,11 @@ func editClaudeHook(v map[string]any, o InstallOptions, uninstall bool) {
 	var kept []any
 	starts, _ := hooks["SessionStart"].([]any)
 	for _, m := range starts {
-		mm, _ := m.(map[string]any)
+		mm, ok := m.(map[string]any)
+		if !ok {
+			kept = append(kept, m) // not claude's form: not thatch's either
+			continue
+		}
 		list, _ := mm["hooks"].([]any)
 		var others []any
 		for _, h := range list {
@@ -184,12 +219,12 @@ func editJSON(path string, edit func(map[string]any) error, out *Installed) erro
 	if len(bytes.TrimSpace(old)) > 0 {
 		d := json.NewDecoder(bytes.NewReader(old))
 		d.UseNumber() // large numbers come back as they were
-		if err := d.Decode(&v); err != nil {
-			return fmt.Errorf("%w: %s is not a JSON object: %w", ErrInstall, path, err)
+		if err := d.Decode(&v); err != nil || v == nil || d.More() {
+			return fmt.Errorf("%w: %s is not one JSON object (%v); it is left as it is", ErrInstall, path, err)
 		}
 	}
 	if err := edit(v); err != nil {
-		return err
+		return fmt.Errorf("%w: %s: %w; it is left as it is", ErrInstall, path, err)
 	}
 	body, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -209,6 +244,9 @@ func editJSON(path string, edit func(map[string]any) error, out *Installed) erro
 // writeKeepingMode replaces path with body atomically, with the mode the
 // file had (0600 for a new one).
 func writeKeepingMode(path string, body []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real // a dotfile manager's link stays a link
+	}
 	mode := os.FileMode(0o600)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
@@ -249,8 +287,14 @@ func InstallCodex(o InstallOptions, uninstall bool) (Installed, error) {
 		return Installed{}, fmt.Errorf("%w: %s: %w", ErrInstall, path, err)
 	}
 	table := "[mcp_servers." + MemoryServer + "]"
-	if strings.Contains(rest, table) {
-		return Installed{}, fmt.Errorf("%w: %s has a %s of its own; thatch leaves it alone", ErrInstall, path, table)
+	var cfg struct {
+		Servers map[string]any `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal([]byte(rest), &cfg); err != nil {
+		return Installed{}, fmt.Errorf("%w: %s is not TOML codex can read (%v); it is left as it is", ErrInstall, path, err)
+	}
+	if _, ok := cfg.Servers[MemoryServer]; ok {
+		return Installed{}, fmt.Errorf("%w: %s has an MCP server %q of its own; thatch leaves it alone", ErrInstall, path, MemoryServer)
 	}
 	body := rest
 	if !uninstall {

@@ -116,23 +116,31 @@ func TestInstallCodexWritesOneMarkedBlockAndLeavesTheRestAlone(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
 		t.Errorf("mode = %v; want the file's own 0644", fi.Mode().Perm())
 	}
-	if err := os.WriteFile(path, []byte("[mcp_servers.thatch]\ncommand = \"mine\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := agents.InstallCodex(o, false); !errors.Is(err, agents.ErrInstall) {
-		t.Fatalf("a server of thatch's name the user wrote: %v; want ErrInstall", err)
+	for _, mine := range []string{"[mcp_servers.thatch]\ncommand = \"mine\"\n", "[mcp_servers]\nthatch = { command = \"mine\" }\n",
+		"mcp_servers.thatch.command = \"mine\"\n", "[mcp_servers.\"thatch\"]\ncommand = \"mine\"\n", "not = toml = at all\n"} {
+		if err := os.WriteFile(path, []byte(mine), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := agents.InstallCodex(o, false); !errors.Is(err, agents.ErrInstall) {
+			t.Fatalf("%q: %v; want ErrInstall", mine, err)
+		}
+		if b, _ := os.ReadFile(path); string(b) != mine {
+			t.Fatalf("%q was changed to %q", mine, b)
+		}
 	}
 }
 
-func TestInstallClaudeRefusesAFileThatIsNotJSON(t *testing.T) {
-	o := installOptions(t)
-	if err := os.WriteFile(filepath.Join(o.Home, ".claude.json"), []byte("{oops"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := agents.InstallClaude(o, false); !errors.Is(err, agents.ErrInstall) {
-		t.Fatalf("err = %v; want ErrInstall", err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(o.Home, ".claude.json")); string(b) != "{oops" {
-		t.Fatal("the file was changed")
+func TestInstallClaudeRefusesAFileThatIsNotOneJSONObjectOfClaudesForm(t *testing.T) {
+	for _, bad := range []string{"{oops", "null", `{"a":1}{"b":2}`, `{"mcpServers":[1]}`} {
+		o := installOptions(t)
+		if err := os.WriteFile(filepath.Join(o.Home, ".claude.json"), []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := agents.InstallClaude(o, false); !errors.Is(err, agents.ErrInstall) {
+			t.Fatalf("%s: err = %v; want ErrInstall", bad, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(o.Home, ".claude.json")); string(b) != bad {
+			t.Fatalf("%s was changed", bad)
+		}
 	}
 }

@@ -108,16 +108,32 @@ func ClaudeMCPPermissions(server string) []string {
 var ErrNoHeadless = errors.New("agents: no headless mode")
 
 // HeadlessLine is the shell line that runs the agent without a terminal
-// on prompt, with s as its only MCP server and its tools allowed: claude
-// -p, codex exec. The agent's launch line is its start.
+// on prompt, with s as its only MCP server and nothing else it may do: it
+// reads untrusted text (tool output), so it gets no built-in tool that
+// runs commands or writes (claude: --restricted, no tools, the user's
+// settings ignored; codex: a read-only sandbox). It starts from the
+// agent's own command (the launch line's first word; the agent's name
+// when that line is more than one command), not the user's launch line,
+// whose flags may lift those limits. The line execs the agent, so that
+// it is the shell's process.
 func (a *Agent) HeadlessLine(prompt string, s MCPServer) (string, error) {
-	base := strings.TrimSpace(strings.NewReplacer(SettingsPlaceholder, "", MCPPlaceholder, "").Replace(a.Launch))
+	bin := a.binary()
 	switch a.format {
 	case formatClaude:
-		return base + " -p " + shellQuote(prompt) + " --mcp-config " + shellQuote(s.ClaudeConfig) +
+		return "exec " + shellQuote(bin) + " -p " + shellQuote(prompt) + " --restricted --tools '' --mcp-config " + shellQuote(s.ClaudeConfig) +
 			" --strict-mcp-config --allowedTools " + shellQuote("mcp__"+s.Name), nil
 	case formatCodex:
-		return base + " exec --skip-git-repo-check " + a.mcpFlags(s) + " " + shellQuote(prompt), nil
+		return "exec " + shellQuote(bin) + " exec --skip-git-repo-check --sandbox read-only " + a.mcpFlags(s) + " " + shellQuote(prompt), nil
 	}
 	return "", fmt.Errorf("%w for %s", ErrNoHeadless, a.Name)
+}
+
+// binary is the agent's command: the launch line's first word when the
+// line is one plain command, else the agent's name.
+func (a *Agent) binary() string {
+	f := strings.Fields(a.Launch)
+	if len(f) == 0 || strings.ContainsAny(a.Launch, "|&;<>()$`\\\"'") || strings.Contains(f[0], "=") {
+		return a.Name
+	}
+	return f[0]
 }

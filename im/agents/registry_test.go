@@ -237,3 +237,26 @@ func TestEveryAgentIsGivenThatchsMCPServerTheWayItsCLITakesOne(t *testing.T) {
 		t.Errorf("claude's launch settings = %+v, %v; want the hook, recall allowed and forget asked", st, err)
 	}
 }
+
+// An extraction child runs the agent's bare command with nothing that
+// runs commands or writes, whatever the user's launch line adds.
+func TestHeadlessLineRunsTheBareAgentWithNoToolOfItsOwn(t *testing.T) {
+	r := newRegistry(t, t.TempDir(), map[string]agents.Spec{
+		"claude": {Launch: "claude --dangerously-skip-permissions --settings {settings} | tee log"},
+		"codex":  {Launch: "/opt/codex/bin/codex --yolo"}})
+	s := agents.MCPServer{Name: "thatch", Command: "/t", Args: []string{"mcp"}, ClaudeConfig: "/d/x.mcp.json"}
+	c, _ := r.Get("claude")
+	line, err := c.HeadlessLine("extract it", s)
+	if err != nil || line != "exec claude -p 'extract it' --restricted --tools '' --mcp-config /d/x.mcp.json --strict-mcp-config --allowedTools mcp__thatch" {
+		t.Errorf("claude: %q, %v", line, err)
+	}
+	x, _ := r.Get("codex")
+	line, err = x.HeadlessLine("extract it", s)
+	if err != nil || !strings.HasPrefix(line, "exec /opt/codex/bin/codex exec --skip-git-repo-check --sandbox read-only -c ") || strings.Contains(line, "--yolo") {
+		t.Errorf("codex: %q, %v", line, err)
+	}
+	m, _ := r.Get("mimo")
+	if _, err := m.HeadlessLine("x", s); !errors.Is(err, agents.ErrNoHeadless) {
+		t.Errorf("mimo: %v; want ErrNoHeadless", err)
+	}
+}

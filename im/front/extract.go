@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -144,7 +145,7 @@ func (f *FrontEnd) startExtractor(ctx context.Context, _ actors.Identity, e *age
 	err = runGroup(ctx, cmd)
 	f.log.Info("an extraction child ended", "child", e.Child, "agent", cmd.Args, "took", time.Since(started).Round(time.Millisecond), "error", err)
 	if err != nil {
-		out.Err = cleanText(fmt.Sprintf("%v: %s", err, strings.TrimSpace(tail.String())), 512)
+		out.Err = f.scrub(fmt.Sprintf("%v: %s", err, strings.TrimSpace(tail.String())), 512)
 	}
 	return out
 }
@@ -162,19 +163,22 @@ func (f *FrontEnd) extractorCommand(e *agentmem.StartExtractor) (*exec.Cmd, func
 		return nil, nil, err
 	}
 	srv := f.launch.MCP
-	srv.Args = append(append([]string(nil), srv.Args...), "--dir", cmpOr(e.Dir, dir), "--extraction", e.Child)
+	if e.Dir == "" {
+		return nil, nil, errors.New("the session's directory is not known")
+	}
+	srv.Args = append(append([]string(nil), srv.Args...), "--dir", e.Dir, "--extraction", e.Child)
 	safe := strings.NewReplacer(":", "_", "#", "_", "/", "_").Replace(e.Child)
 	srv.ClaudeConfig = filepath.Join(dir, safe+".mcp.json")
 	if err := writeIfChanged(srv.ClaudeConfig, []byte(agents.ClaudeMCPConfig(srv)+"\n")); err != nil {
 		return nil, nil, err
 	}
 	cleanup := func() { os.Remove(srv.ClaudeConfig) }
-	line, err := a.HeadlessLine(fmt.Sprintf(extractionPrompt, e.Agent, cmpOr(e.Dir, "an unknown directory")), srv)
+	line, err := a.HeadlessLine(fmt.Sprintf(extractionPrompt, e.Agent, e.Dir), srv)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	cmd := exec.Command(f.shell(), "-c", line)
+	cmd := exec.Command("/bin/sh", "-c", line) // the line execs the agent: the one process to kill
 	cmd.Dir = dir
 	cmd.Env = f.cfg.ChildEnv(os.Environ())
 	return cmd, cleanup, nil
@@ -283,8 +287,8 @@ func (f *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
 	project, _ := stores(p.Dir)
 	body := map[string]any{"interactions": p.Interactions, "agent": p.Agent, "directory": p.Dir,
 		"projectStore": project, "globalStore": memory.GlobalStore}
-	raw, _ := json.Marshal(body) // plain values
-	if f.cfg.Memory.DailyBudgetTokens > 0 && len(p.Interactions) > 0 {
+	raw, _ := json.Marshal(body)                         // plain values
+	if f.cfg.Memory.DailyBudgetTokens > 0 && p.New > 0 { // a fetch again costs nothing new
 		err := f.tree.DeliverContext(r.Context(), actors.Identity{Kind: ocbudget.KindName, ID: project}, &ocbudget.AddCost{Bytes: int64(len(raw))}, deliverTimeout)
 		if err != nil {
 			f.log.Warn("an extraction's cost was not counted", "store", project, "error", err)

@@ -116,6 +116,8 @@ type FrontEnd struct {
 	redactor *redact.Redactor
 	// mem is the memory store /recall and /remember use (nil: none).
 	mem *memory.Store
+	// memRepl replicates it in a cluster (nil: no cluster).
+	memRepl *memoryReplica
 	// edits spaces the live edits of each chat (live.go).
 	edits editGates
 	// launch is what every agent thatch starts is given: claude's
@@ -201,6 +203,9 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	f.redactor = c.Redactor
 	f.mem = c.Memory
 	f.rows = c.Store.Rows()
+	if err := f.openMemoryReplica(); err != nil {
+		return frontend.Parts{}, err
+	}
 	f.jr = c.Store.Journal()
 	im := f.cfg.IM
 	home := f.opts.Home

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -31,18 +32,42 @@ type memoryReplica struct {
 	wake chan struct{}
 }
 
-// startMemoryReplica starts the replication; its goroutines end with ctx.
-func (f *FrontEnd) startMemoryReplica(ctx context.Context) {
-	if f.mem == nil || f.cl == nil {
-		return
+// openMemoryReplica tells the memory store, from Open on, to keep every
+// change made here in the outbox (also those made before the cluster is
+// up, or after the front end stopped, until the store closes: they are
+// published at the next start). The outbox's keys go on from its largest,
+// whatever the clock does.
+func (f *FrontEnd) openMemoryReplica() error {
+	if f.mem == nil || !f.cfg.Cluster.Enabled() {
+		return nil
 	}
 	r := &memoryReplica{f: f, wake: make(chan struct{}, 1)}
-	r.seq.Store(uint64(time.Now().UnixNano()))
+	last := uint64(time.Now().UnixNano())
+	err := f.rows.Scan(memoryOutbox, func(row persistence.Row) error {
+		if n, err := strconv.ParseUint(row.Key, 10, 64); err == nil && n > last {
+			last = n
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("im: read the memory's outbox: %w", err)
+	}
+	r.seq.Store(last)
 	f.mem.OnChange(r.changed)
+	f.memRepl = r
+	return nil
+}
+
+// startMemoryReplica starts publishing the outbox and applying the
+// stream; its goroutines end with ctx.
+func (f *FrontEnd) startMemoryReplica(ctx context.Context) {
+	r := f.memRepl
+	if r == nil || f.cl == nil {
+		return
+	}
 	f.wg.Add(2)
 	go func() {
 		defer f.wg.Done()
-		defer f.mem.OnChange(nil)
 		r.publish(ctx)
 	}()
 	go func() {
