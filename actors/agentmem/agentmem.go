@@ -54,11 +54,15 @@ type (
 		ID    string `json:"id"`
 		Tool  string `json:"tool"`
 		Input string `json:"input,omitempty"`
+		// End is where its transcript line ends: a read again of a line
+		// folded in already (after a restart) is dropped by it.
+		End int64 `json:"end,omitempty"`
 	}
 	Result struct {
 		ID     string `json:"id"`
 		Output string `json:"output,omitempty"`
 		Failed bool   `json:"failed,omitempty"`
+		End    int64  `json:"end,omitempty"`
 	}
 )
 
@@ -422,15 +426,21 @@ func (n *State) seen(s *State, e *Seen) {
 		n.Read[k] = v
 	}
 	n.Read[e.Path] = e.To
+	before := s.Read[e.Path]
 	n.Calls = make(map[string]Call, len(s.Calls)+len(e.Calls))
 	for k, v := range s.Calls {
 		n.Calls[k] = v
 	}
 	for _, c := range e.Calls {
-		n.Calls[c.ID] = c
+		if c.End == 0 || c.End > before {
+			n.Calls[c.ID] = c
+		}
 	}
 	n.Pending = slices.Clone(s.Pending)
 	for _, r := range e.Results {
+		if r.End != 0 && r.End <= before {
+			continue // folded in already
+		}
 		c, ok := n.Calls[r.ID]
 		if !ok {
 			continue

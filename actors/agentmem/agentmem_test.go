@@ -133,3 +133,21 @@ func TestNewWorkDisarmsIdleAndAChildThatNeverFetchesCountsAsAFailure(t *testing.
 		t.Fatalf("failures %d, pending %d after a child that fetched nothing", s.Failures, len(s.Pending))
 	}
 }
+
+// After a restart the follower reads again from the binding's offset,
+// which may be before what the memory folded in: the lines it holds
+// already are dropped by where they end, the new ones kept.
+func TestARereadFoldsInOnlyTheLinesNotSeenBefore(t *testing.T) {
+	k := newKind()
+	s := k.Initial("claude:s1")
+	first := turn("/t.jsonl", 100, "a", false)
+	first.Calls[0].End, first.Results[0].End = 50, 100
+	s, _ = kindtest.Step(t, k, s, first, t0)
+	again := &agentmem.ToolsRead{Agent: "claude", Dir: "/p", Path: "/t.jsonl", From: 0, To: 200,
+		Calls:   []agentmem.Call{{ID: "a", Tool: "Bash", End: 50}, {ID: "b", Tool: "Read", End: 150}},
+		Results: []agentmem.Result{{ID: "a", Output: "ok", End: 100}, {ID: "b", Output: "text", End: 200}}}
+	s, _ = kindtest.Step(t, k, s, again, t0)
+	if len(s.Pending) != 2 || s.Pending[1].Tool != "Read" {
+		t.Fatalf("pending %+v; want the first call once and the new one", s.Pending)
+	}
+}

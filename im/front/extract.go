@@ -46,13 +46,14 @@ func sessionMemory(agent, path string) actors.Identity {
 // memoryTools hands the tool calls, results and turn ends of a transcript
 // read to the memory of its session, redacted: nothing secret is
 // journaled, with the directory the session works in.
-func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte) error {
+func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte, ends []int64) error {
 	a, ok := f.agents.Get(agent)
 	if !ok || !f.extracts(agent) {
 		return nil
 	}
 	m := &agentmem.ToolsRead{Agent: agent, Path: path, From: from, To: to, Thread: binding}
-	for _, line := range lines {
+	for i, line := range lines {
+		end := ends[i]
 		if d := agents.LineCwd(line); d != "" {
 			m.Dir = d
 		}
@@ -60,10 +61,10 @@ func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string,
 			switch it.Kind {
 			case agents.ItemTool:
 				if !memoryTool(it.Name) {
-					m.Calls = append(m.Calls, agentmem.Call{ID: it.ID, Tool: it.Name, Input: f.scrub(it.Input, maxToolInput)})
+					m.Calls = append(m.Calls, agentmem.Call{ID: it.ID, Tool: it.Name, Input: f.scrub(it.Input, maxToolInput), End: end})
 				}
 			case agents.ItemResult:
-				m.Results = append(m.Results, agentmem.Result{ID: it.ID, Output: f.scrub(it.Output, maxToolOutput), Failed: it.Failed})
+				m.Results = append(m.Results, agentmem.Result{ID: it.ID, Output: f.scrub(it.Output, maxToolOutput), Failed: it.Failed, End: end})
 			case agents.ItemEnd:
 				m.TurnEnded = true
 			}

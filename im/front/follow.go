@@ -86,8 +86,9 @@ type follower struct {
 }
 
 // toolsFunc hands the complete lines of a transcript read from from to to
-// to the memory of the agent's session (followed for binding).
-type toolsFunc func(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte) error
+// to the memory of the agent's session (followed for binding), with where
+// each line ends.
+type toolsFunc func(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte, ends []int64) error
 
 func newFollower(log hclog.Logger, parse func(string, []byte) []messages.IMTurnItem,
 	deliver func(context.Context, string, any) (any, error),
@@ -395,13 +396,14 @@ func (f *follower) read(ctx context.Context, path string, item followed) (readRe
 	var items []messages.IMTurnItem
 	var ends []int64
 	var lines [][]byte
+	var lineEnds []int64
 	at := from
 	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
 		at += int64(len(line)) + 1
 		if len(line) == 0 || len(line) > maxLine {
 			continue
 		}
-		lines = append(lines, line)
+		lines, lineEnds = append(lines, line), append(lineEnds, at)
 		for _, it := range f.parse(item.agent, line) {
 			items = append(items, it)
 			ends = append(ends, at)
@@ -410,7 +412,7 @@ func (f *follower) read(ctx context.Context, path string, item followed) (readRe
 	r.to, r.more = from+int64(end)+1, n == 4*maxLine
 	f.log.Trace("transcript read", "path", path, "from", from, "to", r.to, "items", len(items))
 	if f.tools != nil && len(lines) > 0 {
-		if err := f.tools(ctx, item.binding, item.agent, path, from, r.to, lines); err != nil {
+		if err := f.tools(ctx, item.binding, item.agent, path, from, r.to, lines, lineEnds); err != nil {
 			return keep, err
 		}
 	}
