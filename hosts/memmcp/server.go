@@ -18,8 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ServerName is the server's name: claude calls its tools
-// mcp__thatch__memory_recall and so on, and codex thatch.memory_recall.
+// ServerName is the name the server gives itself. The name an agent
+// calls its tools by is the one its configuration gives the server (thatch
+// gives "thatch": claude's mcp__thatch__memory_recall, codex's namespace
+// mcp__thatch).
 const ServerName = "thatch"
 
 // DefaultTimeout bounds each call to the daemon.
