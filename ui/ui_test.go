@@ -355,7 +355,8 @@ func TestHygienePairsAreJudged(t *testing.T) {
 
 // TestStatusPagesShowWhatTheReportHas: the sessions page shows each
 // family's counts, claimed summed, and every detail of the report
-// (extractions first), escaped; the IM page shows the bindings.
+// (extractions first), escaped; the IM page shows the bindings and the
+// extraction of the claude and codex sessions.
 func TestStatusPagesShowWhatTheReportHas(t *testing.T) {
 	status := func(context.Context) (any, error) {
 		return map[string]any{"frontEnds": map[string]any{
@@ -369,7 +370,8 @@ func TestStatusPagesShowWhatTheReportHas(t *testing.T) {
 				},
 			},
 			"im": map[string]any{"total": 1, "health": map[string]any{"ok": true, "state": "polling Telegram"},
-				"entities": []any{map[string]any{"thread": "tg:1:2", "state": "bound", "agent": "claude"}}},
+				"entities": []any{map[string]any{"thread": "tg:1:2", "state": "bound", "agent": "claude"}},
+				"details": map[string]any{"extractions": []any{map[string]any{"session": "claude:5f0e", "pending": 0, "extracted": 3}}}},
 		}}, nil
 	}
 	r := newRig(t, status)
@@ -388,7 +390,7 @@ func TestStatusPagesShowWhatTheReportHas(t *testing.T) {
 		t.Errorf("family row (sessionID, pending, accepted, claimed) wrong:\n%s", page)
 	}
 	_, page = b.get(r.base + "/ui/im")
-	for _, want := range []string{"tg:1:2", "bound", "polling Telegram"} {
+	for _, want := range []string{"tg:1:2", "bound", "polling Telegram", "extractions", "claude:5f0e"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("IM page lacks %q", want)
 		}
