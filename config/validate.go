@@ -264,13 +264,20 @@ func (v *validator) im(c *IM) {
 	v.feishu(&c.Feishu, c.Open)
 	v.positive("im.telegram.send_timeout", c.Telegram.SendTimeout)
 	v.positive("im.telegram.chat_interval", c.Telegram.ChatInterval)
-	for key, val := range map[string]string{"im.tmux.socket": c.Tmux.Socket, "im.tmux.session": c.Tmux.Session} {
+	v.imTmux(&c.Tmux)
+	v.imAgents(c)
+}
+
+// imTmux checks im.tmux: thatch's own socket and session, and the
+// sockets it adopts windows from.
+func (v *validator) imTmux(t *Tmux) {
+	for key, val := range map[string]string{"im.tmux.socket": t.Socket, "im.tmux.session": t.Session} {
 		if val == "" || strings.ContainsAny(val, "/:.\x00\n") {
 			v.add(key, "must be a non-empty name without '/', ':', '.' or control characters, got %q", val)
 		}
 	}
-	seen := map[string]bool{c.Tmux.Socket: true}
-	for _, sock := range c.Tmux.AdoptSockets {
+	seen := map[string]bool{t.Socket: true}
+	for _, sock := range t.AdoptSockets {
 		switch {
 		case strings.ContainsAny(sock, "\x00\n\r\t"):
 			v.add("im.tmux.adopt_sockets", "must be socket names or absolute paths without control characters, got %q", sock)
@@ -283,6 +290,10 @@ func (v *validator) im(c *IM) {
 		}
 		seen[sock] = true
 	}
+}
+
+// imAgents checks each agent of im.agents.
+func (v *validator) imAgents(c *IM) {
 	for _, a := range c.Agents.ByName() {
 		key := "im.agents." + a.Name
 		if strings.TrimSpace(a.Launch) == "" {
