@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bytes"
-	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -72,25 +68,11 @@ var _ = Describe("Memory for the codex thatch launches", Label("im", "real-agent
 
 		By("no approval was asked in the chat")
 		for _, thread := range []int64{one, two} {
-			msgs := iw.TG.Messages(imChat, thread)
-			ready := -1
-			for i, m := range msgs {
-				if visible(m) == "Session ready!" {
-					ready = i
-				}
-			}
-			Expect(ready).To(BeNumerically(">=", 0))
-			for _, m := range msgs[ready+1:] {
-				Expect(m.Buttons).To(BeEmpty(), "thread %d was asked %q", thread, m.Text)
-			}
+			Expect(iw.askedAfterReady(thread)).To(BeEmpty(), "thread %d was asked", thread)
 		}
 
 		By("the store holds it")
-		var list struct {
-			Entries []struct{ Label, Content, Store string }
-		}
-		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
-		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy path"), HaveField("Content", fact))))
+		Expect(globalMemories(d)).To(ContainElement("Deploy path: " + fact))
 	})
 
 	// codex exec runs with approval policy "never": an MCP tool it deems
@@ -152,43 +134,15 @@ var _ = Describe("Memory for the codex thatch launches", Label("im", "real-agent
 		Expect(asked).To(BeTrue(), "the child was told where the session worked")
 		Expect(resultOf(1)()).To(MatchRegexp(`"op":\s*"new"`), "the remember call reached the daemon")
 
-		var list struct {
-			Entries []struct{ Label, Content string }
-		}
-		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
-		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy notes"), HaveField("Content", fact))))
+		Expect(globalMemories(d)).To(ContainElement("Deploy notes: " + fact))
 		Expect(iw.Said(thread)()).NotTo(ContainElement("Extracted."), "the child typed nothing in the chat")
-		msgs := iw.TG.Messages(imChat, thread)
-		ready := -1
-		for i, m := range msgs {
-			if visible(m) == "Session ready!" {
-				ready = i
-			}
-		}
-		Expect(ready).To(BeNumerically(">=", 0))
-		for _, m := range msgs[ready+1:] {
-			Expect(m.Buttons).To(BeEmpty(), "no approval was asked in the chat: %q", m.Text)
-		}
+		Expect(iw.askedAfterReady(thread)).To(BeEmpty(), "no approval was asked in the chat")
 
 		By("thatch status shows the session's extraction")
-		Eventually(func() string {
-			cmd := exec.Command(bins.Thatch, "status", "--config", iw.ThatchConfig)
-			cmd.Env = iw.Env
-			out, _ := cmd.Output()
-			return string(out)
-		}).Should(MatchRegexp(`(?m)^\s+codex:\S+\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
+		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+codex:\S+\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
 
 		By("nothing the daemon wrote holds the secret")
 		d.Stop()
-		Expect(filepath.WalkDir(iw.DataDir, func(path string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			if err == nil && bytes.Contains(b, []byte(key)) {
-				return fmt.Errorf("%s holds the secret", path)
-			}
-			return err
-		})).To(Succeed())
+		Expect(noFileHolds(iw.DataDir, key)).To(Succeed())
 	})
 })

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/thatch-run/thatch/e2e/fakeanthropic"
+	"github.com/thatch-run/thatch/e2e/faketelegram"
 )
 
 // Memory for every agent: the agents thatch launches for the chat get
@@ -67,11 +68,7 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(iw.Said(one)()).NotTo(ContainElement(ContainSubstring("Do you want")), "the memory's tools ran without a permission prompt")
 
 		By("the store holds it")
-		var list struct {
-			Entries []struct{ Label, Content, Store string }
-		}
-		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
-		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy path"), HaveField("Content", fact))))
+		Expect(globalMemories(d)).To(ContainElement("Deploy path: " + fact))
 	})
 
 	It("claude: an idle session's tool calls are extracted by claude -p through thatch's MCP server, its fetch claiming and its completion consuming, with no secret in the payload, the store or the journal", func() {
@@ -115,11 +112,7 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(payload).To(And(MatchRegexp(`"tool":\s*"Read"`), ContainSubstring("make ship"), ContainSubstring("[redacted:github_token]")))
 		Expect(payload).NotTo(ContainSubstring(key), "the payload holds no secret")
 
-		var list struct {
-			Entries []struct{ Label, Content string }
-		}
-		Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
-		Expect(list.Entries).To(ContainElement(And(HaveField("Label", "Deploy notes"), HaveField("Content", fact))))
+		Expect(globalMemories(d)).To(ContainElement("Deploy notes: " + fact))
 		Expect(iw.Said(thread)()).NotTo(ContainElement("Extracted."), "the child typed nothing in the chat")
 		line := "🧠 1 memory saved from this session's last 1 tool call."
 		Eventually(iw.Said(thread)).Should(ContainElement(line), "the thread is told what was saved")
@@ -130,26 +123,12 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		}
 
 		By("thatch status shows the session's extraction")
-		Eventually(func() string {
-			cmd := exec.Command(bins.Thatch, "status", "--config", iw.ThatchConfig)
-			cmd.Env = iw.Env
-			out, _ := cmd.Output()
-			return string(out)
-		}).Should(MatchRegexp(`(?m)^\s+claude:\S+\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
+		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+claude:\S+\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
 		Expect(iw.sessionFiles("web")).To(HaveLen(1), "the child's own transcript is not beside the chat session's")
 
 		By("nothing the daemon wrote holds the secret")
 		d.Stop()
-		Expect(filepath.WalkDir(iw.DataDir, func(path string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			if err == nil && bytes.Contains(b, []byte(key)) {
-				return fmt.Errorf("%s holds the secret", path)
-			}
-			return err
-		})).To(Succeed())
+		Expect(noFileHolds(iw.DataDir, key)).To(Succeed())
 	})
 
 	It("claude: an extraction child killed after its fetch hands the claim back, and the next child extracts it", func() {
@@ -224,3 +203,48 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(d.Log()).To(ContainSubstring("an extraction child ended"))
 	})
 })
+
+// globalMemories are "label: content" of every memory of the daemon's
+// global store.
+func globalMemories(d *Daemon) []string {
+	GinkgoHelper()
+	var list struct {
+		Entries []struct{ Label, Content string }
+	}
+	Expect(d.Post("/v1/memory/list", map[string]any{"store": "global"}, &list)).To(Succeed())
+	var out []string
+	for _, e := range list.Entries {
+		out = append(out, e.Label+": "+e.Content)
+	}
+	return out
+}
+
+// askedAfterReady are the texts of the thread's messages with buttons
+// after its "Session ready!" (an agent's approval prompt shows so).
+func (iw *IMWorld) askedAfterReady(thread int64) []string {
+	GinkgoHelper()
+	msgs := iw.TG.Messages(imChat, thread)
+	ready := slices.IndexFunc(msgs, func(m faketelegram.Sent) bool { return visible(m) == "Session ready!" })
+	Expect(ready).To(BeNumerically(">=", 0), "thread %d was never ready", thread)
+	var out []string
+	for _, m := range msgs[ready+1:] {
+		if len(m.Buttons) > 0 {
+			out = append(out, m.Text)
+		}
+	}
+	return out
+}
+
+// noFileHolds says which file under dir holds secret (nil: none).
+func noFileHolds(dir, secret string) error {
+	return filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, []byte(secret)) {
+			return fmt.Errorf("%s holds the secret", path)
+		}
+		return err
+	})
+}

@@ -11,6 +11,7 @@
 package agentmem
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -35,8 +36,9 @@ type Config struct {
 	// MaxPending bounds the buffer: the oldest interactions beyond it are
 	// dropped (and counted).
 	MaxPending int
-	// Off: no extraction child is started (memory.extractor = "off");
-	// nothing is buffered.
+	// Off: no extraction child is started (memory.extractor = "off"),
+	// also for a session that buffered before it was switched off; nothing
+	// more is buffered.
 	Off bool
 }
 
@@ -320,7 +322,7 @@ func (k *Kind) tick(p *actors.Plan[State], name string, now time.Time) {
 			return
 		}
 		p.Event(&IdleArmed{})
-		if s.Child != "" || len(p.S.Pending) == 0 || s.Dir == "" {
+		if k.cfg.Off || s.Child != "" || len(p.S.Pending) == 0 || s.Dir == "" {
 			// No directory yet: which store is the session's is not
 			// known; a later turn's end arms the timer again.
 			return
@@ -395,7 +397,7 @@ func (*Kind) Apply(s *State, ev any) *State {
 		switch {
 		case e.Err != "" || len(s.Claim) > 0:
 			n.Failures++
-			n.LastError = cmpOr(e.Err, "the child ended without completing its claim")
+			n.LastError = cmp.Or(e.Err, "the child ended without completing its claim")
 		case !s.Fetched && len(s.Pending) > 0:
 			n.Failures++
 			n.LastError = "the child ended without fetching its payload"
@@ -455,13 +457,6 @@ func (n *State) seen(s *State, e *Seen) {
 	if len(n.Calls) > e.Max && e.Max > 0 {
 		n.Calls = map[string]Call{} // calls whose results never came
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Status is what `thatch status` shows of a session's memory.

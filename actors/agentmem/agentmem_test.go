@@ -151,3 +151,18 @@ func TestARereadFoldsInOnlyTheLinesNotSeenBefore(t *testing.T) {
 		t.Fatalf("pending %+v; want the first call once and the new one", s.Pending)
 	}
 }
+
+// Switched off after a session buffered, the memory starts no child for
+// it (its timer re-armed at recovery fires into nothing).
+func TestSwitchedOffNoChildStartsForWhatWasBuffered(t *testing.T) {
+	s := newKind().Initial("claude:s1")
+	s, _ = kindtest.Step(t, newKind(), s, turn("/t.jsonl", 100, "a", true), t0)
+	off := agentmem.New(agentmem.Config{IdleAfter: time.Minute, Off: true})
+	s, _ = kindtest.Step(t, off, s, &actors.Recovered{}, t0)
+	_, d := kindtest.Step(t, off, s, &actors.Tick{Name: "idle"}, t0.Add(time.Minute))
+	for _, e := range d.Effects {
+		if _, ok := e.(*agentmem.StartExtractor); ok {
+			t.Fatal("a child started with extraction off")
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -318,7 +317,7 @@ func printIM(im frontend.Report) {
 		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  SESSION\tPENDING\tCLAIMED\tCHILD\tCHILDREN\tEXTRACTED\tLAST ERROR")
 		for _, x := range xs {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%d\t%d\t%s\n", x.Session, x.Pending, x.Claimed, cmp.Or(x.Child, "-"), x.Children, x.Extracted, clip(x.LastError, 80))
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%d\t%d\t%s\n", x.Session, x.Pending, x.Claimed, dash(x.Child), x.Children, x.Extracted, oneLine(x.LastError, 80))
 		}
 		tw.Flush()
 	}
@@ -539,13 +538,4 @@ func humanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// clip is s on one line, cut to n runes with an ellipsis.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -105,7 +106,7 @@ func claudeItems(line []byte) []TurnItem {
 		case l.Type == "assistant" && b.Type == "tool_use" && b.Name != "":
 			out = append(out, TurnItem{Kind: ItemTool, ID: b.ID, Text: toolLine(b.Name, argSummary(b.Input)), Name: b.Name, Input: string(b.Input)})
 		case l.Type == "user" && b.Type == "tool_result" && b.ToolUseID != "":
-			out = append(out, TurnItem{Kind: ItemResult, ID: b.ToolUseID, Failed: b.IsError, Output: contentText(b.Content)})
+			out = append(out, TurnItem{Kind: ItemResult, ID: b.ToolUseID, Failed: b.IsError, Output: resultText(b.Content)})
 		}
 	}
 	return withEnd(out, l.Type == "assistant" && l.Message.StopReason == "end_turn")
@@ -136,7 +137,7 @@ func codexItems(line []byte) []TurnItem {
 	case p.Type == "function_call_output" && p.CallID != "":
 		// A shell's output is a string (itself JSON with the output and
 		// the exit code, in some versions); an MCP tool's, text parts.
-		text := partsText(p.Output)
+		text := resultText(p.Output)
 		r := TurnItem{Kind: ItemResult, ID: p.CallID, Output: text}
 		var out struct {
 			Output   *string `json:"output"`
@@ -166,7 +167,7 @@ func codexItems(line []byte) []TurnItem {
 		if p.Namespace != "" {
 			name = p.Namespace + "__" + p.Name // an MCP server's tool, named as claude names them
 		}
-		return []TurnItem{{Kind: ItemTool, ID: id.Payload.CallID, Text: tools[0], Name: name, Input: cmpOr(p.Arguments, p.Input)}}
+		return []TurnItem{{Kind: ItemTool, ID: id.Payload.CallID, Text: tools[0], Name: name, Input: cmp.Or(p.Arguments, p.Input)}}
 	}
 	return textItems(codexReplies(line))
 }
@@ -206,36 +207,11 @@ func (it TurnItem) Outcome() string {
 	return "✗"
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// contentText is a tool result's content as text: claude records it as a
-// string or as blocks, of which the text ones are read.
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []textBlock
-	if json.Unmarshal(raw, &blocks) != nil {
-		return ""
-	}
-	var out []string
-	for _, b := range blocks {
-		if b.Type == "text" {
-			out = append(out, b.Text)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-// partsText is a codex output as text: a string, or the text of its
-// parts.
-func partsText(raw json.RawMessage) string {
+// resultText is a tool result's content as text: a string (claude's
+// plain results, codex's shell output), or the texts of its parts
+// (claude's text blocks, codex's MCP results); parts without text (an
+// image) give none.
+func resultText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -248,7 +224,9 @@ func partsText(raw json.RawMessage) string {
 	}
 	out := make([]string, 0, len(parts))
 	for _, p := range parts {
-		out = append(out, p.Text)
+		if p.Text != "" {
+			out = append(out, p.Text)
+		}
 	}
 	return strings.Join(out, "\n")
 }

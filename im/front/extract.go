@@ -1,6 +1,7 @@
 package front
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,10 +99,10 @@ func (f *FrontEnd) deliverTools(ctx context.Context, agent, path string, m *agen
 }
 
 // memoryTool reports whether a tool is the memory's own (its calls are
-// not extracted again).
+// not extracted again): claude names it mcp__thatch__<tool>, and codex's
+// namespaced calls are read under the same name (agents.TurnItems).
 func memoryTool(name string) bool {
-	return strings.HasPrefix(name, "mcp__"+agents.MemoryServer+"__") || strings.HasPrefix(name, agents.MemoryServer+".") ||
-		strings.HasPrefix(name, agents.MemoryServer+"__")
+	return strings.HasPrefix(name, "mcp__"+agents.MemoryServer+"__")
 }
 
 // scrub is s with every secret the memory's redactor finds cut, and cut
@@ -144,7 +145,7 @@ func (f *FrontEnd) startExtractor(ctx context.Context, _ actors.Identity, e *age
 	cmd.Stdout, cmd.Stderr = &tail, &tail
 	started := time.Now()
 	err = runGroup(ctx, cmd)
-	f.log.Info("an extraction child ended", "child", e.Child, "agent", cmd.Args, "took", time.Since(started).Round(time.Millisecond), "error", err)
+	f.log.Info("an extraction child ended", "child", e.Child, "extractor", cmp.Or(f.cfg.Memory.Extractor, e.Agent), "took", time.Since(started).Round(time.Millisecond), "error", err)
 	if err != nil {
 		out.Err = f.scrub(fmt.Sprintf("%v: %s", err, strings.TrimSpace(tail.String())), 512)
 	}
@@ -154,7 +155,7 @@ func (f *FrontEnd) startExtractor(ctx context.Context, _ actors.Identity, e *age
 // extractorCommand is the child's command line, in its scratch directory,
 // and what removes its files.
 func (f *FrontEnd) extractorCommand(e *agentmem.StartExtractor) (*exec.Cmd, func(), error) {
-	name := cmpOr(f.cfg.Memory.Extractor, e.Agent)
+	name := cmp.Or(f.cfg.Memory.Extractor, e.Agent)
 	a, ok := f.agents.Get(name)
 	if !ok {
 		return nil, nil, fmt.Errorf("unknown extractor agent %s", name)
@@ -313,13 +314,6 @@ func (f *FrontEnd) serveDone(w http.ResponseWriter, r *http.Request) {
 	}
 	n, _ := ans.(int)
 	writeJSON(w, http.StatusOK, map[string]int{"completed": n})
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // writeJSON answers a route with v as JSON.

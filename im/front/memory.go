@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -54,9 +56,8 @@ func (f *FrontEnd) recallMemory(ctx context.Context, _ actors.Identity, e *messa
 		if h.Entry.Content != h.Entry.Label {
 			b.WriteString(": " + preview(h.Entry.Content, 160))
 		}
-		if data := imbinding.MemoryButton(memoryRef(h.Entry.Store, h.Entry.Slug), e.User); len(data) <= maxButtonData {
-			row = append(row, messages.IMButton{Text: fmt.Sprint(i + 1), Data: data})
-		}
+		data := imbinding.MemoryButton(memoryRef(all, h.Entry.Store, h.Entry.Slug, e.User), e.User)
+		row = append(row, messages.IMButton{Text: fmt.Sprint(i + 1), Data: data})
 	}
 	out := &messages.IMMemoryAnswer{Text: b.String()}
 	if len(row) > 0 {
@@ -65,31 +66,52 @@ func (f *FrontEnd) recallMemory(ctx context.Context, _ actors.Identity, e *messa
 	return out
 }
 
-// memoryRef names a memory in a button: a hash of its store and slug,
-// short enough for any platform's button data (a slug alone may take 64
-// bytes, all of Telegram's).
-func memoryRef(store, slug string) string {
+// memoryRef names a memory of the stores all in a button, short enough
+// for any platform's button data: the store's place in all and the slug
+// ("1.deploy-path"), or, for a slug too long to fit beside the rest of the
+// data (a slug may take 64 bytes, all of Telegram's), "#" and a hash of
+// store and slug.
+func memoryRef(all []string, store, slug, user string) string {
+	ref := fmt.Sprintf("%d.%s", slices.Index(all, store), slug)
+	if len(imbinding.MemoryButton(ref, user)) <= maxButtonData {
+		return ref
+	}
+	return "#" + memoryHash(store, slug)
+}
+
+func memoryHash(store, slug string) string {
 	h := fnv.New64a()
 	h.Write([]byte(store + "\x00" + slug))
 	return fmt.Sprintf("%012x", h.Sum64()>>16)
 }
 
 // showMemory shows a recalled memory whole: the one of the directory's
-// stores whose reference the button carries.
+// stores its button names (by slug; by hash, the stores are searched).
 func (f *FrontEnd) showMemory(_ context.Context, _ actors.Identity, e *messages.IMShowMemory) any {
 	if f.mem == nil {
 		return &messages.IMMemoryAnswer{Text: "thatch has no memory store here."}
 	}
 	_, all := stores(e.Dir)
+	whole := func(m memory.Entry) any {
+		return &messages.IMMemoryAnswer{Text: fmt.Sprintf("%s (%s, confidence %d/10, updated %s)\n\n%s",
+			m.Label, m.Store, m.Confidence, m.Updated.Format("2006-01-02"), m.Content)}
+	}
+	if i, slug, ok := strings.Cut(e.Ref, "."); ok {
+		if n, err := strconv.Atoi(i); err == nil && n >= 0 && n < len(all) {
+			if m, err := f.mem.Get(all[n], slug); err == nil {
+				return whole(m)
+			}
+		}
+		return &messages.IMMemoryAnswer{Text: "That memory is gone (forgotten since it was recalled)."}
+	}
 	for _, st := range all {
 		entries, err := f.mem.List(st, "")
 		if err != nil {
 			return &messages.IMMemoryAnswer{Text: "Could not read the memory: " + err.Error()}
 		}
 		for _, m := range entries {
-			if memoryRef(m.Store, m.Slug) == e.Ref {
-				return &messages.IMMemoryAnswer{Text: fmt.Sprintf("%s (%s, confidence %d/10, updated %s)\n\n%s",
-					m.Label, m.Store, m.Confidence, m.Updated.Format("2006-01-02"), m.Content)}
+			if "#"+memoryHash(m.Store, m.Slug) == e.Ref {
+				return whole(m)
 			}
 		}
 	}

@@ -537,6 +537,17 @@ func TestScenarioRecallAndRememberAnswerFromTheMemoryWithoutTheAgent(t *testing.
 	w.press(thread, m, "1")
 	w.waitSaid(thread, "Staging deploys with make ship; production needs a tag first (global, confidence 5/10, updated "+
 		time.Now().UTC().Format("2006-01-02")+")\n\nStaging deploys with make ship; production needs a tag first")
+	// A short slug fits the button's data as it is; the long one above
+	// went by a hash of its store and slug.
+	w.send(thread, "/remember Lint with make lint")
+	w.waitSaid(thread, "Kept in global as “Lint with make lint”.")
+	w.send(thread, "/recall lint")
+	m = w.prompt(thread, "Memories for “lint”:")
+	if b := m.Buttons[0][0].Data; !strings.Contains(b, "lint-with-make-lint") {
+		t.Fatalf("the short memory's button is %q; want its slug", b)
+	}
+	w.press(thread, m, "1")
+	w.waitSaid(thread, "Lint with make lint (global, confidence 5/10, updated "+time.Now().UTC().Format("2006-01-02")+")\n\nLint with make lint")
 	for _, typed := range w.typed() {
 		if strings.Contains(typed, "recall") || strings.Contains(typed, "remember") || strings.Contains(typed, "ghp_") {
 			t.Fatalf("a memory command was typed to the agent: %q", w.typed())
