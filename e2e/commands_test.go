@@ -267,12 +267,14 @@ var _ = Describe("Driving the agent from the chat", Label("im", "commands"), fun
 		iw.Press(thread, imUser, m, "1. Yes")
 		Eventually(iw.Said(thread)).Should(ContainElement("The tests passed."))
 		var results []string
+		var bodies []string
 		for _, r := range iw.Claude.Requests() {
 			if r.Step == 1 {
 				results = append(results, r.ToolResultText())
+				bodies = append(bodies, lastMessage(r.Body))
 			}
 		}
-		Expect(results).To(ContainElement(ContainSubstring("thatch-tests-ran")), "the tool ran and its output went to the model")
+		Expect(results).To(ContainElement(ContainSubstring("thatch-tests-ran")), "the tool ran and its output went to the model; the requests' last messages: %s", strings.Join(bodies, "\n---\n"))
 		Eventually(func() bool { return cleared(iw.TG, m.MessageID) }).Should(BeTrue(), "the prompt's buttons were cleared")
 	})
 })
@@ -438,4 +440,16 @@ func (iw *IMWorld) expectTypedNext(d *Daemon, thread int64, want []string) {
 	iw.TG.Message(imChat, thread, imUser, "and now")
 	Eventually(iw.Said(thread)).Should(ContainElement("echo: and now"))
 	Expect(iw.UserLines("claude")()).To(Equal(append(want, "and now")))
+}
+
+// lastMessage is the JSON of the last message of a Messages API request
+// body, for a failure's description.
+func lastMessage(body []byte) string {
+	var req struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+		return fmt.Sprintf("(no messages: %v)", err)
+	}
+	return string(req.Messages[len(req.Messages)-1])
 }

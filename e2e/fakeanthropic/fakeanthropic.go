@@ -82,8 +82,9 @@ type Request struct {
 	// messages that is not a <system-reminder>, whitespace-trimmed, with
 	// the <pasted_content> lines claude wraps a long paste in removed.
 	UserText string
-	// ToolResults are the tool_result blocks of the last message, when it
-	// carries any (the request that follows a tool_use).
+	// ToolResults are the tool_result blocks of the last message that is
+	// not a system one, when it carries any (the request that follows a
+	// tool_use).
 	ToolResults []Block
 	// SessionID is claude's session id (metadata.user_id's session_id, or
 	// the X-Claude-Code-Session-Id header).
@@ -459,8 +460,8 @@ func parse(body []byte, hr *http.Request) (*Request, json.RawMessage, error) {
 	if !found {
 		r.Step = 0
 	}
-	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "user" {
-		for _, b := range r.Messages[n-1].Blocks {
+	if last := lastTurn(r.Messages); last != nil && last.Role == "user" {
+		for _, b := range last.Blocks {
 			if b.Type == "tool_result" {
 				r.ToolResults = append(r.ToolResults, b)
 			}
@@ -480,6 +481,19 @@ func parse(body []byte, hr *http.Request) (*Request, json.RawMessage, error) {
 		r.Kind = Turn
 	}
 	return r, schema, nil
+}
+
+// lastTurn is the last message that is not a system one: claude appends
+// a system message after a tool_result when an MCP server connected
+// meanwhile (the deferred tools it brings), so the results are not
+// always in the last message.
+func lastTurn(ms []Message) *Message {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role != "system" {
+			return &ms[i]
+		}
+	}
+	return nil
 }
 
 // carriesToolResult reports whether m answers a tool call.

@@ -198,6 +198,9 @@ func TestToolRoundTrip(t *testing.T) {
 	follow := turn(
 		map[string]any{"role": "assistant", "content": []map[string]any{{"type": "tool_use", "id": a.ToolID, "name": "Bash", "input": map[string]any{"command": "echo hi"}}}},
 		map[string]any{"role": "user", "content": []map[string]any{{"type": "tool_result", "tool_use_id": a.ToolID, "content": "hi\n"}}},
+		// What claude appends when an MCP server connected during the
+		// tool call: the results are no longer in the last message.
+		map[string]any{"role": "system", "content": []map[string]any{text("The following deferred tools are now available via ToolSearch.")}},
 	)
 	if b := stream(t, c, s, follow); b.Text != "ran it" || b.Stop != "end_turn" {
 		t.Errorf("after the tool result %+v", b)
