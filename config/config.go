@@ -478,10 +478,23 @@ type Agent struct {
 	// KeysEsc, KeysInterrupt and KeysEnter are the tmux keys (names
 	// separated by spaces, sent one at a time) that the chat's /esc,
 	// /interrupt and /enter send. Default: "Escape", "C-c", "Enter".
+	// Mode is how the chat's /mode switches the agent's permission mode:
+	// "cycle" presses Shift+Tab until the agent's footer shows the mode
+	// asked for (claude only: its footer is read); a slash command
+	// ("/approvals") is typed into the agent, whose dialog then comes to
+	// the chat as a prompt with buttons; "off": /mode says it cannot.
+	// Default: cycle for claude, /approvals for codex, off for the others.
+	Mode          string `koanf:"mode" usage:"how /mode switches the agent's permission mode: cycle (claude), a slash command typed into it, or off"`
 	KeysEsc       string `koanf:"keys_esc" usage:"tmux keys /esc sends to the agent"`
 	KeysInterrupt string `koanf:"keys_interrupt" usage:"tmux keys /interrupt sends to the agent"`
 	KeysEnter     string `koanf:"keys_enter" usage:"tmux keys /enter sends to the agent"`
 }
+
+// Agent.Mode's values besides a slash command.
+const (
+	ModeCycle = "cycle"
+	ModeOff   = "off"
+)
 
 // The keys the chat's key commands send by default (Agent.KeysEsc, ...).
 const (
@@ -660,15 +673,15 @@ func Defaults() *Config {
 			Agents: Agents{
 				Claude: Agent{Launch: "claude", Resume: "claude -r {session_id}", Detect: `(^|/)claude(\s|$)`, Input: DefaultClaudeInput,
 					PromptOption: DefaultClaudePromptOption, PromptQuestion: DefaultClaudePromptQuestion, PromptTop: DefaultClaudePromptTop,
-					PromptIgnore: DefaultClaudePromptIgnore, PromptKeys: DefaultClaudePromptKeys, KeysEsc: DefaultKeysEsc,
+					PromptIgnore: DefaultClaudePromptIgnore, PromptKeys: DefaultClaudePromptKeys, Mode: ModeCycle, KeysEsc: DefaultKeysEsc,
 					KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
 				Codex: Agent{Launch: "codex", Resume: "codex resume {session_id}", Detect: `(^|/)codex(\s|$)`, Input: DefaultCodexInput,
 					PromptOption: DefaultCodexPromptOption, PromptQuestion: DefaultCodexPromptQuestion, PromptKeys: DefaultCodexPromptKeys,
-					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
+					Mode: "/approvals", KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
 				Copilot: Agent{Launch: "copilot", Resume: "copilot --resume {session_id}", Detect: `(^|/)copilot(\s|$)`, Input: InputOff, PromptOption: PromptOff,
-					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
+					Mode: ModeOff, KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
 				Mimo: Agent{Launch: "mimo", Resume: "mimo --resume {session_id}", Detect: `(^|/)mimo(code)?(\s|$)`, Input: InputOff, PromptOption: PromptOff,
-					KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
+					Mode: ModeOff, KeysEsc: DefaultKeysEsc, KeysInterrupt: DefaultKeysInterrupt, KeysEnter: DefaultKeysEnter},
 			},
 		},
 	}

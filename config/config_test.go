@@ -116,6 +116,10 @@ var specDefaults = map[string]any{
 	"im.agents.mimo.prompt_top":         "",
 	"im.agents.mimo.prompt_ignore":      "",
 	"im.agents.mimo.prompt_keys":        "",
+	"im.agents.claude.mode":             "cycle",
+	"im.agents.codex.mode":              "/approvals",
+	"im.agents.copilot.mode":            "off",
+	"im.agents.mimo.mode":               "off",
 	"im.agents.claude.keys_esc":         "Escape",
 	"im.agents.claude.keys_interrupt":   "C-c",
 	"im.agents.claude.keys_enter":       "Enter",
@@ -398,10 +402,12 @@ func TestValidatePromptKeys(t *testing.T) {
 		}, []string{"im.agents.claude.prompt_option", "im.agents.claude.prompt_keys", "im.agents.codex.prompt_top"}, ""},
 		{"off skips the rest", func(a *Agents) {
 			a.Claude = Agent{Launch: "claude", Detect: "claude", Input: InputOff, PromptOption: PromptOff, PromptQuestion: "(", PromptKeys: "",
-				KeysEsc: "Escape", KeysInterrupt: "C-c", KeysEnter: "Enter"}
+				Mode: ModeOff, KeysEsc: "Escape", KeysInterrupt: "C-c", KeysEnter: "Enter"}
 		}, nil, ""},
 		{"command keys that are no tmux keys", func(a *Agents) { a.Claude.KeysEsc, a.Mimo.KeysEnter = "Esc;ape", " " },
 			[]string{"im.agents.claude.keys_esc", "im.agents.mimo.keys_enter"}, "tmux key names"},
+		{"a mode that is no slash command, and a cycle only claude's footer can show", func(a *Agents) { a.Codex.Mode, a.Mimo.Mode = "approvals", "cycle" },
+			[]string{"im.agents.codex.mode", "im.agents.mimo.mode"}, "slash command"},
 		{"copilot turned on", func(a *Agents) { a.Copilot.PromptOption = DefaultClaudePromptOption },
 			[]string{"im.agents.copilot.prompt_question", "im.agents.copilot.prompt_keys"}, ""},
 	}

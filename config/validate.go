@@ -312,6 +312,23 @@ func (v *validator) imAgents(c *IM) {
 		}
 		v.prompt(key, a.Agent)
 		v.keys(key, a.Agent)
+		v.mode(key, a.Name, a.Mode)
+	}
+}
+
+// slashCommand is an agent's slash command as Agent.Mode names it.
+var slashCommand = regexp.MustCompile(`^/[a-z][a-z0-9_-]*$`)
+
+// mode checks an agent's mode setting; only claude's footer is read, so
+// only claude can cycle.
+func (v *validator) mode(key, agent, mode string) {
+	switch {
+	case mode == ModeOff || slashCommand.MatchString(mode):
+	case mode == ModeCycle && agent == "claude":
+	case mode == ModeCycle:
+		v.add(key+".mode", "cannot be %q: thatch reads the mode only from claude's footer; use a slash command or %q", ModeCycle, ModeOff)
+	default:
+		v.add(key+".mode", "must be %q, %q or a slash command such as /approvals, got %q", ModeCycle, ModeOff, mode)
 	}
 }
 

@@ -422,14 +422,16 @@ type IMBoardSent struct {
 }
 
 // IMSetMode switches the permission mode of the agent in WindowID (Tag
-// checked) to Mode (claude: "manual", "accept-edits", "plan", "auto", by
-// Shift+Tab until its footer shows it; codex: its /approvals dialog is
-// opened, Mode ""). Result: *IMModeSet.
+// checked): with Command (a slash command, such as codex's /approvals),
+// Command is typed into the agent, whose dialog comes to the chat as a
+// prompt; otherwise to Mode (claude: "manual", "accept-edits", "plan",
+// "auto", by Shift+Tab until its footer shows it). Result: *IMModeSet.
 type IMSetMode struct {
 	WindowID string `json:"windowID"`
 	Tag      string `json:"tag"`
 	Agent    string `json:"agent"`
 	Mode     string `json:"mode"`
+	Command  string `json:"command,omitempty"`
 }
 
 // IMModeSet says how a mode switch went: Mode is the mode the agent shows

@@ -31,7 +31,8 @@ type harness struct {
 const testKey = "tg:-100:5"
 
 func newHarness(t *testing.T) *harness {
-	k := New(Config{Agents: []string{"claude", "codex"}, Resumable: map[string]bool{"claude": true}, RenameTimeout: time.Minute})
+	k := New(Config{Agents: []string{"claude", "codex"}, Resumable: map[string]bool{"claude": true}, RenameTimeout: time.Minute,
+		Modes: map[string]string{"claude": ModeCycle, "codex": "/approvals"}})
 	return &harness{t: t, k: k, s: k.Initial(testKey), now: time.Unix(1_700_000_000, 0), nextUpd: 1, prompts: map[string][][]messages.IMButton{}}
 }
 

@@ -124,13 +124,13 @@ func (p *plan) pressedCommand(m *messages.IMPress) {
 // modes as buttons (/mode).
 func (p *plan) mode(name, user string) {
 	s := p.S
-	switch s.Info.AgentType {
-	case "claude":
-	case "codex":
-		p.Effect(&messages.IMSetMode{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType})
+	switch how := p.k.cfg.Modes[s.Info.AgentType]; {
+	case how == ModeCycle:
+	case strings.HasPrefix(how, "/"):
+		p.Effect(&messages.IMSetMode{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Command: how})
 		return
 	default:
-		p.say(messages.IMOutEntry{Text: s.agent() + " has no permission modes thatch can switch."})
+		p.say(messages.IMOutEntry{Text: s.agent() + " has no permission modes thatch can switch (im.agents." + s.Info.AgentType + ".mode)."})
 		return
 	}
 	if name == "" {

@@ -132,7 +132,8 @@ func TestUnbindEndsTheBindingAndKeepsTheWindow(t *testing.T) {
 
 // /mode NAME switches claude's mode; /mode offers its modes as buttons,
 // which run /mode NAME for the one who asked; an unknown name lists them;
-// codex gets its own dialog opened; an agent with no modes says so.
+// an agent whose mode is a slash command gets it typed (codex's
+// /approvals opens its dialog); an agent with no modes says so.
 func TestModeSwitchesTheAgentsPermissionMode(t *testing.T) {
 	h := newHarness(t)
 	h.bind()
@@ -158,5 +159,17 @@ func TestModeSwitchesTheAgentsPermissionMode(t *testing.T) {
 	yolo := h.command("mode", "yolo")
 	if got := chatTexts(yolo); len(got) != 1 || !strings.HasPrefix(got[0], "claude's modes are manual, accept-edits, plan, auto") {
 		t.Fatalf("an unknown mode: %q in %s", got, describe(yolo))
+	}
+	h.deliverChat(yolo)
+
+	h.k.cfg.Modes["claude"] = "/permissions"
+	if sm := only[messages.IMSetMode](t, h.command("mode", "")); sm.Command != "/permissions" || sm.Mode != "" {
+		t.Fatalf("an agent whose mode is a slash command: %+v", sm)
+	}
+	delete(h.k.cfg.Modes, "claude")
+	off := h.command("mode", "plan")
+	none[messages.IMSetMode](t, off)
+	if got := chatTexts(off); len(got) != 1 || got[0] != "claude has no permission modes thatch can switch (im.agents.claude.mode)." {
+		t.Fatalf("an agent with no modes: %q", got)
 	}
 }

@@ -74,6 +74,10 @@ const (
 	typingRetry = 10 * time.Second
 )
 
+// ModeCycle is Config.Modes' value for an agent whose modes /mode cycles
+// through with Shift+Tab, reading its footer (claude's).
+const ModeCycle = "cycle"
+
 // Config is what the front end's configuration tells the kind.
 type Config struct {
 	// Agents are the agents offered by the setup flow, in order.
@@ -81,6 +85,10 @@ type Config struct {
 	// Resumable are the agents whose sessions can be resumed (a resume
 	// command is configured); only they get the session picker.
 	Resumable map[string]bool
+	// Modes is how /mode switches each agent's permission mode
+	// (im.agents.NAME.mode): ModeCycle, a slash command typed into the
+	// agent, or nothing (it cannot).
+	Modes map[string]string
 	// RenameTimeout is how long a rename prompt waits before the rename
 	// is accepted.
 	RenameTimeout time.Duration

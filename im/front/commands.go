@@ -389,16 +389,17 @@ const modeSettle = 3 * time.Second
 
 // setMode switches the agent's permission mode: claude's by Shift+Tab
 // (tmux's BTab) until its footer shows the one asked for (once round its
-// modes at most); codex's dialog (/approvals) is opened, and comes to the
-// chat as a prompt with buttons.
+// modes at most); for another agent its slash command (codex's
+// /approvals) is typed, and the dialog it opens comes to the chat as a
+// prompt with buttons.
 func (f *FrontEnd) setMode(ctx context.Context, _ actors.Identity, e *messages.IMSetMode) any {
 	ctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	defer cancel()
 	if err := f.ownWindow(ctx, e.WindowID, e.Tag); err != nil {
 		return &messages.IMModeSet{Err: err.Error()}
 	}
-	if e.Agent == agents.Codex {
-		if err := f.wins.SendText(ctx, e.WindowID, "/approvals"); err != nil {
+	if e.Command != "" {
+		if err := f.wins.SendText(ctx, e.WindowID, e.Command); err != nil {
 			return &messages.IMModeSet{Err: err.Error()}
 		}
 		return &messages.IMModeSet{}

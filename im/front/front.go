@@ -227,13 +227,20 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	f.hookFile = filepath.Join(f.cfg.Data.Dir, "im", "claude-sessions.json")
 
 	specs := map[string]agents.Spec{}
-	resumable := map[string]bool{}
+	resumable, modes := map[string]bool{}, map[string]string{}
 	var names []string
 	for _, a := range im.Agents.ByName() {
 		specs[a.Name] = agents.Spec{Launch: a.Launch, Resume: a.Resume, Detect: a.Detect, Input: a.Input,
 			Prompt: agents.PromptPatterns{Option: a.PromptOption, Question: a.PromptQuestion, Top: a.PromptTop,
 				Ignore: a.PromptIgnore, Keys: a.PromptKeys}}
 		resumable[a.Name] = a.Resume != ""
+		switch a.Mode {
+		case config.ModeOff:
+		case config.ModeCycle:
+			modes[a.Name] = imbinding.ModeCycle
+		default:
+			modes[a.Name] = a.Mode // a slash command
+		}
 		names = append(names, a.Name)
 	}
 	reg, err := agents.NewRegistry(home, specs)
@@ -263,7 +270,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	if err := f.openChats(); err != nil {
 		return frontend.Parts{}, err
 	}
-	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, RenameTimeout: im.RenameTimeout,
+	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, Modes: modes, RenameTimeout: im.RenameTimeout,
 		KillOnClose: im.OnClose == config.OnCloseKill, Live: im.Live == config.LiveTurn, LiveEvery: im.LiveEvery,
 		ShowTools: im.ShowTools, AlertAfter: im.AlertAfter})
 	return frontend.Parts{

@@ -554,3 +554,25 @@ func TestScenarioRecallAndRememberAnswerFromTheMemoryWithoutTheAgent(t *testing.
 		}
 	}
 }
+
+// An agent whose im.agents.NAME.mode is a slash command gets it typed on
+// /mode (codex's /approvals opens its dialog, which comes to the chat as
+// buttons); one whose mode is off is told so, and nothing is typed.
+func TestScenarioModeTypesTheAgentsConfiguredCommand(t *testing.T) {
+	mode := "/permissions"
+	w := newWorld(t, func(c *config.Config) { c.IM.Agents.Claude.Mode = mode })
+	thread := w.setup("modes", "api", "hello")
+	w.waitTyped("hello")
+	w.send(thread, "/mode")
+	w.waitTyped("hello", "/permissions")
+
+	w.stop()
+	mode = config.ModeOff
+	w.start()
+	w.send(thread, "/mode plan")
+	w.waitSaid(thread, "claude has no permission modes thatch can switch (im.agents.claude.mode).")
+	w.quiesce()
+	if got := w.typed(); !slices.Equal(got, []string{"hello", "/permissions"}) {
+		t.Fatalf("the agent took %q after /mode with its mode off", got)
+	}
+}
