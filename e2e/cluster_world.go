@@ -360,7 +360,7 @@ func (on *ClusterNode) SetUp(thread int64, from int, agent, project string) {
 	Eventually(func() bool {
 		s := said()
 		return len(s) > 0 && (s[len(s)-1] == "Session ready!" || strings.Contains(s[len(s)-1], "Resume one?"))
-	}).Should(BeTrue(), "the bot said %q", said())
+	}).Should(BeTrue(), func() string { return fmt.Sprintf("the bot said %q", said()) })
 	if s := said(); strings.Contains(s[len(s)-1], "Resume one?") {
 		on.Press(thread, imUser, prompt("Resume one?"), "New")
 	}

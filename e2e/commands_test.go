@@ -345,7 +345,7 @@ func (iw *IMWorld) photo(thread int64, n int) faketelegram.Sent {
 			}
 		}
 		return len(got)
-	}).Should(BeNumerically(">=", n), "picture %d; the bot said %q", n, iw.Said(thread)())
+	}).Should(BeNumerically(">=", n), func() string { return fmt.Sprintf("picture %d; the bot said %q", n, iw.Said(thread)()) })
 	return got[n-1]
 }
 

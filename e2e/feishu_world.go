@@ -308,7 +308,9 @@ func (fw *FeishuWorld) Prompt(chatID, want string) Card {
 			}
 		}
 		return false
-	}).Should(BeTrue(), "no card %q in chat %s; the bot said %q", want, chatID, fw.Said(chatID)())
+	}).Should(BeTrue(), func() string {
+		return fmt.Sprintf("no card %q in chat %s; the bot said %q", want, chatID, fw.Said(chatID)())
+	})
 	return found
 }
 

@@ -318,7 +318,9 @@ func (iw *IMWorld) PromptFrom(thread int64, from int, want string) faketelegram.
 			}
 		}
 		return false
-	}).Should(BeTrue(), "no prompt %q in thread %d; the bot said %q", want, thread, iw.Said(thread)())
+	}).Should(BeTrue(), func() string {
+		return fmt.Sprintf("no prompt %q in thread %d; the bot said %q", want, thread, iw.Said(thread)())
+	})
 	return found
 }
 
@@ -352,11 +354,13 @@ func (iw *IMWorld) Setup(name, agent, project, first string) int64 {
 	iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+iw.Projects), project)
 	iw.Press(thread, imUser, iw.Prompt(thread, "Working directory: "+filepath.Join(iw.Projects, project)), "Use this directory")
 	if agent == "claude" || agent == "codex" || agent == "copilot" {
-		// Offered only when the agent has sessions there already.
+		// Offered only when the agent has sessions there already. The
+		// failure's text is a func, so that it tells what the bot had said
+		// when the wait gave up, not when it began.
 		Eventually(func() bool {
 			said := iw.Said(thread)()
 			return len(said) > 0 && (said[len(said)-1] == "Session ready!" || strings.Contains(said[len(said)-1], "Resume one?"))
-		}).Should(BeTrue(), "the bot said %q", iw.Said(thread)())
+		}).Should(BeTrue(), func() string { return fmt.Sprintf("the bot said %q", iw.Said(thread)()) })
 		if said := iw.Said(thread)(); strings.Contains(said[len(said)-1], "Resume one?") {
 			iw.Press(thread, imUser, iw.Prompt(thread, "Resume one?"), "New")
 		}

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,6 +170,20 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		iw.TG.Message(imChat, thread, imUser, "/mode yolo")
 		Eventually(iw.Said(thread)).Should(ContainElement(HavePrefix("claude's modes are manual, accept-edits, plan, auto")))
 		Expect(iw.Claude.UserTexts()).To(Equal([]string{"hello"}), "nothing of /mode was typed as a message")
+
+		By("/usage offers claude's own dialog, whose picture comes to the chat; the dialog is closed again")
+		iw.TG.Message(imChat, thread, imUser, "/usage")
+		usage := iw.Prompt(thread, "claude's session (")
+		Expect(labels(usage)).To(Equal([]string{"Claude's plan limits"}))
+		iw.Press(thread, imUser, usage, "Claude's plan limits")
+		shot := iw.photo(thread, 1)
+		Expect(shot.Text).To(HavePrefix("claude's /usage at "), "the caption")
+		_, err := png.Decode(bytes.NewReader(shot.Photo))
+		Expect(err).NotTo(HaveOccurred(), "the picture decodes as a PNG")
+		Expect(os.WriteFile(filepath.Join(artifacts("usage"), "usage.png"), shot.Photo, 0o644)).To(Succeed())
+		iw.TG.Message(imChat, thread, imUser, "after usage")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: after usage"), "claude is back at its input line")
+		Expect(iw.Claude.UserTexts()).To(Equal([]string{"hello", "after usage"}), "/usage ran as claude's command, not as a message")
 	})
 
 	It("claude: survives a SIGKILL of the daemon, and Recover after its window was killed types the queued message so that it is sent", func() {

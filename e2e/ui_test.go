@@ -19,15 +19,15 @@ import (
 // (.ci/run installs it).
 const chromiumPath = "/usr/bin/chromium"
 
-// uiArtifacts is the folder the UI spec's screenshots go to:
-// $THATCH_E2E_ARTIFACTS/ui, else a folder under the system temp dir that
-// outlives the spec's world.
-func uiArtifacts() string {
+// artifacts is a folder for pictures a spec keeps for a person to look
+// at (name-TIME-pPROC): under $THATCH_E2E_ARTIFACTS, else under a folder
+// in the system temp dir that outlives the spec's world.
+func artifacts(name string) string {
 	root := os.Getenv("THATCH_E2E_ARTIFACTS")
 	if root == "" {
 		root = filepath.Join(os.TempDir(), "thatch-e2e-artifacts")
 	}
-	dir := filepath.Join(root, fmt.Sprintf("ui-%s-p%d", time.Now().UTC().Format("20060102T150405"), GinkgoParallelProcess()))
+	dir := filepath.Join(root, fmt.Sprintf("%s-%s-p%d", name, time.Now().UTC().Format("20060102T150405"), GinkgoParallelProcess()))
 	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 	return dir
 }
@@ -62,7 +62,7 @@ var _ = Describe("the web page", Label("ui"), func() {
 		remember("run the tests", "run the tests with make test before each commit")
 		Expect(HygieneCLI(w)).To(ContainSubstring(`"A": "run-tests"`), "the two test memories are a pair to judge")
 
-		shots := uiArtifacts()
+		shots := artifacts("ui")
 		fmt.Fprintf(GinkgoWriter, "UI screenshots go to %s\n", shots)
 		AddReportEntry("ui screenshots", shots)
 		login := UICodeCLI(w)

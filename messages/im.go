@@ -362,6 +362,10 @@ type IMScreenshot struct {
 	Tag      string       `json:"tag,omitempty"`
 	Name     string       `json:"name"`
 	Buttons  [][]IMButton `json:"buttons,omitempty"`
+	// Open, when set, is a slash command typed into the agent first
+	// (claude's /usage): the pane is captured once the dialog it opens
+	// has settled, and Escape closes it again.
+	Open string `json:"open,omitempty"`
 }
 
 // IMReadHistory reads the last N exchanges of the agent's transcript at
@@ -383,6 +387,9 @@ type IMBoardRow struct {
 	Agent   string `json:"agent"`
 	Machine string `json:"machine,omitempty"`
 	State   string `json:"state"`
+	// Context is the share of the context window in use ("34%"; ""
+	// unknown).
+	Context string `json:"context,omitempty"`
 	Since   int64  `json:"since,omitempty"`
 }
 
@@ -450,13 +457,16 @@ var ClaudeModes = []string{"manual", "accept-edits", "plan", "auto"}
 type IMReadUsage struct {
 	Path  string `json:"path"`
 	Agent string `json:"agent"`
+	// User asked; the answer's buttons are theirs.
+	User string `json:"user,omitempty"`
 }
 
 // IMUsageRead is the usage asked for, as text (Err: it could not be
-// read).
+// read), for User.
 type IMUsageRead struct {
 	Text string `json:"text,omitempty"`
 	Err  string `json:"err,omitempty"`
+	User string `json:"user,omitempty"`
 }
 
 // IMRecallMemory answers /recall from the memory store: the top
@@ -911,23 +921,32 @@ type IMDelivered struct {
 
 // IMTurnItem is one thing the agent's transcript says of its turn: Kind
 // "text" (Text), "tool" (Text is its line, ID its call), "result" (ID,
-// Outcome: "✓", "✗", "✗ exit 2"), "end" (the agent ended its turn) or
-// "user" (it took a message of its user: a new turn).
+// Outcome: "✓", "✗", "✗ exit 2"), "end" (the agent ended its turn),
+// "user" (it took a message of its user: a new turn) or "context" (Share:
+// the percent of the model's context window in use).
 type IMTurnItem struct {
 	Kind    string `json:"kind"`
 	Text    string `json:"text,omitempty"`
 	ID      string `json:"id,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
+	Share   int    `json:"share,omitempty"`
 }
 
 // Kinds of IMTurnItem.
 const (
-	TurnText   = "text"
-	TurnTool   = "tool"
-	TurnResult = "result"
-	TurnEnd    = "end"
-	TurnUser   = "user"
+	TurnText    = "text"
+	TurnTool    = "tool"
+	TurnResult  = "result"
+	TurnEnd     = "end"
+	TurnUser    = "user"
+	TurnContext = "context"
 )
+
+// IMContextUsed records the share of the model's context window (in
+// percent) the session's newest request used, as its transcript said.
+type IMContextUsed struct {
+	Share int `json:"share"`
+}
 
 // IMTurnStarted records a turn of the agent begun at At (Unix ms): the
 // user's message was typed, and the thread shows the turn live.
@@ -1099,6 +1118,7 @@ func init() {
 	Register[IMRepliesRead]("im.replies_read", 1)
 	Register[IMSwitchSeen]("im.switch_seen", 1)
 	Register[IMTurnStarted]("im.turn_started", 1)
+	Register[IMContextUsed]("im.context_used", 1)
 	Register[IMTurnRead]("im.turn_read", 1)
 	Register[IMLiveReleased]("im.live_released", 1)
 	Register[IMLiveShown]("im.live_shown", 1)

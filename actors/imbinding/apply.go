@@ -1,6 +1,7 @@
 package imbinding
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/thatch-run/thatch/actors/liveturn"
@@ -94,7 +95,7 @@ func applyBinding(n, s *State, ev any) bool {
 		}
 		n.Checking = false
 		if e.Phase == PhaseSetup && e.Step == StepAgent {
-			n.Transcript, n.Offset = "", 0
+			n.Transcript, n.Offset, n.Context = "", 0, ""
 			n.Ended = nil
 		}
 	case *messages.IMBound:
@@ -112,7 +113,7 @@ func applyBinding(n, s *State, ev any) bool {
 		}
 		n.Info = SessionInfo{SessionID: e.SessionID, Cwd: e.Cwd, WindowName: wname, AgentType: e.Agent, Since: e.Since}
 		if e.Transcript != s.Transcript {
-			n.Transcript, n.Offset = e.Transcript, e.Offset
+			n.Transcript, n.Offset, n.Context = e.Transcript, e.Offset, ""
 		}
 		n.LostSaid = false
 	case *messages.IMRenamed:
@@ -123,7 +124,7 @@ func applyBinding(n, s *State, ev any) bool {
 	case *messages.IMAgentChanged:
 		// The old agent's session is not this one's: it is found anew.
 		n.Info.AgentType, n.Info.SessionID = e.Agent, ""
-		n.Transcript, n.Offset = "", 0
+		n.Transcript, n.Offset, n.Context = "", 0, ""
 	case *messages.IMChecked:
 		n.Checking = false
 		if e.Forward && len(s.Queue) > 0 {
@@ -140,6 +141,8 @@ func applyBinding(n, s *State, ev any) bool {
 		}
 	case *messages.IMRepliesRead:
 		n.Offset = e.To
+	case *messages.IMContextUsed:
+		n.Context = fmt.Sprintf("%d%%", e.Share)
 	case *messages.IMSwitchSeen:
 		n.SwitchSeen = *e
 	case *messages.IMTypingHeld:

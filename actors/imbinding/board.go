@@ -13,7 +13,7 @@ import (
 // boardRow is the thread's line on its chat's board (actors/imboard);
 // ok is false for a thread with no binding.
 func (s *State) boardRow() (messages.IMBoardRow, bool) {
-	r := messages.IMBoardRow{Thread: s.Key, Name: s.Name(), Agent: s.Info.AgentType}
+	r := messages.IMBoardRow{Thread: s.Key, Name: s.Name(), Agent: s.Info.AgentType, Context: s.Context}
 	switch {
 	case s.Phase == PhaseUnbound:
 		return r, false

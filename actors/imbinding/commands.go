@@ -80,7 +80,9 @@ func (p *plan) runCommand(name, args, user string) {
 			p.say(messages.IMOutEntry{Text: "thatch has not found the agent's session yet, so it cannot say what it used."})
 			return
 		}
-		p.Effect(&messages.IMReadUsage{Path: s.Transcript, Agent: s.Info.AgentType})
+		p.Effect(&messages.IMReadUsage{Path: s.Transcript, Agent: s.Info.AgentType, User: user})
+	case "planusage":
+		p.planUsage()
 	case "recall", "remember", "mem":
 		p.memory(name, args, user)
 	case "kill":
@@ -109,7 +111,7 @@ func screenshotButtons(user string) [][]messages.IMButton {
 // user it was shown to, and says so to anyone else.
 func (p *plan) pressedCommand(m *messages.IMPress) {
 	cmd, user, _ := strings.Cut(strings.TrimPrefix(m.Data, pressCommand), ":")
-	ok := user == m.User && (cmd == "screenshot" || keyNames[cmd] != "" || strings.HasPrefix(cmd, "mode=") || strings.HasPrefix(cmd, "mem="))
+	ok := user == m.User && (cmd == "screenshot" || cmd == "planusage" || keyNames[cmd] != "" || strings.HasPrefix(cmd, "mode=") || strings.HasPrefix(cmd, "mem="))
 	p.Event(&messages.IMUpdateSeen{UpdateID: m.UpdateID, User: m.User, At: p.now.UnixMilli()})
 	if !ok {
 		p.Effect(&messages.IMAnswerPress{CallbackID: m.CallbackID, Text: "This button is not active."})
@@ -146,6 +148,21 @@ func (p *plan) mode(name, user string) {
 		return
 	}
 	p.Effect(&messages.IMSetMode{WindowID: s.Window.WindowID, Tag: s.Tag, Agent: s.Info.AgentType, Mode: name})
+}
+
+// planUsage sends a picture of claude's own /usage dialog (the plan's
+// limits, which no transcript holds): typed only while claude is idle,
+// since a slash command typed mid-turn would wait as a message.
+func (p *plan) planUsage() {
+	s := p.S
+	switch {
+	case s.Info.AgentType != "claude":
+		p.say(messages.IMOutEntry{Text: "Only claude has a /usage dialog to show."})
+	case s.Work != 0 || s.Prompt != nil || s.Asked != nil || len(s.Queue) > 0:
+		p.say(messages.IMOutEntry{Text: "claude is busy; its /usage dialog can be shown once it is idle."})
+	default:
+		p.Effect(&messages.IMScreenshot{WindowID: s.Window.WindowID, Tag: s.Tag, Name: "claude's /usage", Open: "/usage"})
+	}
 }
 
 // memory answers /recall QUERY and /remember TEXT from the memory store,
@@ -213,9 +230,15 @@ func (p *plan) commandResult(msg any) {
 	case *messages.IMUsageRead:
 		if m.Err != "" {
 			p.say(messages.IMOutEntry{Text: "Could not read the session's usage: " + m.Err})
-		} else {
-			p.say(messages.IMOutEntry{Text: m.Text})
+			return
 		}
+		out := messages.IMOutEntry{Text: m.Text}
+		if p.S.Info.AgentType == "claude" && m.User != "" {
+			// The plan's limits are in no transcript, only in claude's
+			// own /usage dialog.
+			out.Buttons = [][]messages.IMButton{{{Text: "Claude's plan limits", Data: pressCommand + "planusage:" + m.User}}}
+		}
+		p.say(out)
 	case *messages.IMHistoryRead:
 		switch {
 		case m.Err != "":

@@ -173,3 +173,49 @@ func TestModeSwitchesTheAgentsPermissionMode(t *testing.T) {
 		t.Fatalf("an agent with no modes: %q", got)
 	}
 }
+
+// claude's /usage answer offers a button for claude's own dialog (the
+// plan's limits), for the one who asked; pressing it pictures the dialog,
+// opened by its slash command, while claude is idle, and not while it
+// works; another agent's answer has no such button.
+func TestUsageOffersClaudesOwnDialogWhileIdle(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	h.send(&messages.IMAgentIdle{Since: h.s.Work, Why: messages.AgentIdleQuiet}) // hello answered
+	if h.s.Work != 0 {
+		t.Fatalf("claude still works on hello: %d", h.s.Work)
+	}
+	ru := only[messages.IMReadUsage](t, h.command("usage", ""))
+	if ru.User != "42" || ru.Agent != "claude" {
+		t.Fatalf("read %+v", ru)
+	}
+	eff := h.send(&messages.IMUsageRead{Text: "claude's session (m), from its transcript: ...", User: ru.User})
+	sc := only[messages.IMSendChat](t, eff)
+	if len(sc.Buttons) != 1 || len(sc.Buttons[0]) != 1 || sc.Buttons[0][0].Text != "Claude's plan limits" {
+		t.Fatalf("the answer's buttons %+v", sc.Buttons)
+	}
+	h.deliverChat(eff)
+	press := func() []any {
+		h.nextUpd++
+		return h.send(&messages.IMPress{UpdateID: h.nextUpd, User: "42", CallbackID: "cb", Data: sc.Buttons[0][0].Data})
+	}
+	shot := only[messages.IMScreenshot](t, press())
+	if shot.Open != "/usage" || shot.WindowID != h.s.Window.WindowID || shot.Tag != h.s.Tag {
+		t.Fatalf("the press pictures %+v", shot)
+	}
+
+	eff = h.typeOne("run the tests")
+	h.deliverChat(eff)
+	busy := press()
+	none[messages.IMScreenshot](t, busy)
+	if got := chatTexts(busy); len(got) != 1 || !strings.Contains(got[0], "busy") {
+		t.Fatalf("pressed while claude works: %q", got)
+	}
+	h.deliverChat(busy)
+
+	h.s.Info.AgentType = "codex"
+	sc = only[messages.IMSendChat](t, h.send(&messages.IMUsageRead{Text: "codex's session", User: "42"}))
+	if sc.Buttons != nil {
+		t.Fatalf("codex's answer has buttons %+v", sc.Buttons)
+	}
+}

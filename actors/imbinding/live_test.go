@@ -196,3 +196,28 @@ func TestALongTurnRollsOverIntoANewLiveMessage(t *testing.T) {
 		t.Fatalf("the new live message: %q", next.Text)
 	}
 }
+
+// The context share the transcript tells is kept (the newest of a read),
+// journaled once per change, and shown on the chat's board; items read
+// before are not taken again, and a new transcript starts unknown.
+func TestTheContextShareReachesTheBoard(t *testing.T) {
+	h := newHarness(t)
+	h.bind()
+	ctx := func(share int) messages.IMTurnItem {
+		return messages.IMTurnItem{Kind: messages.TurnContext, Share: share}
+	}
+	eff := h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", To: 80, Items: []messages.IMTurnItem{ctx(12), ctx(34)}, ItemEnds: []int64{40, 80}})
+	row := only[messages.IMBoardRow](t, eff)
+	if h.s.Context != "34%" || row.Context != "34%" {
+		t.Fatalf("context %q, board row %+v", h.s.Context, row)
+	}
+	eff = h.send(&messages.IMTranscriptRead{Path: "/t/s-1.jsonl", From: 40, To: 120, Items: []messages.IMTurnItem{ctx(12), ctx(34)}, ItemEnds: []int64{80, 120}})
+	none[messages.IMBoardRow](t, eff)
+	if h.s.Context != "34%" {
+		t.Fatalf("after a read of the same share: %q", h.s.Context)
+	}
+	h.send(&messages.IMAgentSessionFound{WindowID: "@1", SessionID: "s-2", Transcript: "/t/s-2.jsonl"})
+	if h.s.Transcript != "/t/s-2.jsonl" || h.s.Context != "" {
+		t.Fatalf("after a switch: transcript %q context %q", h.s.Transcript, h.s.Context)
+	}
+}

@@ -1,6 +1,7 @@
 package imbinding
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/thatch-run/thatch/actors/chatout"
@@ -51,13 +52,23 @@ func (p *plan) transcript(m *messages.IMTranscriptRead) {
 	p.Event(&messages.IMRepliesRead{To: m.To})
 	if len(m.Items) > 0 {
 		var fresh []messages.IMTurnItem
+		share := -1
 		for i, it := range m.Items {
-			if !m.Reset && len(m.ItemEnds) == len(m.Items) && m.ItemEnds[i] <= s.Offset {
-				continue // read before: the batch was read again after a delivery that landed
+			switch {
+			case !m.Reset && len(m.ItemEnds) == len(m.Items) && m.ItemEnds[i] <= s.Offset:
+				// read before: the batch was read again after a delivery that landed
+			case it.Kind == messages.TurnContext:
+				share = it.Share
+			default:
+				fresh = append(fresh, it)
 			}
-			fresh = append(fresh, it)
 		}
-		p.turnItems(fresh)
+		if share >= 0 && fmt.Sprintf("%d%%", share) != s.Context {
+			p.Event(&messages.IMContextUsed{Share: share})
+		}
+		if len(fresh) > 0 {
+			p.turnItems(fresh)
+		}
 		return
 	}
 	var out []messages.IMOutEntry

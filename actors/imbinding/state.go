@@ -189,6 +189,9 @@ type State struct {
 	// Transcript is the file followed for replies, read up to Offset.
 	Transcript string `json:"transcript,omitempty"`
 	Offset     int64  `json:"offset,omitempty"`
+	// Context is the share of the model's context window the session's
+	// newest request used, as its transcript says ("34%"; "" unknown).
+	Context string `json:"context,omitempty"`
 	// SwitchSeen is the newest hook entry the binding was told of (see
 	// messages.IMSwitchSeen).
 	SwitchSeen messages.IMSwitchSeen `json:"switchSeen,omitzero"`

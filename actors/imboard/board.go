@@ -196,6 +196,9 @@ func (k Kind) Render(s *State) string {
 			b.WriteString(" on " + r.Machine)
 		}
 		b.WriteString(": " + state)
+		if r.Context != "" {
+			b.WriteString(" · context " + r.Context)
+		}
 	}
 	return b.String()
 }

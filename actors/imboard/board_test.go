@@ -57,3 +57,17 @@ func TestTheBoardIsOneMessageEditedAtMostOncePerInterval(t *testing.T) {
 		t.Fatalf("/board again sent %v", eff)
 	}
 }
+
+// A row tells its machine (in a cluster) and the share of the context
+// window its session uses, when they are known.
+func TestARowTellsItsMachineAndContext(t *testing.T) {
+	s := Kind{}.Initial("tg:-100")
+	s, _ = step(t, s, &messages.IMBoardRow{Thread: "tg:-100:5", Name: "proj-a", Agent: "claude", Machine: "laptop", State: messages.BoardIdle,
+		Since: t0.UnixMilli(), Context: "34%"})
+	s, _ = step(t, s, &messages.IMBoardRow{Thread: "tg:-100:6", Name: "proj-b", Agent: "mimo", State: messages.BoardWaiting})
+	_, eff := step(t, s, &Show{Thread: "tg:-100:-100"})
+	want := "📋 Sessions of this chat\n\n• proj-a — claude on laptop: idle since 10:42 · context 34%\n• proj-b — mimo: waiting for you"
+	if send := kindtest.Only[messages.IMBoardSend](t, eff); send.Text != want {
+		t.Fatalf("board %q, want %q", send.Text, want)
+	}
+}

@@ -21,6 +21,9 @@ const (
 	ItemEnd = "end"
 	// ItemUser: the agent took a message of its user (Text): a new turn.
 	ItemUser = "user"
+	// ItemContext: the context window in use after a request (Context of
+	// Window tokens; Window 0: unknown), as Usage counts it.
+	ItemContext = "context"
 )
 
 // TurnItem is one thing a transcript line says of the agent's turn.
@@ -36,6 +39,8 @@ type TurnItem struct {
 	// agent recorded it); Output is a result's text. Only claude's and
 	// codex's are read (the memory's extraction reads them).
 	Name, Input, Output string
+	// Context and Window are an ItemContext's tokens.
+	Context, Window int64
 }
 
 // TurnItems returns, in order, what one transcript line says of the
@@ -73,17 +78,22 @@ func claudeItems(line []byte) []TurnItem {
 		Message *struct {
 			Content    json.RawMessage `json:"content"`
 			StopReason string          `json:"stop_reason"`
+			Usage      *claudeUsage    `json:"usage"`
 		} `json:"message"`
 	}
 	if json.Unmarshal(line, &l) != nil || l.IsSidechain || l.Message == nil || (l.Type != "assistant" && l.Type != "user") {
 		return nil
+	}
+	var used []TurnItem
+	if u := l.Message.Usage; u != nil && l.Type == "assistant" {
+		used = []TurnItem{{Kind: ItemContext, Context: u.context(), Window: claudeWindow}}
 	}
 	raw := l.Message.Content
 	if len(raw) > 0 && raw[0] == '"' {
 		if l.Type != "assistant" {
 			return nil
 		}
-		return withEnd(textItems(blockTexts(raw, "text")), l.Message.StopReason == "end_turn")
+		return append(withEnd(textItems(blockTexts(raw, "text")), l.Message.StopReason == "end_turn"), used...)
 	}
 	var blocks []struct {
 		Type      string          `json:"type"`
@@ -96,7 +106,7 @@ func claudeItems(line []byte) []TurnItem {
 		Content   json.RawMessage `json:"content"`
 	}
 	if json.Unmarshal(raw, &blocks) != nil {
-		return nil
+		return used
 	}
 	var out []TurnItem
 	for _, b := range blocks {
@@ -109,7 +119,7 @@ func claudeItems(line []byte) []TurnItem {
 			out = append(out, TurnItem{Kind: ItemResult, ID: b.ToolUseID, Failed: b.IsError, Output: resultText(b.Content)})
 		}
 	}
-	return withEnd(out, l.Type == "assistant" && l.Message.StopReason == "end_turn")
+	return append(withEnd(out, l.Type == "assistant" && l.Message.StopReason == "end_turn"), used...)
 }
 
 func codexItems(line []byte) []TurnItem {
@@ -123,6 +133,7 @@ func codexItems(line []byte) []TurnItem {
 			Namespace string          `json:"namespace"`
 			Arguments string          `json:"arguments"`
 			Input     string          `json:"input"`
+			Info      *codexTokens    `json:"info"`
 		} `json:"payload"`
 	}
 	if json.Unmarshal(line, &l) != nil || l.Payload == nil {
@@ -132,6 +143,11 @@ func codexItems(line []byte) []TurnItem {
 	switch {
 	case l.Type == "event_msg" && p.Type == "task_complete":
 		return []TurnItem{{Kind: ItemEnd}}
+	case l.Type == "event_msg" && p.Type == "token_count":
+		if p.Info == nil || p.Info.Last == nil {
+			return nil
+		}
+		return []TurnItem{{Kind: ItemContext, Context: p.Info.Last.Input, Window: p.Info.Window}}
 	case l.Type != "response_item":
 		return nil
 	case p.Type == "function_call_output" && p.CallID != "":

@@ -28,6 +28,9 @@ func turnItems(t *testing.T, agent, file string) []string {
 	sc.Buffer(nil, agents.MaxLine)
 	for sc.Scan() {
 		for _, it := range a.TurnItems(sc.Bytes()) {
+			if it.Kind == agents.ItemContext {
+				continue // TestContextItemsAgreeWithUsage
+			}
 			s := it.Kind
 			switch it.Kind {
 			case agents.ItemText, agents.ItemTool:

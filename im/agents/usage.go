@@ -70,6 +70,17 @@ type claudeUsage struct {
 	CacheWrite int64 `json:"cache_creation_input_tokens"`
 }
 
+// context is the request's prompt: what it sent, read from the cache and
+// wrote to it.
+func (u claudeUsage) context() int64 { return u.Input + u.CacheRead + u.CacheWrite }
+
+// codexTokens is the info of codex's token_count event.
+type codexTokens struct {
+	Total  *codexUsage `json:"total_token_usage"`
+	Last   *codexUsage `json:"last_token_usage"`
+	Window int64       `json:"model_context_window"`
+}
+
 type codexUsage struct {
 	Input  int64 `json:"input_tokens"`
 	Cached int64 `json:"cached_input_tokens"`
@@ -89,8 +100,9 @@ type usageReader struct {
 
 func (r *usageReader) claude(line []byte) {
 	var l struct {
-		Type    string `json:"type"`
-		Message *struct {
+		Type        string `json:"type"`
+		IsSidechain bool   `json:"isSidechain"`
+		Message     *struct {
 			ID    string       `json:"id"`
 			Model string       `json:"model"`
 			Usage *claudeUsage `json:"usage"`
@@ -108,6 +120,11 @@ func (r *usageReader) claude(line []byte) {
 		r.order = append(r.order, id)
 	}
 	r.byMessage[id] = *m.Usage
+	if l.IsSidechain {
+		// A sub-agent's requests are spent like the session's own, but
+		// their prompts are in a context of their own.
+		return
+	}
 	u := *m.Usage
 	r.last = &u
 	if m.Model != "" && !strings.HasPrefix(m.Model, "<") {
@@ -119,13 +136,9 @@ func (r *usageReader) codex(line []byte) {
 	var l struct {
 		Type    string `json:"type"`
 		Payload *struct {
-			Type  string `json:"type"`
-			Model string `json:"model"`
-			Info  *struct {
-				Total  *codexUsage `json:"total_token_usage"`
-				Last   *codexUsage `json:"last_token_usage"`
-				Window int64       `json:"model_context_window"`
-			} `json:"info"`
+			Type  string       `json:"type"`
+			Model string       `json:"model"`
+			Info  *codexTokens `json:"info"`
 		} `json:"payload"`
 	}
 	if json.Unmarshal(line, &l) != nil || l.Payload == nil {
@@ -161,7 +174,7 @@ func (r *usageReader) usage() Usage {
 			u.CacheRead += m.CacheRead
 			u.CacheWrite += m.CacheWrite
 		}
-		u.Context = r.last.Input + r.last.CacheRead + r.last.CacheWrite
+		u.Context = r.last.context()
 		u.Window = claudeWindow
 	case r.total != nil:
 		// codex counts cached input within input; it records no cache

@@ -73,3 +73,46 @@ func TestCodexUsageAndUnknowns(t *testing.T) {
 		t.Fatalf("copilot: %+v", c)
 	}
 }
+
+// The context in use that a turn's lines tell (the live turn and the
+// board read it line by line) is the newest, as /usage reads it from the
+// whole transcript; a line of claude's sub-agent, and a count of codex's
+// with no info, tell none.
+func TestContextItemsAgreeWithUsage(t *testing.T) {
+	reg, err := agents.NewRegistry(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for agent, lines := range map[string][]string{
+		agents.Claude: {
+			`{"type":"assistant","message":{"id":"m1","usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":1000,"cache_creation_input_tokens":200}}}`,
+			`{"type":"assistant","message":{"id":"m2","content":"done","stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":60,"cache_read_input_tokens":1200}}}`,
+			`{"type":"assistant","isSidechain":true,"message":{"id":"m3","content":"x","usage":{"input_tokens":99999}}}`,
+		},
+		agents.Codex: {
+			`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":9000,"cached_input_tokens":4000,"output_tokens":300},"last_token_usage":{"input_tokens":6000,"cached_input_tokens":4000,"output_tokens":100},"model_context_window":272000}}}`,
+			`{"type":"event_msg","payload":{"type":"token_count","info":null}}`,
+		},
+	} {
+		a, _ := reg.Get(agent)
+		var told []agents.TurnItem
+		for _, l := range lines {
+			for _, it := range a.TurnItems([]byte(l)) {
+				if it.Kind == agents.ItemContext {
+					told = append(told, it)
+				}
+			}
+		}
+		path := filepath.Join(t.TempDir(), "s.jsonl")
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		u, err := a.Usage(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(told); n == 0 || told[n-1].Context != u.Context || told[n-1].Window != u.Window || n != map[string]int{agents.Claude: 2, agents.Codex: 1}[agent] {
+			t.Fatalf("%s: told %+v; /usage reads %d of %d", agent, told, u.Context, u.Window)
+		}
+	}
+}

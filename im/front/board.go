@@ -34,8 +34,14 @@ func generalThread(thread string) string {
 }
 
 // boardRow hands a binding's row to its chat's board (and asks for the
-// board when im.board says every chat has one).
+// board when im.board says every chat has one); in a cluster the row
+// names this machine.
 func (f *FrontEnd) boardRow(_ context.Context, from actors.Identity, e *messages.IMBoardRow) any {
+	if f.cfg.Cluster.Enabled() && e.State != "" {
+		r := *e
+		r.Machine = f.cfg.Cluster.Node // the thread's binding runs here
+		e = &r
+	}
 	if f.cfg.IM.Board {
 		f.tree.Send(boardOf(from.ID), &imboard.Show{Thread: generalThread(from.ID)})
 	}

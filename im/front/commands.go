@@ -116,7 +116,7 @@ func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *mess
 	if err := f.ownWindow(cctx, e.WindowID, e.Tag); err != nil {
 		return &messages.IMScreenshotSent{Err: err.Error()}
 	}
-	pane, err := f.wins.CapturePane(cctx, e.WindowID)
+	pane, err := f.capture(cctx, e.WindowID, e.Open)
 	if err != nil {
 		return &messages.IMScreenshotSent{Err: err.Error()}
 	}
@@ -141,6 +141,50 @@ func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *mess
 		return &messages.IMScreenshotSent{Err: err.Error()}
 	}
 	return &messages.IMScreenshotSent{}
+}
+
+// dialogSettle bounds the wait for a dialog a slash command opened to be
+// drawn; dialogPoll is how often the screen is read meanwhile.
+const (
+	dialogSettle = 5 * time.Second
+	dialogPoll   = 200 * time.Millisecond
+)
+
+// capture captures the window's pane; with open, after typing that slash
+// command and waiting until the screen it draws stops changing (two reads
+// alike, after it changed), and then Escape closes what it opened.
+func (f *FrontEnd) capture(ctx context.Context, window, open string) (tmux.Pane, error) {
+	if open == "" {
+		return f.wins.CapturePane(ctx, window)
+	}
+	before, err := f.wins.Capture(ctx, window, 0)
+	if err != nil {
+		return tmux.Pane{}, err
+	}
+	if err := f.wins.SendText(ctx, window, open); err != nil {
+		return tmux.Pane{}, err
+	}
+	defer func() {
+		// Closed even when the capture failed or ctx ended: the agent must
+		// not be left in its dialog.
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), effectTimeout)
+		defer cancel()
+		if err := f.wins.SendKeys(kctx, window, "Escape"); err != nil {
+			f.log.Warn("cannot close the agent's dialog", "window", window, "command", open, "error", err)
+		}
+	}()
+	last, deadline := before, time.Now().Add(dialogSettle)
+	for time.Now().Before(deadline) && retry.Sleep(ctx, dialogPoll) {
+		screen, err := f.wins.Capture(ctx, window, 0)
+		if err != nil {
+			return tmux.Pane{}, err
+		}
+		if screen != before && screen == last {
+			break
+		}
+		last = screen
+	}
+	return f.wins.CapturePane(ctx, window)
 }
 
 // plainPane is a capture without its escape sequences, blank lines at the
@@ -302,7 +346,7 @@ func (f *FrontEnd) readUsage(_ context.Context, _ actors.Identity, e *messages.I
 	if err != nil {
 		return &messages.IMUsageRead{Err: err.Error()}
 	}
-	return &messages.IMUsageRead{Text: usageText(e.Agent, u, f.prices())}
+	return &messages.IMUsageRead{Text: usageText(e.Agent, u, f.prices()), User: e.User}
 }
 
 // prices are /usage's prices: the built-in list prices with im.prices

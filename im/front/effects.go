@@ -596,9 +596,9 @@ func (f *FrontEnd) stopFollowing(ctx context.Context, from actors.Identity, e *m
 }
 
 // parseLine reads what one transcript line of agent's says of its turn:
-// its texts always; its tool calls when they are shown (im.live = "turn",
-// or im.show_tools), with their outcomes and the turn's end when the turn
-// is shown live.
+// its texts and the context window in use always; its tool calls when
+// they are shown (im.live = "turn", or im.show_tools), with their
+// outcomes and the turn's end when the turn is shown live.
 func (f *FrontEnd) parseLine(agent string, line []byte) []messages.IMTurnItem {
 	a, ok := f.agents.Get(agent)
 	if !ok {
@@ -620,6 +620,8 @@ func (f *FrontEnd) parseLine(agent string, line []byte) []messages.IMTurnItem {
 			out = append(out, messages.IMTurnItem{Kind: messages.TurnEnd})
 		case it.Kind == agents.ItemUser && live:
 			out = append(out, messages.IMTurnItem{Kind: messages.TurnUser})
+		case it.Kind == agents.ItemContext && it.Window > 0:
+			out = append(out, messages.IMTurnItem{Kind: messages.TurnContext, Share: int(min(it.Context*100/it.Window, 100))})
 		}
 	}
 	return out
