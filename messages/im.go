@@ -725,6 +725,9 @@ type IMWindowCreated struct {
 	// characters), which later checks compare with.
 	Name string `json:"name,omitempty"`
 	Err  string `json:"err,omitempty"`
+	// Gone: it failed and the tmux server has no window left (tmux
+	// stopped while the window was made).
+	Gone bool `json:"gone,omitempty"`
 }
 
 // IMAgentSession is one session an agent keeps, for the picker.
@@ -740,10 +743,12 @@ type IMAgentSessionsListed struct {
 	Err      string           `json:"err,omitempty"`
 }
 
-// IMAgentLaunched reports an IMLaunchAgent.
+// IMAgentLaunched reports an IMLaunchAgent. Gone: it failed because the
+// window is gone (its tmux server with it, when tmux stopped).
 type IMAgentLaunched struct {
 	WindowID string `json:"windowID"`
 	Err      string `json:"err,omitempty"`
+	Gone     bool   `json:"gone,omitempty"`
 }
 
 // IMAgentSessionFound reports the agent's session id ("" when none was
@@ -860,6 +865,9 @@ type IMSetupStep struct {
 	Resume     string `json:"resume,omitempty"`
 	// Since is when the flow launched the agent (Unix milliseconds).
 	Since int64 `json:"since,omitempty"`
+	// Retried: the flow made its window again once already, after tmux
+	// lost the first.
+	Retried bool `json:"retried,omitempty"`
 }
 
 // IMBound records the binding made (or remade): the three records the

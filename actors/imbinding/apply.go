@@ -88,7 +88,8 @@ func applyBinding(n, s *State, ev any) bool {
 		n.Phase = e.Phase
 		n.Setup = nil
 		if e.Step != "" {
-			n.Setup = &Setup{Step: e.Step, Agent: e.Agent, Dir: e.Dir, Tag: e.Tag, Window: e.Window, WindowName: e.WindowName, Resume: e.Resume, Since: e.Since}
+			n.Setup = &Setup{Step: e.Step, Agent: e.Agent, Dir: e.Dir, Tag: e.Tag, Window: e.Window, WindowName: e.WindowName, Resume: e.Resume,
+				Since: e.Since, Retried: e.Retried}
 		}
 		if e.Gen > n.Gen {
 			n.Gen = e.Gen

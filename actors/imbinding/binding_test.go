@@ -233,6 +233,44 @@ func TestSetupFlowBindsAndDeliversTheFirstMessage(t *testing.T) {
 	}
 }
 
+// tmux losing the window while the flow launches the agent (its server
+// crashed) makes it again once, saying so, and launches there with the
+// session chosen before; a second loss ends the flow as any failure
+// does, back at the directory.
+func TestASetupWhoseWindowTmuxLostMakesItAgainOnce(t *testing.T) {
+	h := newHarness(t)
+	cw := h.toWindow("hello", "/home/u/proj")
+	h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@1"})
+	h.send(&messages.IMAgentSessionsListed{})
+	eff := h.send(&messages.IMAgentLaunched{WindowID: "@1", Err: "tmux: respawn @1: control-mode client stopped", Gone: true})
+	again := only[messages.IMCreateWindow](t, eff)
+	if again.Tag != cw.Tag || again.Dir != cw.Dir || again.Name != cw.Name {
+		t.Fatalf("made again %+v, want %+v", again, cw)
+	}
+	if got := chatTexts(eff); len(got) != 1 || !strings.Contains(got[0], "went away") {
+		t.Fatalf("said %q", got)
+	}
+	if st := h.s.Setup; st.Step != StepWindow || !st.Retried || st.Window != "" {
+		t.Fatalf("setup %+v", st)
+	}
+	h.deliverChat(eff)
+
+	// The session was chosen before the loss: the new window launches.
+	none[messages.IMListAgentSessions](t, h.send(&messages.IMWindowCreated{Tag: cw.Tag, WindowID: "@2"}))
+	if st := h.s.Setup; st.Step != StepLaunch || st.Window != "@2" {
+		t.Fatalf("after the new window: %+v", st)
+	}
+	eff = h.send(&messages.IMAgentLaunched{WindowID: "@2", Err: "tmux: window @2: no server running", Gone: true})
+	none[messages.IMCreateWindow](t, eff)
+	if got := chatTexts(eff); len(got) != 1 || !strings.HasPrefix(got[0], "Could not start claude") {
+		t.Fatalf("the second loss said %q", got)
+	}
+	only[messages.IMListDirectory](t, eff)
+	if st := h.s.Setup; st.Step != StepDir || st.Retried {
+		t.Fatalf("after the second loss: %+v", st)
+	}
+}
+
 func TestRoutes(t *testing.T) {
 	cases := []struct {
 		name    string

@@ -36,11 +36,7 @@ func (p *plan) recovered() {
 			p.Effect(&messages.IMListDirectory{Path: st.Dir})
 		}
 	case StepWindow:
-		name := s.Name()
-		if s.Phase == PhaseRecovering {
-			name = s.Chat.DisplayName
-		}
-		p.Effect(&messages.IMCreateWindow{Tag: st.Tag, Name: name, Dir: st.Dir})
+		p.Effect(st.createWindow(s))
 	case StepSessions:
 		p.Effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
 	case StepLaunch:

@@ -113,13 +113,18 @@ func (p *plan) windowCreated(m *messages.IMWindowCreated) {
 		return
 	}
 	if m.Err != "" {
+		if m.Gone && p.windowAgain() {
+			return
+		}
 		p.say(messages.IMOutEntry{Text: "Could not create the tmux window: " + m.Err})
 		p.failFlow()
 		return
 	}
 	st := *s.Setup
 	st.Window, st.WindowName = m.WindowID, m.Name
-	if s.Phase == PhaseSetup && p.k.cfg.Resumable[st.Agent] {
+	if s.Phase == PhaseSetup && p.k.cfg.Resumable[st.Agent] && st.Since == 0 {
+		// Not launched yet (a window made again after a launch keeps the
+		// session chosen): the picker comes first.
 		st.Step = StepSessions
 		p.Event(setupEvent(s.Phase, st))
 		p.Effect(&messages.IMListAgentSessions{Agent: st.Agent, Dir: st.Dir})
@@ -129,9 +134,25 @@ func (p *plan) windowCreated(m *messages.IMWindowCreated) {
 	p.launch(st.Resume)
 }
 
+// windowAgain makes the flow's window again when tmux lost it (its
+// server stopped: tmux 3.3a can crash while a window is made), once per
+// flow; false when it was made again already.
+func (p *plan) windowAgain() bool {
+	s := p.S
+	if s.Setup.Retried {
+		return false
+	}
+	st := *s.Setup
+	st.Step, st.Window, st.WindowName, st.Retried = StepWindow, "", "", true
+	p.Event(setupEvent(s.Phase, st))
+	p.say(messages.IMOutEntry{Text: "The tmux window for " + st.Agent + " went away (did tmux stop?); making a new one."})
+	p.Effect(p.S.Setup.createWindow(p.S))
+	return true
+}
+
 func setupEvent(phase string, st Setup) *messages.IMSetupStep {
 	return &messages.IMSetupStep{Phase: phase, Step: st.Step, Agent: st.Agent, Dir: st.Dir, Tag: st.Tag, Window: st.Window,
-		WindowName: st.WindowName, Resume: st.Resume, Since: st.Since}
+		WindowName: st.WindowName, Resume: st.Resume, Since: st.Since, Retried: st.Retried}
 }
 
 // failFlow ends a setup or recovery that cannot go on: a setup starts
@@ -190,6 +211,9 @@ func (p *plan) launched(m *messages.IMAgentLaunched) {
 		return
 	}
 	if m.Err != "" {
+		if m.Gone && p.windowAgain() {
+			return
+		}
 		p.say(messages.IMOutEntry{Text: "Could not start " + s.Setup.Agent + ": " + m.Err})
 		p.failFlow()
 		return
@@ -305,4 +329,14 @@ func (st *Setup) find() *messages.IMFindAgentSession {
 // launch starts a flow's agent in its window, resuming st.Resume if set.
 func (st *Setup) launch() *messages.IMLaunchAgent {
 	return &messages.IMLaunchAgent{WindowID: st.Window, Tag: st.Tag, Agent: st.Agent, SessionID: st.Resume, Dir: st.Dir}
+}
+
+// createWindow makes a flow's window: named after the thread in a setup,
+// after the chat's name in a recovery.
+func (st *Setup) createWindow(s *State) *messages.IMCreateWindow {
+	name := s.Name()
+	if s.Phase == PhaseRecovering {
+		name = s.Chat.DisplayName
+	}
+	return &messages.IMCreateWindow{Tag: st.Tag, Name: name, Dir: st.Dir}
 }

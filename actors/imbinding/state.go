@@ -140,6 +140,9 @@ type Setup struct {
 	Resume     string `json:"resume,omitempty"`
 	// Since is when the agent was launched (Unix milliseconds).
 	Since int64 `json:"since,omitempty"`
+	// Retried: the window was made again once already, after tmux lost
+	// the first (the next loss ends the flow).
+	Retried bool `json:"retried,omitempty"`
 }
 
 // Prompt is a question with buttons waiting for the user.

@@ -264,7 +264,12 @@ func (f *FrontEnd) createWindow(ctx context.Context, _ actors.Identity, e *messa
 		return &messages.IMWindowCreated{Tag: e.Tag, WindowID: w.ID, Name: w.Name}
 	}
 	if w, err = f.tmux.NewWindowEnv(ctx, e.Name, e.Dir, e.Tag, f.windowEnv(e.Tag), placeholder); err != nil {
-		return &messages.IMWindowCreated{Tag: e.Tag, Err: err.Error()}
+		// No window left at all: the server stopped (tmux 3.3a can crash
+		// while a window is made), and a new one is worth a try.
+		ws, lerr := f.tmux.Windows(ctx)
+		gone := lerr == nil && len(ws) == 0
+		f.log.Warn("cannot make a window", "tag", e.Tag, "dir", e.Dir, "server_gone", gone, "error", err)
+		return &messages.IMWindowCreated{Tag: e.Tag, Err: err.Error(), Gone: gone}
 	}
 	f.rememberDir(e.Dir)
 	if got, err := f.tmux.Window(ctx, w.ID); err == nil {
@@ -330,12 +335,20 @@ func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messag
 		out.Err = "unknown agent " + e.Agent
 		return out
 	}
+	fail := func(err error) any {
+		out.Err = err.Error()
+		cctx, cancel := context.WithTimeout(ctx, effectTimeout)
+		defer cancel()
+		_, werr := f.wins.Window(cctx, e.WindowID)
+		out.Gone = errors.Is(werr, tmux.ErrNoWindow)
+		f.log.Warn("cannot launch an agent", "window", e.WindowID, "agent", e.Agent, "window_gone", out.Gone, "error", err)
+		return out
+	}
 	cctx, cancel := context.WithTimeout(ctx, effectTimeout)
 	w, err := f.wins.Window(cctx, e.WindowID)
 	cancel()
 	if err != nil {
-		out.Err = err.Error()
-		return out
+		return fail(err)
 	}
 	if f.detect(w) == e.Agent {
 		return out
@@ -353,8 +366,7 @@ func (f *FrontEnd) launchAgent(ctx context.Context, _ actors.Identity, e *messag
 	err = f.wins.Respawn(cctx, e.WindowID, dir, f.windowEnv(e.Tag), []string{f.shell(), "-ic", line})
 	cancel()
 	if err != nil {
-		out.Err = err.Error()
-		return out
+		return fail(err)
 	}
 	f.log.Debug("launched an agent", "window", e.WindowID, "agent", e.Agent, "line", line)
 	lctx, cancel := context.WithTimeout(ctx, launchTimeout)

@@ -309,3 +309,34 @@ func TestScenarioAWindowOnASocketNoLongerListedIsRecoveredInThatchsOwn(t *testin
 		t.Fatalf("the user's windows: %q, want both left where they were", got)
 	}
 }
+
+// When tmux loses the window a setup made (its server stopped: tmux 3.3a
+// can crash), the setup makes a new one by itself, says so, and goes on:
+// here the server dies while the user picks a session.
+func TestScenarioASetupWhoseTmuxServerDiedMakesANewWindow(t *testing.T) {
+	w := newWorld(t, nil)
+	// An earlier session of the agent there, for the picker to offer.
+	earlier := exec.Command(w.claude)
+	earlier.Dir, earlier.Stdin = filepath.Join(w.projects, "api"), strings.NewReader("an earlier task\n")
+	if out, err := earlier.CombinedOutput(); err != nil {
+		t.Fatalf("an earlier session: %v\n%s", err, out)
+	}
+
+	second := w.topic("second")
+	w.send(second, "again")
+	w.press(second, w.prompt(second, "Which agent should run for second?"), "claude")
+	w.press(second, w.prompt(second, "Working directory: "+w.projects), "api")
+	w.press(second, w.prompt(second, "Working directory: "+filepath.Join(w.projects, "api")), "Use this directory")
+	pick := w.prompt(second, "Resume one?")
+	w.tmux("kill-server")
+	w.press(second, pick, "New")
+
+	w.waitSaid(second, "echo: again")
+	said := w.said(second)
+	if !slices.Contains(said, "The tmux window for claude went away (did tmux stop?); making a new one.") || !slices.Contains(said, "Session ready!") {
+		t.Fatalf("the thread shows %q", said)
+	}
+	if win := w.onlyWindow(); win.Name != "second" || win.Dead {
+		t.Fatalf("window %+v, want second's, running", win)
+	}
+}

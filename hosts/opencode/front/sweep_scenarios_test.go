@@ -269,6 +269,9 @@ var _ = Describe("Runtime-state sweep", func() {
 		w.clock.Advance(ttl - 2*time.Hour)
 		w.never(knownFamily(w, "ses_p"), BeTrue(), "state written within the TTL stays")
 
+		// A live family is not swept: the round past the TTL must find it
+		// passivated, whichever of its timers fires first.
+		passivate(w)
 		w.clock.Advance(3 * time.Hour)
 		Eventually(knownFamily(w, "ses_p")).Should(BeFalse(), "the sweep dropped the silent family's journal")
 		Eventually(lastReport(w, messages.SweepRuntime)).Should(WithTransform(droppedIDs, ContainElement("ses_p")))
