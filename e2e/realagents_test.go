@@ -16,6 +16,7 @@ import (
 	"github.com/thatch-run/thatch/e2e/fakeanthropic"
 	"github.com/thatch-run/thatch/e2e/fakeresponses"
 	"github.com/thatch-run/thatch/e2e/faketelegram"
+	"github.com/thatch-run/thatch/im/screenshot"
 )
 
 // The IM front end with the real Claude Code and codex CLIs in its tmux
@@ -79,11 +80,17 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		iw = NewRealIMWorld("claude")
 		d = StartDaemon(iw.World)
 		key := "ghp_" + strings.Repeat("Ab1", 12)
-		glob := func(pattern string) *fakeanthropic.ToolUse {
-			return &fakeanthropic.ToolUse{Name: "Glob", Input: map[string]any{"pattern": pattern}}
+		// Read needs no permission in the project (claude 2.1.328 has no
+		// Glob in this session).
+		web := filepath.Join(iw.Projects, "web")
+		for name, text := range map[string]string{"README.md": "# web\n", "package.json": "{}\n"} {
+			Expect(os.WriteFile(filepath.Join(web, name), []byte(text), 0o644)).To(Succeed())
 		}
-		iw.Claude.On(fakeanthropic.UserSays("LOOKAROUND"), fakeanthropic.Reply{Text: "Looking around.", Tool: glob("*"),
-			Then: &fakeanthropic.Reply{Tool: glob("**/*.md"),
+		read := func(name string) *fakeanthropic.ToolUse {
+			return &fakeanthropic.ToolUse{Name: "Read", Input: map[string]any{"file_path": filepath.Join(web, name)}}
+		}
+		iw.Claude.On(fakeanthropic.UserSays("LOOKAROUND"), fakeanthropic.Reply{Text: "Looking around.", Tool: read("README.md"),
+			Then: &fakeanthropic.Reply{Tool: read("package.json"),
 				Then: &fakeanthropic.Reply{Text: "Found them. The deploy key is " + key, Delay: 2 * time.Second}}})
 		thread := iw.Setup("live", "claude", "web", "hello")
 		Eventually(iw.Said(thread)).Should(ContainElement("echo: hello"))
@@ -95,7 +102,7 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		Eventually(func() string {
 			live = live[:0]
 			for _, s := range iw.TG.Sent() {
-				if s.ThreadID == thread && strings.Contains(s.Text, "▸ Glob") || strings.HasPrefix(s.Text, "✓ 2 tool calls") {
+				if s.ThreadID == thread && strings.Contains(s.Text, "▸ Read") || strings.HasPrefix(s.Text, "✓ 2 tool calls") {
 					live = append(live, s)
 				}
 			}
@@ -106,12 +113,14 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		}).Should(HavePrefix("✓ 2 tool calls"), "the live message ends as the turn's summary")
 		Expect(live[0].Method).To(Equal("sendMessage"))
 		Expect(live[0].Silent).To(BeTrue(), "the live message does not notify")
-		Expect(live[0].Text).To(HavePrefix("▸ Glob: *"))
+		Expect(live[0].Text).To(HavePrefix("▸ Read: " + filepath.Join(web, "README.md")))
 		for _, s := range live[1:] {
 			Expect(s.Method).To(Equal("editMessageText"), "the turn is one message, edited")
 			Expect(s.MessageID).To(Equal(live[0].MessageID))
 		}
 		Expect(count(thread, answer)()).To(Equal(1), "the answer is sent once")
+		Expect(len(live)).To(BeNumerically(">=", 2))
+		drawTurn(artifacts("live-turn"), "LOOKAROUND please", live[len(live)-2].Text, answer, live[len(live)-1].Text)
 
 		By("/usage says what the model reported for the session's messages")
 		files := iw.sessionFiles("web")
@@ -303,4 +312,31 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// drawTurn draws a turn as the thread showed it (the user's message, the
+// live message's last state before the turn ended, the answer, and the
+// summary the live message shrank to) with thatch's pane renderer, into
+// dir/live-turn.png: the picture in the README comes from here.
+func drawTurn(dir, typed, working, answer, summary string) {
+	GinkgoHelper()
+	const (
+		who   = "\x1b[1;36m"
+		bot   = "\x1b[1;33m"
+		dim   = "\x1b[2m"
+		plain = "\x1b[0m"
+	)
+	lines := []string{who + "you" + plain + "  " + typed, "", bot + "thatch" + plain + dim + "  one message, edited silently while claude works:" + plain}
+	for _, l := range strings.Split(working, "\n") {
+		lines = append(lines, "  "+l)
+	}
+	lines = append(lines, "", bot+"thatch"+plain+dim+"  the answer, the turn's one notification:"+plain, "  "+answer, "",
+		dim+"and the live message once the turn ended:"+plain, "  "+summary)
+	cols := 0
+	for _, l := range strings.Split(working+"\n"+answer, "\n") {
+		cols = max(cols, len([]rune(l))+4)
+	}
+	png, err := screenshot.PNG([]byte(strings.Join(lines, "\r\n")), screenshot.Options{Cols: max(cols, 60), Rows: len(lines) + 1})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(filepath.Join(dir, "live-turn.png"), png, 0o644)).To(Succeed())
 }

@@ -158,11 +158,25 @@ func (p *plan) planUsage() {
 	switch {
 	case s.Info.AgentType != "claude":
 		p.say(messages.IMOutEntry{Text: "Only claude has a /usage dialog to show."})
-	case s.Work != 0 || s.Prompt != nil || s.Asked != nil || len(s.Queue) > 0:
+	case s.busy(p.k.cfg.Live):
 		p.say(messages.IMOutEntry{Text: "claude is busy; its /usage dialog can be shown once it is idle."})
 	default:
 		p.Effect(&messages.IMScreenshot{WindowID: s.Window.WindowID, Tag: s.Tag, Name: "claude's /usage", Open: "/usage"})
 	}
+}
+
+// busy reports whether the agent is at work or waits for its user: a
+// message is queued for it, a prompt is open, or its turn goes on (shown
+// live: until its transcript says it ended; else until the screen
+// watcher saw it idle).
+func (s *State) busy(live bool) bool {
+	switch {
+	case len(s.Queue) > 0 || s.Prompt != nil || s.Asked != nil:
+		return true
+	case live:
+		return s.Turn != nil && !s.Turn.Ending
+	}
+	return s.Work != 0
 }
 
 // memory answers /recall QUERY and /remember TEXT from the memory store,

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/thatch-run/thatch/actors/liveturn"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -211,6 +212,19 @@ func TestUsageOffersClaudesOwnDialogWhileIdle(t *testing.T) {
 	if got := chatTexts(busy); len(got) != 1 || !strings.Contains(got[0], "busy") {
 		t.Fatalf("pressed while claude works: %q", got)
 	}
+	h.deliverChat(busy)
+
+	// A turn shown live ends when the transcript says so, before the
+	// screen watcher sees claude idle.
+	h.k.cfg.Live = true
+	h.s.Turn = &liveturn.Turn{Ending: true}
+	if h.s.Work == 0 {
+		t.Fatal("claude's work ended before the test could check a live turn")
+	}
+	only[messages.IMScreenshot](t, press())
+	h.s.Turn = &liveturn.Turn{}
+	busy = press()
+	none[messages.IMScreenshot](t, busy)
 	h.deliverChat(busy)
 
 	h.s.Info.AgentType = "codex"
