@@ -226,6 +226,9 @@ type imWorld struct {
 	// winCmd is what each window openWindows makes runs, with winEnv
 	// ("NAME=value" each) in its environment. Default: cat, nothing added.
 	winCmd, winEnv []string
+	// paced: the daemon paces its requests to a chat as for Telegram
+	// (im.telegram's defaults) rather than not at all.
+	paced bool
 }
 
 // imLog keeps the first lines the daemon logs (warnings and errors) and
@@ -309,8 +312,12 @@ func (w *imWorld) start() error {
 		il.RegisterSink(hclog.NewSinkAdapter(&hclog.LoggerOptions{Level: hclog.Info, Output: w.info}))
 		logger = il
 	}
+	interval := time.Duration(-1) // no pacing: the fake has no rates
+	if w.paced {
+		interval = 0 // the config's
+	}
 	w.fe = &imFront{FrontEnd: imfront.New(w.cfg, imfront.Options{
-		Home: w.dir, PollTimeout: time.Second, ChatInterval: -1, Zoxide: "-", Trace: w.tracer.trace,
+		Home: w.dir, PollTimeout: time.Second, ChatInterval: interval, Zoxide: "-", Trace: w.tracer.trace,
 	})}
 	rt, err := thatch.New(w.cfg, thatch.Options{Logger: logger, FrontEnds: []frontend.FrontEnd{w.fe}})
 	if err != nil {
@@ -772,27 +779,9 @@ func benchIMReplies(c *Config) ([]Record, error) {
 		return nil, err
 	}
 	defer w.close()
-	bs, files, err := w.transcripts(n)
+	_, files, err := w.startFollowing(n)
+	defer closeAll(files)
 	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-	}()
-	if err := w.plant(bs); err != nil {
-		return nil, err
-	}
-	if err := w.start(); err != nil {
-		return nil, err
-	}
-	// Rehydration at start released each binding's IMFollowTranscript;
-	// the topics' creation updates reach the bindings meanwhile.
-	if err := imWaitFor(imDrainTimeout, "topic creations confirmed", func() (bool, error) { return w.tg.Pending() == 0, nil }); err != nil {
-		return nil, err
-	}
-	if err := w.rt.Quiesce(time.Minute); err != nil {
 		return nil, err
 	}
 	c.Logf("im: warm-up, one transcript line per binding")
@@ -812,6 +801,36 @@ func benchIMReplies(c *Config) ([]Record, error) {
 			"forum chat, requests to it serialized by the bot): %s; baseline is the 250 ms limit, not a measurement",
 			n, total, d, imLatencies(lat))).withBaseline(ms(imReplyLimit))
 	return []Record{imJudged(rec, n, imReplyFull, ms(imReplyLimit))}, nil
+}
+
+// startFollowing makes n topics with a transcript each (transcripts),
+// plants their bindings, starts the daemon and waits until it settled:
+// the topics' creations confirmed, each binding following its file. The
+// caller closes the files (closeAll), also after an error.
+func (w *imWorld) startFollowing(n int) ([]imBinding, []*os.File, error) {
+	bs, files, err := w.transcripts(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := w.plant(bs); err != nil {
+		return nil, files, err
+	}
+	if err := w.start(); err != nil {
+		return nil, files, err
+	}
+	// Rehydration at start released each binding's IMFollowTranscript;
+	// the topics' creation updates reach the bindings meanwhile.
+	if err := imWaitFor(imDrainTimeout, "topic creations confirmed", func() (bool, error) { return w.tg.Pending() == 0, nil }); err != nil {
+		return nil, files, err
+	}
+	return bs, files, w.rt.Quiesce(time.Minute)
+}
+
+// closeAll closes files.
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
 }
 
 // transcripts makes n forum topics in the fake server (it sends only into

@@ -340,6 +340,11 @@ type Telegram struct {
 	// Bot API server without those limits (a local one, a test's fake).
 	// Default: 1s.
 	ChatInterval time.Duration `koanf:"chat_interval" usage:"least time between two Telegram requests to one chat (Telegram's limit is about one a second)"`
+	// GroupPerMinute is how many requests one group chat takes in any
+	// minute (sends and edits alike; a forum group's topics share it):
+	// Telegram lets a bot send about 20 messages a minute in a group. 0:
+	// no limit, only for a Bot API server without it. Default: 20.
+	GroupPerMinute int `koanf:"group_per_minute" usage:"requests to one Telegram group in any minute (Telegram allows about 20); 0: no limit"`
 }
 
 // Modes of receiving Feishu's events (Feishu.Mode).
@@ -667,7 +672,7 @@ func Defaults() *Config {
 			AlertAfter:    time.Minute,
 			BoardInterval: 10 * time.Second,
 			InboxDir:      ".thatch/inbox",
-			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second, ChatInterval: time.Second},
+			Telegram:      Telegram{APIURL: "https://api.telegram.org", SendTimeout: 10 * time.Second, ChatInterval: time.Second, GroupPerMinute: 20},
 			Feishu:        FeishuDefaults(),
 			Tmux:          Tmux{Socket: "thatch", Session: "thatch"},
 			Agents: Agents{

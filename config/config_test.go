@@ -67,6 +67,7 @@ var specDefaults = map[string]any{
 	"im.telegram.api_url":               "https://api.telegram.org",
 	"im.telegram.send_timeout":          "10s",
 	"im.telegram.chat_interval":         "1s",
+	"im.telegram.group_per_minute":      20,
 	"im.on_close":                       "keep",
 	"im.feishu.app_id":                  "",
 	"im.feishu.app_secret":              "",

@@ -192,6 +192,7 @@ var everyKey = map[string]struct {
 	"im.telegram.api_url":               {"http://127.0.0.1:8081", "http://127.0.0.1:8081"},
 	"im.telegram.send_timeout":          {"20s", "20s"},
 	"im.telegram.chat_interval":         {"250ms", "250ms"},
+	"im.telegram.group_per_minute":      {"30", 30},
 	"im.on_close":                       {"kill", "kill"},
 	"im.feishu.app_id":                  {"cli_a1", "cli_a1"},
 	"im.feishu.app_secret":              {"s3cr3t-app", RedactedValue},

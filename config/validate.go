@@ -264,6 +264,7 @@ func (v *validator) im(c *IM) {
 	v.feishu(&c.Feishu, c.Open)
 	v.positive("im.telegram.send_timeout", c.Telegram.SendTimeout)
 	v.positive("im.telegram.chat_interval", c.Telegram.ChatInterval)
+	v.atLeast("im.telegram.group_per_minute", c.Telegram.GroupPerMinute, 0)
 	v.imTmux(&c.Tmux)
 	v.imAgents(c)
 }

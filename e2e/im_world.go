@@ -154,8 +154,10 @@ func newIMWorld(real string, telegram bool, extra []string) *IMWorld {
 	return iw
 }
 
-// fastPacing is the IM worlds' im.telegram.chat_interval.
-const fastPacing = `chat_interval = "100ms"`
+// fastPacing is the IM worlds' im.telegram pacing: a tenth of Telegram's
+// spacing, and no limit a minute (a spec sends more than 20 messages a
+// minute to its one group).
+const fastPacing = "chat_interval = \"100ms\"\ngroup_per_minute = 0"
 
 // PaceAsTelegram gives the world Telegram's own pace (the default
 // im.telegram.chat_interval of a second); call it before the daemon

@@ -1004,6 +1004,20 @@ type IMTurnEnding struct{}
 // IMTurnEnded records the turn over.
 type IMTurnEnded struct{}
 
+// IMSummaryOwed records that the live message MessageID of a turn that
+// ended is to be edited into Text, its summary, until the chat takes the
+// edit or refuses it for good (IMSummaryDone).
+type IMSummaryOwed struct {
+	MessageID string `json:"messageID"`
+	Text      string `json:"text"`
+}
+
+// IMSummaryDone records the summary edit of MessageID done (or refused for
+// good).
+type IMSummaryDone struct {
+	MessageID string `json:"messageID"`
+}
+
 // IMLiveSend is an effect: send Text to the binding's thread as the
 // turn's live message, silently. Result: IMLiveSent.
 type IMLiveSend struct {
@@ -1135,6 +1149,8 @@ func init() {
 	Register[IMTurnEnding]("im.turn_ending", 1)
 	Register[IMLiveRolled]("im.live_rolled", 1)
 	Register[IMTurnEnded]("im.turn_ended", 1)
+	Register[IMSummaryOwed]("im.summary_owed", 1)
+	Register[IMSummaryDone]("im.summary_done", 1)
 	Register[IMResumed]("im.resumed", 1)
 	Register[IMTypingHeld]("im.typing_held", 1)
 	Register[IMSessionLostSaid]("im.session_lost_said", 1)

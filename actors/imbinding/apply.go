@@ -2,6 +2,7 @@ package imbinding
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/thatch-run/thatch/actors/liveturn"
@@ -144,6 +145,18 @@ func applyBinding(n, s *State, ev any) bool {
 		n.Offset = e.To
 	case *messages.IMContextUsed:
 		n.Context = fmt.Sprintf("%d%%", e.Share)
+	case *messages.IMSummaryOwed:
+		n.Summaries = maps.Clone(s.Summaries)
+		if n.Summaries == nil {
+			n.Summaries = map[string]string{}
+		}
+		n.Summaries[e.MessageID] = e.Text
+	case *messages.IMSummaryDone:
+		n.Summaries = maps.Clone(s.Summaries)
+		delete(n.Summaries, e.MessageID)
+		if len(n.Summaries) == 0 {
+			n.Summaries = nil
+		}
 	case *messages.IMSwitchSeen:
 		n.SwitchSeen = *e
 	case *messages.IMTypingHeld:

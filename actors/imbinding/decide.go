@@ -260,6 +260,8 @@ func (p *plan) tick(m *actors.Tick) {
 		p.workTimer()
 	case timerLive:
 		p.liveTick()
+	case timerSummary:
+		p.editSummaries()
 	case timerTyping:
 		if s := p.S; s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Queue) > 0 {
 			p.Event(&messages.IMResumed{})

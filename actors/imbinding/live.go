@@ -1,6 +1,7 @@
 package imbinding
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -22,8 +23,12 @@ import (
 // summary. Everything is journaled: after a crash the turn goes on in the
 // live message it had, and the final answer is sent once.
 
-// timerLive is the edit interval's timer (and a failed edit's retry).
-const timerLive = "live"
+// timerLive is the edit interval's timer (and a failed edit's retry);
+// timerSummary a failed summary edit's retry.
+const (
+	timerLive    = "live"
+	timerSummary = "summary"
+)
 
 // liveRetry is how long a failed live send or edit waits.
 const liveRetry = 10 * time.Second
@@ -127,9 +132,13 @@ func (p *plan) showLive() {
 
 // liveSent takes the chat's answer to a live send or edit.
 func (p *plan) liveSent(m *messages.IMLiveSent) {
+	if m.Rev == 0 {
+		p.summarySent(m)
+		return
+	}
 	t := p.S.Turn
-	if t == nil || m.Rev == 0 || m.Rev != t.Flight {
-		return // the summary's, or from before a restart
+	if t == nil || m.Rev != t.Flight {
+		return // from before a restart
 	}
 	switch {
 	case m.Err != "" && m.Permanent:
@@ -194,9 +203,33 @@ func (p *plan) finishTurn() {
 		return
 	}
 	if t.MessageID != "" && !t.Off {
-		p.Effect(&messages.IMLiveEdit{MessageID: t.MessageID, Text: t.Summary(p.now)})
+		owed := &messages.IMSummaryOwed{MessageID: t.MessageID, Text: t.Summary(p.now)}
+		p.Event(owed)
+		p.Effect(&messages.IMLiveEdit{MessageID: owed.MessageID, Text: owed.Text})
 	}
 	p.Event(&messages.IMTurnEnded{})
+}
+
+// summarySent takes the chat's answer to a summary's edit: done, or
+// refused for good; else it is tried again after liveRetry (all owed
+// ones, on the summary timer).
+func (p *plan) summarySent(m *messages.IMLiveSent) {
+	if _, owed := p.S.Summaries[m.MessageID]; !owed {
+		return
+	}
+	if m.Err == "" || m.Permanent {
+		p.Event(&messages.IMSummaryDone{MessageID: m.MessageID})
+		return
+	}
+	p.Effect(&actors.StartTimer{Name: timerSummary, After: liveRetry})
+}
+
+// editSummaries edits every owed summary again (after a failed edit, or
+// a restart).
+func (p *plan) editSummaries() {
+	for _, id := range slices.Sorted(maps.Keys(p.S.Summaries)) {
+		p.Effect(&messages.IMLiveEdit{MessageID: id, Text: p.S.Summaries[id]})
+	}
 }
 
 // turnChanged ends the turn when the decision ended the agent's work (the
@@ -211,6 +244,7 @@ func (p *plan) turnChanged(before *State) {
 // recoveredTurn goes on with the turn after a restart: what was in flight
 // is sent again (the edit's timer did not survive either).
 func (p *plan) recoveredTurn() {
+	p.editSummaries()
 	t := p.S.Turn
 	if t == nil {
 		return

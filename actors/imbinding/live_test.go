@@ -129,6 +129,39 @@ func TestATurnGoesOnInItsLiveMessageAfterARestart(t *testing.T) {
 	}
 }
 
+// The summary a turn's live message shrinks to is owed until the chat
+// takes it: an edit the chat could not take now (rate limited) is made
+// again after a while, and after a restart; one it took, or refused for
+// good, is not.
+func TestATurnsSummaryIsEditedUntilTheChatTakesIt(t *testing.T) {
+	h := liveHarness(t)
+	h.typeOne("go")
+	send := only[messages.IMLiveSend](t, h.read(0, tool("t1", "▸ Bash: make")))
+	h.send(&messages.IMLiveSent{Rev: send.Rev, MessageID: "m5"})
+	eff := h.read(1, result("t1", "✓"), text("built"), messages.IMTurnItem{Kind: messages.TurnEnd})
+	summary := only[messages.IMLiveEdit](t, eff)
+	h.deliverChat(eff)
+	if summary.Rev != 0 || !strings.HasPrefix(summary.Text, "✓ 1 tool call,") || h.s.Summaries["m5"] != summary.Text {
+		t.Fatalf("summary %+v, owed %v", summary, h.s.Summaries)
+	}
+	eff = h.send(&messages.IMLiveSent{MessageID: "m5", Err: "telegram: rate limited"})
+	if st := only[actors.StartTimer](t, eff); st.Name != timerSummary {
+		t.Fatalf("after a failed summary edit: %+v", st)
+	}
+	again := only[messages.IMLiveEdit](t, h.send(&actors.Tick{Name: timerSummary}))
+	if again.MessageID != "m5" || again.Text != summary.Text {
+		t.Fatalf("made again: %+v", again)
+	}
+	if again := only[messages.IMLiveEdit](t, h.send(&actors.Recovered{})); again.Text != summary.Text {
+		t.Fatalf("after a restart: %+v", again)
+	}
+	h.send(&messages.IMLiveSent{MessageID: "m5"})
+	if len(h.s.Summaries) != 0 {
+		t.Fatalf("owed after the chat took it: %v", h.s.Summaries)
+	}
+	none[messages.IMLiveEdit](t, h.send(&actors.Recovered{}))
+}
+
 // A chat that cannot edit (the send is refused for good) gets the turn as
 // messages: the newest text at once, then each text as it comes.
 func TestATurnTheChatCannotShowLiveIsToldAsMessages(t *testing.T) {

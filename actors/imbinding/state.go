@@ -230,6 +230,10 @@ type State struct {
 	Ended *Ending `json:"ended,omitempty"`
 	// Turn is the agent's turn shown live (live.go), if one is under way.
 	Turn *liveturn.Turn `json:"turn,omitempty"`
+	// Summaries are the summaries owed to the live messages of turns that
+	// ended (message id -> text): each edit is tried again until the chat
+	// takes it or refuses it for good.
+	Summaries map[string]string `json:"summaries,omitempty"`
 	// Asked is the agent's own prompt shown in the chat, if any.
 	Asked *AgentAsk `json:"asked,omitempty"`
 	// Work is when the agent was last set to work (Unix milliseconds),

@@ -35,9 +35,12 @@
 // # Failures on demand
 //
 // Fail429(n, retryAfter) answers the next n sendMessage calls with 429 and
-// parameters.retry_after; a sendMessage to that chat before retry_after has
-// passed is answered 429 again and counted (Early), so a test can assert
-// that the bot honoured the wait without measuring durations.
+// parameters.retry_after; a request to that chat (a send, an edit, a
+// delete, a pin) before retry_after has passed is answered 429 again and
+// counted (Early), so a test can assert that the bot honoured the wait
+// without measuring durations. EnforceRates answers 429 past Telegram's
+// rates (a request a second in a chat, 20 a minute in a group) and counts
+// them (RateLimited).
 // RefuseEntities(n) refuses the next n HTML sendMessage calls.
 //
 //	s := faketelegram.New("123:abc")

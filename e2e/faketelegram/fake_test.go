@@ -295,6 +295,33 @@ func TestHTMLTelegramCannotParseIsRefused(t *testing.T) {
 	}
 }
 
+// With Telegram's rates enforced, a second request to a chat within a
+// second is answered 429, an edit as a send, and counted; another chat is
+// not held up, nor is anything without them enforced.
+func TestEnforceRatesAnswers429WithinASecondOfAChatsLastRequest(t *testing.T) {
+	s := newServer(t)
+	if a := call(t, s, token, "sendMessage", map[string]any{"chat_id": 5, "text": "x"}); !a.OK {
+		t.Fatalf("a first send: %+v", a)
+	}
+	if a := call(t, s, token, "sendMessage", map[string]any{"chat_id": 5, "text": "y"}); !a.OK {
+		t.Fatalf("without rates enforced, a second send at once: %+v", a)
+	}
+	s.EnforceRates()
+	if a := call(t, s, token, "sendMessage", map[string]any{"chat_id": 6, "text": "x"}); !a.OK {
+		t.Fatalf("a first send with rates enforced: %+v", a)
+	}
+	a := call(t, s, token, "editMessageText", map[string]any{"chat_id": 6, "message_id": 1, "text": "edited"})
+	if a.OK || a.ErrorCode != 429 || a.Parameters.RetryAfter != 1 {
+		t.Fatalf("an edit at once answered %+v, want 429 retry_after 1", a)
+	}
+	if a := call(t, s, token, "sendMessage", map[string]any{"chat_id": 7, "text": "x"}); !a.OK {
+		t.Fatalf("another chat: %+v", a)
+	}
+	if n := s.RateLimited(); n != 1 {
+		t.Fatalf("RateLimited = %d, want 1", n)
+	}
+}
+
 func TestFail429AnswersRetryAfterAndCountsEarlyRetries(t *testing.T) {
 	s := newServer(t)
 	s.Fail429(1, 30)

@@ -43,7 +43,7 @@ func (s *Server) sendPhoto(r *http.Request, p params) (any, *apiErr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.chat(chatID)
-	if aerr := s.throttle(c); aerr != nil {
+	if aerr := s.throttle(chatID, c, true); aerr != nil {
 		return nil, aerr
 	}
 	if thread != 0 && !c.forum {

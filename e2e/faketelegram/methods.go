@@ -8,20 +8,51 @@ import (
 
 var botUser = map[string]any{"id": 1, "is_bot": true, "first_name": "thatch fake", "username": "thatch_fake_bot"}
 
-// throttle applies a scripted or pending 429 to a sendMessage in c (under s.mu).
-func (s *Server) throttle(c *chat) *apiErr {
+// throttle applies a pending 429 to a request in chat id, c, a scripted
+// one (Fail429) when it is a send, and Telegram's rates when they are
+// enforced (under s.mu).
+func (s *Server) throttle(id int64, c *chat, send bool) *apiErr {
 	now := time.Now()
 	if now.Before(c.blocked) {
 		s.early++
-		wait := int(math.Ceil(c.blocked.Sub(now).Seconds()))
-		return &apiErr{code: 429, desc: "Too Many Requests: retry after " + itoa(wait), retryAfter: wait}
+		return tooMany(c.blocked.Sub(now))
 	}
-	if s.fail429 > 0 {
+	if send && s.fail429 > 0 {
 		s.fail429--
 		c.blocked = now.Add(time.Duration(s.retry) * time.Second)
-		return &apiErr{code: 429, desc: "Too Many Requests: retry after " + itoa(s.retry), retryAfter: s.retry}
+		return tooMany(time.Duration(s.retry) * time.Second)
 	}
+	if !s.rates {
+		return nil
+	}
+	const (
+		perSecond = 900 * time.Millisecond // a second, less the slack
+		minute    = 59 * time.Second
+		perMinute = 20
+	)
+	kept := c.starts[:0]
+	for _, at := range c.starts {
+		if now.Sub(at) < minute {
+			kept = append(kept, at)
+		}
+	}
+	c.starts = kept
+	if n := len(c.starts); n > 0 && now.Sub(c.starts[n-1]) < perSecond {
+		s.limited++
+		return tooMany(perSecond - now.Sub(c.starts[n-1]))
+	}
+	if id < 0 && len(c.starts) >= perMinute {
+		s.limited++
+		return tooMany(minute - now.Sub(c.starts[len(c.starts)-perMinute]))
+	}
+	c.starts = append(c.starts, now)
 	return nil
+}
+
+// tooMany is a 429 that asks to wait d, in whole seconds (at least one).
+func tooMany(d time.Duration) *apiErr {
+	wait := max(int(math.Ceil(d.Seconds())), 1)
+	return &apiErr{code: 429, desc: "Too Many Requests: retry after " + itoa(wait), retryAfter: wait}
 }
 
 func (s *Server) sendMessage(p params) (any, *apiErr) {
@@ -33,7 +64,7 @@ func (s *Server) sendMessage(p params) (any, *apiErr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.chat(chatID)
-	if aerr := s.throttle(c); aerr != nil {
+	if aerr := s.throttle(chatID, c, true); aerr != nil {
 		return nil, aerr
 	}
 	if s.fail > 0 {
@@ -89,6 +120,9 @@ func (s *Server) editMessage(p params, text bool) (any, *apiErr) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if aerr := s.throttle(chatID, s.chat(chatID), false); aerr != nil {
+		return nil, aerr
+	}
 	m, ok := s.chat(chatID).msgs[int(msgID)]
 	if !ok {
 		return nil, badRequest("message to edit not found")
@@ -167,6 +201,9 @@ func (s *Server) deleteMessage(p params) (any, *apiErr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chatID, msgID, c, m, aerr := s.botMessage(p, "delete")
+	if aerr == nil {
+		aerr = s.throttle(chatID, c, false)
+	}
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -181,6 +218,9 @@ func (s *Server) pinMessage(p params) (any, *apiErr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chatID, msgID, c, m, aerr := s.botMessage(p, "pin")
+	if aerr == nil {
+		aerr = s.throttle(chatID, c, false)
+	}
 	if aerr != nil {
 		return nil, aerr
 	}

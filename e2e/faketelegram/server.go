@@ -55,6 +55,8 @@ type chat struct {
 	blocked time.Time                // a 429 asked the bot to wait until then
 	closed  map[int64]bool           // topics closed (CloseTopic)
 	pinned  int                      // the message pinned (0: none)
+	// starts are the requests of the last minute EnforceRates counts.
+	starts []time.Time
 }
 
 // Server is the fake Bot API. Its methods are safe for concurrent use.
@@ -79,6 +81,8 @@ type Server struct {
 	sent      []Sent
 	fail429   int
 	retry     int
+	rates     bool // EnforceRates
+	limited   int  // requests EnforceRates answered 429
 	refuse    int
 	failOK    int // sendMessage calls to accept before the scripted failures
 	fail      int // sendMessage calls to answer 500 after them
@@ -358,6 +362,25 @@ func (s *Server) Fail429(n int, retryAfter int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fail429, s.retry = n, retryAfter
+}
+
+// EnforceRates makes the server answer 429 as Telegram does past its
+// rates: more than one request a second in a chat, or more than 20 in a
+// minute in a group (a negative chat id), sends, edits, deletes and pins
+// alike (not the typing sign, not a press's answer). A little slack on
+// each (100 ms, a second) keeps a client that keeps exactly to them from
+// being answered 429 for the network's jitter. RateLimited counts them.
+func (s *Server) EnforceRates() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rates = true
+}
+
+// RateLimited counts the requests EnforceRates answered 429.
+func (s *Server) RateLimited() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limited
 }
 
 // FailAfter accepts the next ok sendMessage calls and answers the n after

@@ -54,9 +54,12 @@ func (f *FrontEnd) openChats() error {
 		if err != nil {
 			return err
 		}
-		interval := im.Telegram.ChatInterval
+		interval, perMinute := im.Telegram.ChatInterval, im.Telegram.GroupPerMinute
 		if f.opts.ChatInterval != 0 {
 			interval = f.opts.ChatInterval
+		}
+		if perMinute == 0 || interval < 0 {
+			perMinute = -1 // no limit (interval < 0: no pacing at all, tests)
 		}
 		var parking telegram.Parking
 		if !f.cfg.Cluster.Enabled() {
@@ -66,13 +69,14 @@ func (f *FrontEnd) openChats() error {
 			parking = &parkRows{rows: f.rows, log: f.log}
 		}
 		a, err := telegram.Open(telegram.Options{
-			Token:        im.Telegram.Token.Reveal(),
-			APIURL:       im.Telegram.APIURL,
-			PollTimeout:  f.opts.PollTimeout,
-			SendTimeout:  im.Telegram.SendTimeout,
-			ChatInterval: interval,
-			Parking:      parking,
-			Logger:       f.log.Named("telegram"),
+			Token:          im.Telegram.Token.Reveal(),
+			APIURL:         im.Telegram.APIURL,
+			PollTimeout:    f.opts.PollTimeout,
+			SendTimeout:    im.Telegram.SendTimeout,
+			ChatInterval:   interval,
+			GroupPerMinute: perMinute,
+			Parking:        parking,
+			Logger:         f.log.Named("telegram"),
 		}, im.AllowedUsers, resume)
 		if err != nil {
 			return fmt.Errorf("im: %w", err)

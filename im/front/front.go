@@ -75,7 +75,8 @@ type Options struct {
 	PollTimeout time.Duration
 	// ChatInterval is the least time between two sends to one chat, for
 	// the adapters that pace their sends (Telegram). Default: the
-	// config's (im.telegram.chat_interval); negative: no spacing (tests).
+	// config's (im.telegram.chat_interval); negative: no spacing and no
+	// limit a minute (tests).
 	ChatInterval time.Duration
 	// FindTimeout bounds the search for a newly started agent's session
 	// id. Default: 15s.

@@ -104,11 +104,11 @@ func (f *FrontEnd) liveSend(_ context.Context, from actors.Identity, e *messages
 func (f *FrontEnd) liveEdit(_ context.Context, from actors.Identity, e *messages.IMLiveEdit) any {
 	a, err := f.adapterOf(from.ID)
 	if err != nil {
-		return &messages.IMLiveSent{Rev: e.Rev, Err: err.Error(), Permanent: true}
+		return &messages.IMLiveSent{Rev: e.Rev, MessageID: e.MessageID, Err: err.Error(), Permanent: true}
 	}
 	ed, ok := a.(chat.Editor)
 	if !ok {
-		return &messages.IMLiveSent{Rev: e.Rev, Err: errNoEdit.Error(), Permanent: true}
+		return &messages.IMLiveSent{Rev: e.Rev, MessageID: e.MessageID, Err: errNoEdit.Error(), Permanent: true}
 	}
 	wctx, wcancel := context.WithTimeout(f.runCtx, editWait)
 	turn := f.edits.wait(wctx, from.ID, f.cfg.IM.LiveEvery)
@@ -117,7 +117,7 @@ func (f *FrontEnd) liveEdit(_ context.Context, from actors.Identity, e *messages
 		if f.runCtx.Err() != nil {
 			return nil
 		}
-		return &messages.IMLiveSent{Rev: e.Rev, Err: "the chat's edits are backed up; trying again"}
+		return &messages.IMLiveSent{Rev: e.Rev, MessageID: e.MessageID, Err: "the chat's edits are backed up; trying again"}
 	}
 	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
@@ -126,7 +126,9 @@ func (f *FrontEnd) liveEdit(_ context.Context, from actors.Identity, e *messages
 		return nil
 	}
 	if err != nil {
-		return f.liveFailed(from, e.Rev, err)
+		out := f.liveFailed(from, e.Rev, err)
+		out.MessageID = e.MessageID // a summary's edit is known by it
+		return out
 	}
 	return &messages.IMLiveSent{Rev: e.Rev, MessageID: e.MessageID}
 }

@@ -52,6 +52,7 @@ const (
 	DefaultRequestTimeout = 15 * time.Second
 	DefaultSendTimeout    = 10 * time.Second
 	DefaultChatInterval   = time.Second
+	DefaultGroupPerMinute = 20
 )
 
 // IDReset is how long the bot may go without any update before Telegram
@@ -96,6 +97,11 @@ type Options struct {
 	// (Telegram allows about one message a second per chat). Default:
 	// DefaultChatInterval; negative means no spacing (tests).
 	ChatInterval time.Duration
+	// GroupPerMinute is how many requests one group chat (a negative chat
+	// id) takes in any minute: Telegram lets a bot send about 20 messages
+	// a minute in a group, and counts edits with them. Default:
+	// DefaultGroupPerMinute; negative means no limit (tests).
+	GroupPerMinute int
 	// Parking, when set, keeps the updates of a conversation whose handler
 	// runs ParkAfter or longer, so that Run confirms them to Telegram and
 	// goes on with the others; Run hands them over again at its next
@@ -123,6 +129,7 @@ type Bot struct {
 	reqTO     time.Duration
 	sendTO    time.Duration
 	interval  time.Duration
+	perMinute int
 	parking   Parking
 	parkAfter time.Duration
 	running   atomic.Bool
@@ -196,6 +203,7 @@ func New(o Options) (*Bot, error) {
 		reqTO:     o.RequestTimeout,
 		sendTO:    o.SendTimeout,
 		interval:  o.ChatInterval,
+		perMinute: o.GroupPerMinute,
 		parking:   o.Parking,
 		parkAfter: o.ParkAfter,
 		next:      o.Offset,
@@ -246,6 +254,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ChatInterval == 0 {
 		o.ChatInterval = DefaultChatInterval
+	}
+	if o.GroupPerMinute == 0 {
+		o.GroupPerMinute = DefaultGroupPerMinute
 	}
 	if o.ParkAfter <= 0 {
 		o.ParkAfter = DefaultParkAfter

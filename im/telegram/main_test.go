@@ -62,6 +62,7 @@ func (w *world) newBot(tweak func(*Options)) *Bot {
 		PollTimeout:    time.Second,
 		RequestTimeout: 10 * time.Second,
 		ChatInterval:   -1,
+		GroupPerMinute: -1,
 		Logger:         hclog.New(&hclog.LoggerOptions{Output: w.log, Level: hclog.Debug}),
 	}
 	if tweak != nil {

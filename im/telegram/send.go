@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,11 @@ type chatGate struct {
 	// until is the end of the last 429's retry_after: no request to the
 	// chat starts before it.
 	until time.Time
+	// starts are the starts of the last GroupPerMinute turns of a group
+	// chat (nil for a private chat): the next starts a minute after the
+	// oldest.
+	starts []time.Time
+	group  bool
 }
 
 func (b *Bot) gate(chatID int64) *chatGate {
@@ -73,18 +79,29 @@ func (b *Bot) gate(chatID int64) *chatGate {
 	defer b.mu.Unlock()
 	g, ok := b.chats[chatID]
 	if !ok {
-		g = &chatGate{}
+		g = &chatGate{group: chatID < 0 && b.perMinute > 0}
 		b.chats[chatID] = g
 	}
 	return g
 }
 
 // turn waits for the chat's next turn and takes it: requests start in the
-// order they asked, spaced by ChatInterval, none before a 429's
-// retry_after is over. A turn further off than SendTimeout is not waited
+// order they asked, spaced by ChatInterval, at most GroupPerMinute in any
+// minute in a group (the typing sign not counted; an edit of a text only
+// while the minute has taken fewer than half of them), none before a
+// 429's retry_after is over. A turn further off than SendTimeout is not waited
 // for (the wait is bounded as the request is): ErrRateLimited, and the
 // turn is not taken.
-func (b *Bot) turn(ctx context.Context, g *chatGate) error {
+func (b *Bot) turn(ctx context.Context, g *chatGate, method string) error {
+	// The typing sign is no message: it is spaced, but not counted. An
+	// edit of a message's text (a live turn, a board) may take only half
+	// of a group's minute: the rest is kept for messages, which a user
+	// waits for.
+	counted := g.group && method != "sendChatAction"
+	limit := b.perMinute
+	if method == "editMessageText" {
+		limit = max(b.perMinute/2, 1)
+	}
 	g.mu.Lock()
 	now := time.Now()
 	at := now
@@ -94,11 +111,22 @@ func (b *Bot) turn(ctx context.Context, g *chatGate) error {
 	if g.until.After(at) {
 		at = g.until
 	}
+	if counted && len(g.starts) >= limit {
+		if free := g.starts[len(g.starts)-limit].Add(time.Minute); free.After(at) {
+			at = free
+		}
+	}
 	if wait := at.Sub(now); wait > b.sendTO {
 		g.mu.Unlock()
 		return fmt.Errorf("%w: its next turn is %v away, over %v", ErrRateLimited, wait.Round(time.Millisecond), b.sendTO)
 	}
 	g.next = at.Add(max(b.interval, 0))
+	if counted {
+		g.starts = append(g.starts, at)
+		if n := len(g.starts); n > b.perMinute {
+			g.starts = slices.Delete(g.starts, 0, n-b.perMinute)
+		}
+	}
 	g.mu.Unlock()
 	retry.Sleep(ctx, time.Until(at))
 	return ctx.Err()
@@ -244,7 +272,7 @@ func (b *Bot) attempt(ctx context.Context, g *chatGate, method string, fn func(c
 	netFailures := 0
 	for {
 		if g != nil {
-			if err := b.turn(ctx, g); err != nil {
+			if err := b.turn(ctx, g, method); err != nil {
 				return err
 			}
 		}

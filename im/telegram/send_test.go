@@ -179,6 +179,35 @@ func TestSendSpacesRequestsToOneChatByChatInterval(t *testing.T) {
 	}
 }
 
+// A group takes GroupPerMinute requests in any minute, its topics
+// together: the next is refused at once (its turn is further off than
+// SendTimeout) rather than sent into a 429; the typing sign is not
+// counted, and a private chat has no such limit.
+func TestAGroupTakesAtMostGroupPerMinuteRequestsAMinute(t *testing.T) {
+	w := newWorld(t, func(o *Options) { o.GroupPerMinute = 3 })
+	a, b := w.srv.CreateTopic(forum, "a"), w.srv.CreateTopic(forum, "b")
+	ctx := context.Background()
+	for i, thread := range []int64{a, b, a} {
+		if err := w.bot.inChat(ctx, forum, "sendChatAction", func(context.Context) error { return nil }); err != nil {
+			t.Fatalf("typing sign %d: %v", i, err)
+		}
+		if _, err := w.bot.Send(ctx, Outbound{ChatID: forum, ThreadID: thread, Topic: true, Text: fmt.Sprint("m", i)}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	if _, err := w.bot.Send(ctx, Outbound{ChatID: forum, ThreadID: b, Topic: true, Text: "m3"}); !errors.Is(err, ErrRateLimited) || Permanent(err) {
+		t.Fatalf("a fourth request in the minute = %v; want ErrRateLimited, not permanent", err)
+	}
+	for i := range 5 {
+		if _, err := w.bot.Send(ctx, Outbound{ChatID: 5, ThreadID: 5, Text: fmt.Sprint("p", i)}); err != nil {
+			t.Fatalf("private send %d: %v", i, err)
+		}
+	}
+	if got := texts(w.srv.Sent()); len(got) != 8 || got[2] != "m2" {
+		t.Errorf("the fake recorded %q", got)
+	}
+}
+
 func TestSendFallsBackToPlainTextWhenTelegramRefusesTheEntities(t *testing.T) {
 	w := newWorld(t, nil)
 	md := "**bold** and <tags> & more"
