@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -79,6 +80,10 @@ type follower struct {
 	// followed.
 	hookFile   string
 	hooksDirty bool
+	// hookStamp is the hook map's size and time as last read: the poll
+	// reads it again when they changed, should the watcher have missed a
+	// write (a file system whose events are not told, an overflow).
+	hookStamp string
 
 	w    *fsnotify.Watcher
 	stop context.CancelFunc
@@ -225,6 +230,7 @@ func (f *follower) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
+			f.hookChanged()
 			f.watchMissing()
 			f.pollPanes(ctx)
 			f.pollDBs(ctx)
@@ -437,6 +443,30 @@ func inode(fi os.FileInfo) uint64 {
 	return 0
 }
 
+// hookStamp is the size and modification time of the hook map ("" when
+// it cannot be read).
+func hookStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+}
+
+// hookChanged asks for the hook map to be read when its stamp is not the
+// one last read.
+func (f *follower) hookChanged() {
+	if f.hookFile == "" {
+		return
+	}
+	stamp := hookStamp(f.hookFile)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if stamp != f.hookStamp {
+		f.hooksDirty = true
+	}
+}
+
 // checkHooks reads the hook map when a hook wrote it (or a transcript
 // started being followed), and tells each binding whose window's agent
 // now runs another session than the one followed: claude's /clear starts
@@ -457,7 +487,11 @@ func (f *follower) checkHooks(ctx context.Context) (again bool) {
 	if !tagged {
 		return false
 	}
+	stamp := hookStamp(f.hookFile) // before the read: a write after it is read again
 	hooks, err := agents.ReadHooks(f.hookFile)
+	f.mu.Lock()
+	f.hookStamp = stamp
+	f.mu.Unlock()
 	if err != nil {
 		f.log.Warn("cannot read the agents' hook map; a session an agent switched to is not followed until it can", "file", f.hookFile, "error", err)
 		return false

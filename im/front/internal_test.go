@@ -666,3 +666,23 @@ func TestFollowerReadsOnFromTheBindingsAnswer(t *testing.T) {
 		t.Fatalf("replies %q: the read the binding refused was still delivered once", got)
 	}
 }
+
+// The poll asks for the hook map to be read again when its size or time
+// is not what was last read, should the watcher have missed the write;
+// an unchanged map, or none, asks for nothing.
+func TestAHookMapWrittenUnseenIsReadAgainByThePoll(t *testing.T) {
+	f := &follower{hookFile: filepath.Join(t.TempDir(), "claude-sessions.json")}
+	if f.hookChanged(); f.hooksDirty {
+		t.Fatal("no map, nothing read before: dirty")
+	}
+	if err := agents.WriteHook(f.hookFile, "thatch:tg:1:2:1", agents.HookEntry{SessionID: "s-2", TranscriptPath: "/t/s-2.jsonl"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.hookChanged(); !f.hooksDirty {
+		t.Fatal("a map written unseen is not read again")
+	}
+	f.hooksDirty, f.hookStamp = false, hookStamp(f.hookFile)
+	if f.hookChanged(); f.hooksDirty {
+		t.Fatal("the map as read last is read again")
+	}
+}

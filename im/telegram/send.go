@@ -89,9 +89,9 @@ func (b *Bot) gate(chatID int64) *chatGate {
 // order they asked, spaced by ChatInterval, at most GroupPerMinute in any
 // minute in a group (the typing sign not counted; an edit of a text only
 // while the minute has taken fewer than half of them), none before a
-// 429's retry_after is over. A turn further off than SendTimeout is not waited
-// for (the wait is bounded as the request is): ErrRateLimited, and the
-// turn is not taken.
+// 429's retry_after is over. A turn further off than SendTimeout is not
+// waited for (the wait is bounded as the request is): ErrRateLimited,
+// and the turn is not taken.
 func (b *Bot) turn(ctx context.Context, g *chatGate, method string) error {
 	// The typing sign is no message: it is spaced, but not counted. An
 	// edit of a message's text (a live turn, a board) may take only half
