@@ -362,10 +362,11 @@ type IMScreenshot struct {
 	Tag      string       `json:"tag,omitempty"`
 	Name     string       `json:"name"`
 	Buttons  [][]IMButton `json:"buttons,omitempty"`
-	// Open, when set, is a slash command typed into the agent first
-	// (claude's /usage): the pane is captured once the dialog it opens
-	// has settled, and Escape closes it again.
-	Open string `json:"open,omitempty"`
+	// Open, when set, is a slash command typed into Agent first (claude's
+	// /usage): the pane is captured once the dialog it opens has settled,
+	// and Escape closes it again.
+	Open  string `json:"open,omitempty"`
+	Agent string `json:"agent,omitempty"`
 }
 
 // IMReadHistory reads the last N exchanges of the agent's transcript at

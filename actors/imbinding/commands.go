@@ -161,7 +161,7 @@ func (p *plan) planUsage() {
 	case s.busy(p.k.cfg.Live):
 		p.say(messages.IMOutEntry{Text: "claude is busy; its /usage dialog can be shown once it is idle."})
 	default:
-		p.Effect(&messages.IMScreenshot{WindowID: s.Window.WindowID, Tag: s.Tag, Name: "claude's /usage", Open: "/usage"})
+		p.Effect(&messages.IMScreenshot{WindowID: s.Window.WindowID, Tag: s.Tag, Name: "claude's /usage", Open: "/usage", Agent: "claude"})
 	}
 }
 

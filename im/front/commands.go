@@ -116,7 +116,7 @@ func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *mess
 	if err := f.ownWindow(cctx, e.WindowID, e.Tag); err != nil {
 		return &messages.IMScreenshotSent{Err: err.Error()}
 	}
-	pane, err := f.capture(cctx, e.WindowID, e.Open)
+	pane, err := f.capture(cctx, e.WindowID, e.Agent, e.Open)
 	if err != nil {
 		return &messages.IMScreenshotSent{Err: err.Error()}
 	}
@@ -144,16 +144,21 @@ func (f *FrontEnd) screenshot(ctx context.Context, from actors.Identity, e *mess
 }
 
 // dialogSettle bounds the wait for a dialog a slash command opened to be
-// drawn; dialogPoll is how often the screen is read meanwhile.
+// drawn, and for it to close again; dialogPoll is how often the screen is
+// read meanwhile, dialogStill how many reads alike make it drawn (a
+// second), dialogCloses how often Escape is pressed at most.
 const (
 	dialogSettle = 5 * time.Second
 	dialogPoll   = 200 * time.Millisecond
+	dialogStill  = 5
+	dialogCloses = 3
 )
 
 // capture captures the window's pane; with open, after typing that slash
-// command and waiting until the screen it draws stops changing (two reads
-// alike, after it changed), and then Escape closes what it opened.
-func (f *FrontEnd) capture(ctx context.Context, window, open string) (tmux.Pane, error) {
+// command and waiting until the screen it draws stops changing (a second
+// of reads alike, after it changed), and then Escape closes what it
+// opened: pressed again until the agent's input line shows.
+func (f *FrontEnd) capture(ctx context.Context, window, agent, open string) (tmux.Pane, error) {
 	if open == "" {
 		return f.wins.CapturePane(ctx, window)
 	}
@@ -164,27 +169,45 @@ func (f *FrontEnd) capture(ctx context.Context, window, open string) (tmux.Pane,
 	if err := f.wins.SendText(ctx, window, open); err != nil {
 		return tmux.Pane{}, err
 	}
-	defer func() {
-		// Closed even when the capture failed or ctx ended: the agent must
-		// not be left in its dialog.
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), effectTimeout)
-		defer cancel()
-		if err := f.wins.SendKeys(kctx, window, "Escape"); err != nil {
-			f.log.Warn("cannot close the agent's dialog", "window", window, "command", open, "error", err)
-		}
-	}()
-	last, deadline := before, time.Now().Add(dialogSettle)
-	for time.Now().Before(deadline) && retry.Sleep(ctx, dialogPoll) {
+	// Closed even when the capture failed or ctx ended: the agent must
+	// not be left in its dialog, where what is typed next would go.
+	defer f.closeDialog(context.WithoutCancel(ctx), window, agent, open)
+	last, alike, deadline := before, 0, time.Now().Add(dialogSettle)
+	for time.Now().Before(deadline) && alike < dialogStill && retry.Sleep(ctx, dialogPoll) {
 		screen, err := f.wins.Capture(ctx, window, 0)
 		if err != nil {
 			return tmux.Pane{}, err
 		}
 		if screen != before && screen == last {
-			break
+			alike++
+		} else {
+			alike = 0
 		}
 		last = screen
 	}
 	return f.wins.CapturePane(ctx, window)
+}
+
+// closeDialog presses Escape until the agent shows its input line again
+// (an agent thatch cannot read the line of: once).
+func (f *FrontEnd) closeDialog(ctx context.Context, window, agent, open string) {
+	a, _ := f.agents.Get(agent)
+	for range dialogCloses {
+		kctx, cancel := context.WithTimeout(ctx, effectTimeout)
+		err := f.wins.SendKeys(kctx, window, "Escape")
+		cancel()
+		if err != nil {
+			f.log.Warn("cannot close the agent's dialog", "window", window, "command", open, "error", err)
+			return
+		}
+		if a == nil || !a.ChecksInput() {
+			return
+		}
+		if _, ok := f.waitLine(ctx, a, window, dialogSettle, func(_ string, drawn bool) bool { return drawn }); ok {
+			return
+		}
+	}
+	f.log.Warn("the agent's dialog did not close", "window", window, "command", open, "escapes", dialogCloses)
 }
 
 // plainPane is a capture without its escape sequences, blank lines at the
