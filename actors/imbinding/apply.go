@@ -12,7 +12,7 @@ import (
 // Apply returns the state after ev; s is left as it was.
 func (*Kind) Apply(s *State, ev any) *State {
 	n := *s
-	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) || applyAsk(&n, s, ev) || applyReopen(&n, s, ev) || applyFiles(&n, s, ev) || applyWork(&n, ev) {
+	if applyChat(&n, s, ev) || applyBinding(&n, s, ev) || applyAsk(&n, s, ev) || applyReopen(&n, s, ev) || applyFiles(&n, s, ev) || applyWork(&n, ev) || applyShown(&n, s, ev) {
 		return &n
 	}
 	if t, ok := liveturn.Apply(s.Turn, ev); ok {
@@ -143,20 +143,6 @@ func applyBinding(n, s *State, ev any) bool {
 		}
 	case *messages.IMRepliesRead:
 		n.Offset = e.To
-	case *messages.IMContextUsed:
-		n.Context = fmt.Sprintf("%d%%", e.Share)
-	case *messages.IMSummaryOwed:
-		n.Summaries = maps.Clone(s.Summaries)
-		if n.Summaries == nil {
-			n.Summaries = map[string]string{}
-		}
-		n.Summaries[e.MessageID] = e.Text
-	case *messages.IMSummaryDone:
-		n.Summaries = maps.Clone(s.Summaries)
-		delete(n.Summaries, e.MessageID)
-		if len(n.Summaries) == 0 {
-			n.Summaries = nil
-		}
 	case *messages.IMSwitchSeen:
 		n.SwitchSeen = *e
 	case *messages.IMTypingHeld:
@@ -171,6 +157,30 @@ func applyBinding(n, s *State, ev any) bool {
 			n.Queue[i].Sent = false
 		}
 		n.Checking = len(n.Queue) > 0 && s.Phase == PhaseBound && !e.Hold
+	default:
+		return false
+	}
+	return true
+}
+
+// applyShown applies what the transcript and the chat showed of the
+// session: its context share, and the summaries owed to live messages.
+func applyShown(n, s *State, ev any) bool {
+	switch e := ev.(type) {
+	case *messages.IMContextUsed:
+		n.Context = fmt.Sprintf("%d%%", e.Share)
+	case *messages.IMSummaryOwed:
+		n.Summaries = maps.Clone(s.Summaries)
+		if n.Summaries == nil {
+			n.Summaries = map[string]string{}
+		}
+		n.Summaries[e.MessageID] = e.Text
+	case *messages.IMSummaryDone:
+		n.Summaries = maps.Clone(s.Summaries)
+		delete(n.Summaries, e.MessageID)
+		if len(n.Summaries) == 0 {
+			n.Summaries = nil
+		}
 	default:
 		return false
 	}

@@ -227,23 +227,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	f.runCtx, f.runCancel = context.WithCancel(context.Background())
 	f.hookFile = filepath.Join(f.cfg.Data.Dir, "im", "claude-sessions.json")
 
-	specs := map[string]agents.Spec{}
-	resumable, modes := map[string]bool{}, map[string]string{}
-	var names []string
-	for _, a := range im.Agents.ByName() {
-		specs[a.Name] = agents.Spec{Launch: a.Launch, Resume: a.Resume, Detect: a.Detect, Input: a.Input,
-			Prompt: agents.PromptPatterns{Option: a.PromptOption, Question: a.PromptQuestion, Top: a.PromptTop,
-				Ignore: a.PromptIgnore, Keys: a.PromptKeys}}
-		resumable[a.Name] = a.Resume != ""
-		switch a.Mode {
-		case config.ModeOff:
-		case config.ModeCycle:
-			modes[a.Name] = imbinding.ModeCycle
-		default:
-			modes[a.Name] = a.Mode // a slash command
-		}
-		names = append(names, a.Name)
-	}
+	specs, bcfg := agentSpecs(&im)
 	reg, err := agents.NewRegistry(home, specs)
 	if err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
@@ -271,9 +255,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	if err := f.openChats(); err != nil {
 		return frontend.Parts{}, err
 	}
-	kind := imbinding.New(imbinding.Config{Agents: names, Resumable: resumable, Modes: modes, RenameTimeout: im.RenameTimeout,
-		KillOnClose: im.OnClose == config.OnCloseKill, Live: im.Live == config.LiveTurn, LiveEvery: im.LiveEvery,
-		ShowTools: im.ShowTools, AlertAfter: im.AlertAfter})
+	kind := imbinding.New(bcfg)
 	return frontend.Parts{
 		Kinds: []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{}),
 			supervisor.Entity[imtranscripts.State](imtranscripts.Kind{}),
@@ -282,6 +264,30 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 				Off: f.cfg.Memory.Extractor == "off"}))},
 		Effects: f.handlers(),
 	}, nil
+}
+
+// agentSpecs maps im's agents onto the registry's specs, and im onto
+// the binding kind's config.
+func agentSpecs(im *config.IM) (map[string]agents.Spec, imbinding.Config) {
+	specs := map[string]agents.Spec{}
+	bc := imbinding.Config{Resumable: map[string]bool{}, Modes: map[string]string{}, RenameTimeout: im.RenameTimeout,
+		KillOnClose: im.OnClose == config.OnCloseKill, Live: im.Live == config.LiveTurn, LiveEvery: im.LiveEvery,
+		ShowTools: im.ShowTools, AlertAfter: im.AlertAfter}
+	for _, a := range im.Agents.ByName() {
+		specs[a.Name] = agents.Spec{Launch: a.Launch, Resume: a.Resume, Detect: a.Detect, Input: a.Input,
+			Prompt: agents.PromptPatterns{Option: a.PromptOption, Question: a.PromptQuestion, Top: a.PromptTop,
+				Ignore: a.PromptIgnore, Keys: a.PromptKeys}}
+		bc.Resumable[a.Name] = a.Resume != ""
+		switch a.Mode {
+		case config.ModeOff:
+		case config.ModeCycle:
+			bc.Modes[a.Name] = imbinding.ModeCycle
+		default:
+			bc.Modes[a.Name] = a.Mode // a slash command
+		}
+		bc.Agents = append(bc.Agents, a.Name)
+	}
+	return specs, bc
 }
 
 // Rows the front end keeps.
