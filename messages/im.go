@@ -1020,10 +1020,12 @@ type IMSummaryDone struct {
 }
 
 // IMLiveSend is an effect: send Text to the binding's thread as the
-// turn's live message, silently. Result: IMLiveSent.
+// turn's live message, silently. Turn is the turn's start (Unix ms),
+// given back in the result. Result: IMLiveSent.
 type IMLiveSend struct {
 	Text string
 	Rev  uint64
+	Turn int64
 }
 
 // IMLiveEdit is an effect: replace the text of the live message
@@ -1039,6 +1041,7 @@ type IMLiveEdit struct {
 // chat cannot do it (no edits on this platform, the message is gone).
 type IMLiveSent struct {
 	Rev       uint64
+	Turn      int64
 	MessageID string
 	Err       string
 	Permanent bool

@@ -261,7 +261,7 @@ func (p *plan) tick(m *actors.Tick) {
 	case timerLive:
 		p.liveTick()
 	case timerSummary:
-		p.editSummaries()
+		p.editSummaries(false)
 	case timerTyping:
 		if s := p.S; s.Phase == PhaseBound && !s.Checking && !s.sending() && len(s.Queue) > 0 {
 			p.Event(&messages.IMResumed{})

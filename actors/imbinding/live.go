@@ -3,6 +3,7 @@ package imbinding
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,11 +38,20 @@ const liveRetry = 10 * time.Second
 // answered in the middle of a turn goes on with it).
 func (p *plan) startTurn() {
 	if p.k.cfg.Live && (p.S.Turn == nil || p.S.Turn.Ending) {
-		if p.S.Turn != nil {
-			p.finishTurn()
-		}
-		p.Event(&messages.IMTurnStarted{At: p.now.UnixMilli()})
+		p.nextTurn()
 	}
+}
+
+// nextTurn finishes the turn under way, if any, and starts a new one. A
+// turn is known by its start (sendKey), so the new one starts after the
+// one before it, even within one millisecond.
+func (p *plan) nextTurn() {
+	at := p.now.UnixMilli()
+	if t := p.S.Turn; t != nil {
+		at = max(at, t.Since+1)
+		p.finishTurn(false)
+	}
+	p.Event(&messages.IMTurnStarted{At: at})
 }
 
 // turnItems takes what the transcript said, fresh (not read before): into
@@ -70,8 +80,7 @@ func (p *plan) turnSegment(items []messages.IMTurnItem) {
 		}
 		if t := p.S.Turn; t == nil || t.Ending || t.Text != "" || len(t.Lines) > 0 {
 			p.endTurn()
-			p.finishTurn()
-			p.Event(&messages.IMTurnStarted{At: p.now.UnixMilli()})
+			p.nextTurn()
 		}
 		items = items[1:]
 	}
@@ -116,15 +125,17 @@ func (p *plan) showLive() {
 		return
 	}
 	if t.Full() {
-		// The full message keeps its lines; the turn goes on in a new one.
-		p.Effect(&messages.IMLiveEdit{MessageID: t.MessageID, Text: t.Rolled()})
+		// The full message keeps its lines (an edit owed like a summary:
+		// tried again until the chat takes it); the turn goes on in a new
+		// one.
+		p.owe(t.MessageID, t.Rolled())
 		p.Event(&messages.IMLiveRolled{From: t.From + liveturn.MaxLines})
 		t = p.S.Turn
 	}
 	p.Event(&messages.IMLiveReleased{Rev: t.Rev})
 	text := t.Render(p.now)
 	if t.MessageID == "" {
-		p.Effect(&messages.IMLiveSend{Text: text, Rev: t.Rev})
+		p.Effect(&messages.IMLiveSend{Text: text, Rev: t.Rev, Turn: t.Since})
 		return
 	}
 	p.Effect(&messages.IMLiveEdit{MessageID: t.MessageID, Text: text, Rev: t.Rev})
@@ -134,6 +145,10 @@ func (p *plan) showLive() {
 func (p *plan) liveSent(m *messages.IMLiveSent) {
 	if m.Rev == 0 {
 		p.summarySent(m)
+		return
+	}
+	if key := sendKey(m.Turn, m.Rev); p.S.Summaries[key] != "" {
+		p.orphanSent(m, key)
 		return
 	}
 	t := p.S.Turn
@@ -158,7 +173,7 @@ func (p *plan) liveSent(m *messages.IMLiveSent) {
 		}
 	}
 	if p.S.Turn.Ending {
-		p.finishTurn()
+		p.finishTurn(false)
 	}
 }
 
@@ -178,9 +193,10 @@ func (p *plan) endTurn() {
 		return
 	}
 	p.Event(&messages.IMTurnEnding{})
-	if t.MessageID == "" && t.Flight == 0 && t.Live() {
+	said := t.MessageID == "" && t.Flight == 0 && t.Live()
+	if said {
 		// Over before it was shown live: its summary, silently, still
-		// says what it did.
+		// says what it did (before the answer, as a live message would).
 		p.say(messages.IMOutEntry{Text: t.Summary(p.now), Silent: true})
 	}
 	if t.Text != "" && !t.Off {
@@ -191,23 +207,57 @@ func (p *plan) endTurn() {
 		p.say(messages.IMOutEntry{Text: text, Markdown: true})
 	}
 	if t.Flight == 0 {
-		p.finishTurn()
+		p.finishTurn(said)
 	}
 }
 
 // finishTurn shrinks the live message to its summary and forgets the
-// turn.
-func (p *plan) finishTurn() {
+// turn. said: endTurn already said the summary. With no live message in
+// the chat, the summary is said as a message of its own; with its first
+// send in flight (a new turn began meanwhile), it is owed to the message
+// that send makes.
+func (p *plan) finishTurn(said bool) {
 	t := p.S.Turn
 	if t == nil {
 		return
 	}
-	if t.MessageID != "" && !t.Off {
-		owed := &messages.IMSummaryOwed{MessageID: t.MessageID, Text: t.Summary(p.now)}
-		p.Event(owed)
-		p.Effect(&messages.IMLiveEdit{MessageID: owed.MessageID, Text: owed.Text})
+	switch {
+	case t.Off || !t.Live():
+	case t.MessageID != "":
+		p.owe(t.MessageID, t.Summary(p.now))
+	case t.Flight != 0:
+		p.Event(&messages.IMSummaryOwed{MessageID: sendKey(t.Since, t.Flight), Text: t.Summary(p.now)})
+	case !said:
+		p.say(messages.IMOutEntry{Text: t.Summary(p.now), Silent: true})
 	}
 	p.Event(&messages.IMTurnEnded{})
+}
+
+// owe edits the live message id into text, journaled as owed until the
+// chat takes the edit or refuses it for good.
+func (p *plan) owe(id, text string) {
+	p.Event(&messages.IMSummaryOwed{MessageID: id, Text: text})
+	p.Effect(&messages.IMLiveEdit{MessageID: id, Text: text})
+}
+
+// sendKey names, among the owed summaries, the live message that the
+// send of revision rev of the turn begun at since makes: owed its summary
+// before the chat gave it an id.
+func sendKey(since int64, rev uint64) string {
+	return "send:" + strconv.FormatInt(since, 10) + ":" + strconv.FormatUint(rev, 10)
+}
+
+// orphanSent takes the answer to the send of a turn that ended while it
+// was in flight: the message it made is owed its summary; if it made
+// none, the summary is said as a message.
+func (p *plan) orphanSent(m *messages.IMLiveSent, key string) {
+	text := p.S.Summaries[key]
+	p.Event(&messages.IMSummaryDone{MessageID: key})
+	if m.Err == "" && m.MessageID != "" {
+		p.owe(m.MessageID, text)
+		return
+	}
+	p.say(messages.IMOutEntry{Text: text, Silent: true})
 }
 
 // summarySent takes the chat's answer to a summary's edit: done, or
@@ -225,10 +275,18 @@ func (p *plan) summarySent(m *messages.IMLiveSent) {
 }
 
 // editSummaries edits every owed summary again (after a failed edit, or
-// a restart).
-func (p *plan) editSummaries() {
+// a restart). A send's answer that a restart lost cannot be had again:
+// its summary is said as a message.
+func (p *plan) editSummaries(restart bool) {
 	for _, id := range slices.Sorted(maps.Keys(p.S.Summaries)) {
-		p.Effect(&messages.IMLiveEdit{MessageID: id, Text: p.S.Summaries[id]})
+		text := p.S.Summaries[id]
+		switch {
+		case !strings.HasPrefix(id, "send:"):
+			p.Effect(&messages.IMLiveEdit{MessageID: id, Text: text})
+		case restart:
+			p.Event(&messages.IMSummaryDone{MessageID: id})
+			p.say(messages.IMOutEntry{Text: text, Silent: true})
+		}
 	}
 }
 
@@ -244,7 +302,7 @@ func (p *plan) turnChanged(before *State) {
 // recoveredTurn goes on with the turn after a restart: what was in flight
 // is sent again (the edit's timer did not survive either).
 func (p *plan) recoveredTurn() {
-	p.editSummaries()
+	p.editSummaries(true)
 	t := p.S.Turn
 	if t == nil {
 		return
@@ -256,7 +314,7 @@ func (p *plan) recoveredTurn() {
 		p.Event(&messages.IMLiveWaiting{})
 	}
 	if t.Ending {
-		p.finishTurn()
+		p.finishTurn(false)
 		return
 	}
 	p.showLive()

@@ -228,6 +228,57 @@ func TestALongTurnRollsOverIntoANewLiveMessage(t *testing.T) {
 	if !strings.HasPrefix(next.Text, "(continued: 30 tool calls above)\n▸ Bash: step 30\n") {
 		t.Fatalf("the new live message: %q", next.Text)
 	}
+	// The full message's last edit is owed until the chat takes it.
+	if h.s.Summaries["m1"] != rolled.Text {
+		t.Fatalf("owed: %v", h.s.Summaries)
+	}
+	h.send(&messages.IMLiveSent{MessageID: "m1", Err: "telegram: rate limited"})
+	if again := only[messages.IMLiveEdit](t, h.send(&actors.Tick{Name: timerSummary})); again.Text != rolled.Text {
+		t.Fatalf("made again: %+v", again)
+	}
+	// The turn ends while the new message's send is in flight, and the
+	// chat refuses it for now: no live message holds the turn's end, so
+	// its summary is said as a message, silently, once.
+	eff = h.read(31, text("done"), messages.IMTurnItem{Kind: messages.TurnEnd})
+	if got := chatTexts(eff); len(got) != 1 || got[0] != "done" {
+		t.Fatalf("the answer: %q", got)
+	}
+	h.deliverChat(eff)
+	eff = h.send(&messages.IMLiveSent{Rev: next.Rev, Turn: next.Turn, Err: "telegram: rate limited"})
+	var summaries []*messages.IMSendChat
+	for _, e := range eff {
+		if sc, ok := e.(*messages.IMSendChat); ok && strings.HasPrefix(sc.Text, "✓ 31 tool calls,") && sc.Silent {
+			summaries = append(summaries, sc)
+		}
+	}
+	if len(summaries) != 1 || h.s.Turn != nil {
+		t.Fatalf("the summary after the failed send: %s; turn %+v", describe(eff), h.s.Turn)
+	}
+}
+
+// A turn that ends because the agent took the next message while its
+// live message's first send was in flight owes that message its summary:
+// the send's answer brings the id, and the summary is edited in.
+func TestATurnEndedWhileItsLiveMessageWasSentGetsItsSummary(t *testing.T) {
+	h := liveHarness(t)
+	h.typeOne("one")
+	send := only[messages.IMLiveSend](t, h.read(0, messages.IMTurnItem{Kind: messages.TurnUser}, tool("t1", "▸ Bash: make")))
+	if send.Turn == 0 {
+		t.Fatalf("the send names no turn: %+v", send)
+	}
+	h.typeOne("two")
+	h.now = h.now.Add(time.Second)
+	h.deliverChat(h.read(1, result("t1", "✓"), text("built"), messages.IMTurnItem{Kind: messages.TurnUser}))
+	if h.s.Turn == nil || h.s.Turn.Since == send.Turn {
+		t.Fatalf("the second turn did not begin: %+v", h.s.Turn)
+	}
+	summary := only[messages.IMLiveEdit](t, h.send(&messages.IMLiveSent{Rev: send.Rev, Turn: send.Turn, MessageID: "m7"}))
+	if summary.MessageID != "m7" || !strings.HasPrefix(summary.Text, "✓ 1 tool call,") || h.s.Summaries["m7"] != summary.Text {
+		t.Fatalf("summary %+v, owed %v", summary, h.s.Summaries)
+	}
+	if h.s.Turn == nil || h.s.Turn.MessageID != "" {
+		t.Fatalf("the second turn took the first one's message: %+v", h.s.Turn)
+	}
 }
 
 // The context share the transcript tells is kept (the newest of a read),

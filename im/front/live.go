@@ -83,10 +83,10 @@ var errNoEdit = errors.New("the chat cannot edit messages")
 func (f *FrontEnd) liveSend(_ context.Context, from actors.Identity, e *messages.IMLiveSend) any {
 	a, err := f.adapterOf(from.ID)
 	if err != nil {
-		return &messages.IMLiveSent{Rev: e.Rev, Err: err.Error(), Permanent: true}
+		return &messages.IMLiveSent{Rev: e.Rev, Turn: e.Turn, Err: err.Error(), Permanent: true}
 	}
 	if _, ok := a.(chat.Editor); !ok {
-		return &messages.IMLiveSent{Rev: e.Rev, Err: errNoEdit.Error(), Permanent: true}
+		return &messages.IMLiveSent{Rev: e.Rev, Turn: e.Turn, Err: errNoEdit.Error(), Permanent: true}
 	}
 	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
@@ -95,9 +95,11 @@ func (f *FrontEnd) liveSend(_ context.Context, from actors.Identity, e *messages
 		return nil
 	}
 	if err != nil || len(ids) == 0 {
-		return f.liveFailed(from, e.Rev, err)
+		out := f.liveFailed(from, e.Rev, err)
+		out.Turn = e.Turn
+		return out
 	}
-	return &messages.IMLiveSent{Rev: e.Rev, MessageID: ids[len(ids)-1]}
+	return &messages.IMLiveSent{Rev: e.Rev, Turn: e.Turn, MessageID: ids[len(ids)-1]}
 }
 
 // liveEdit edits a turn's live message.
