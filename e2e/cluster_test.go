@@ -82,6 +82,43 @@ var _ = Describe("Several machines, one bot", Label("im", "cluster"), func() {
 		Expect(cw.TG.Conflicts()).To(BeZero(), "only one node polled")
 	})
 
+	It("keeps one board for the chat, written by one machine, naming each thread's machine, and the next writer edits it", func() {
+		n1, n2 := cw.Node("n1"), cw.Node("n2")
+		a := cw.Setup(n1, "alpha", "claude", "api", "A-000")
+		b := cw.Setup(n2, "beta", "claude", "web", "B-000")
+		Eventually(cw.EchoesOf(b, "B")).Should(HaveLen(1))
+
+		By("/board in a thread of n1 pins one board with the threads of both machines")
+		cw.TG.Message(imChat, a, imUser, "/board")
+		Eventually(boardText(cw.TG)).Should(And(ContainSubstring("• alpha — claude on n1"), ContainSubstring("• beta — claude on n2")))
+		sends := boardSends(cw.TG)
+		Expect(sends).To(HaveLen(1), "one writer sent one board")
+		Eventually(func() int { return cw.TG.Pinned(imChat) }).Should(Equal(sends[0].MessageID))
+		var writer string
+		for _, n := range cw.Nodes {
+			st, err := n.ClusterCLI()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(st.BoardWriter).NotTo(BeEmpty())
+			Expect(writer == "" || writer == st.BoardWriter).To(BeTrue(), "every node names one writer")
+			writer = st.BoardWriter
+		}
+
+		By("SIGKILL of the writer " + writer + "; the next one edits the same message")
+		cw.Node(writer).Kill()
+		var survivor *ClusterNode
+		for _, n := range cw.Up() {
+			survivor = n
+		}
+		cw.WaitFormed()
+		cw.Setup(survivor, "gamma", "claude", "docs", "G-000")
+		Eventually(boardText(cw.TG)).Should(ContainSubstring("• gamma — claude on " + survivor.Name))
+		Expect(boardSends(cw.TG)).To(HaveLen(1), "no second board")
+		for _, r := range boardRequests(cw.TG) {
+			Expect(r.MessageID).To(Equal(sends[0].MessageID))
+		}
+		Expect(cw.TG.Pinned(imChat)).To(Equal(sends[0].MessageID))
+	})
+
 	It("queues the messages of a machine that is down, says so once, and types each once, in order, when it is back", func() {
 		holder := cw.Holder()
 		owner := cw.otherThan(holder)

@@ -203,6 +203,8 @@ type ClusterStatus struct {
 	} `json:"members"`
 	// Leases maps each account to the node that polls for it.
 	Leases map[string]string `json:"leases"`
+	// BoardWriter is the node that writes the chats' boards.
+	BoardWriter string `json:"boardWriter"`
 	// Threads maps each thread key to its node ("" while it is asked).
 	Threads map[string]string `json:"threads"`
 	// MemoryBehind is how many memory changes each node has yet to

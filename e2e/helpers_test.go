@@ -3,11 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/thatch-run/thatch/e2e/fakemodel"
+	"github.com/thatch-run/thatch/e2e/faketelegram"
 )
 
 // Stack is one spec's running system: a world, a fake model, a daemon and
@@ -163,4 +165,37 @@ func (oc *OpenCode) Errored(id string) func() bool {
 // interaction, no claim, no child and no extraction running.
 func drained(f Family) bool {
 	return f.SessionID != "" && f.Pending == 0 && f.Accepted == 0 && len(f.Claims) == 0 && len(f.Children) == 0 && !f.Extracting
+}
+
+// boardRequests are the requests that sent or edited a chat's board.
+func boardRequests(tg *faketelegram.Server) []faketelegram.Sent {
+	var out []faketelegram.Sent
+	for _, s := range tg.Sent() {
+		if (s.Method == "sendMessage" || s.Method == "editMessageText") && strings.HasPrefix(s.Text, "📋 Sessions of this chat") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// boardText is the board's newest text, "" before it was sent.
+func boardText(tg *faketelegram.Server) func() string {
+	return func() string {
+		b := boardRequests(tg)
+		if len(b) == 0 {
+			return ""
+		}
+		return b[len(b)-1].Text
+	}
+}
+
+// boardSends are the board's sends (each a new message).
+func boardSends(tg *faketelegram.Server) []faketelegram.Sent {
+	var out []faketelegram.Sent
+	for _, s := range boardRequests(tg) {
+		if s.Method == "sendMessage" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

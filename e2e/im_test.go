@@ -412,6 +412,32 @@ var _ = Describe("IM front end", Label("im"), func() {
 		Expect(iw.Echoes(thread)).To(Equal([]string{"echo: m0", "echo: slowtool"}), "the answer once")
 	})
 
+	It("pins one board of every thread on /board, and edits that same pinned message after a SIGKILL", func() {
+		start()
+		a := iw.Setup("alpha", "claude", "api", "a0")
+		b := iw.Setup("beta", "codex", "web", "b0")
+		Eventually(iw.Said(b)).Should(ContainElement("echo: b0"))
+
+		By("/board sends the board, silently, and pins it")
+		iw.TG.Message(imChat, a, imUser, "/board")
+		Eventually(boardText(iw.TG)).Should(And(ContainSubstring("• alpha — claude"), ContainSubstring("• beta — codex")))
+		sends := boardSends(iw.TG)
+		Expect(sends).To(HaveLen(1))
+		Expect(sends[0].Silent).To(BeTrue())
+		Eventually(func() int { return iw.TG.Pinned(imChat) }).Should(Equal(sends[0].MessageID))
+
+		By("after a SIGKILL, a new thread's row is edited into the same message")
+		d.Kill()
+		d = StartDaemon(iw.World)
+		iw.Setup("gamma", "claude", "docs", "g0")
+		Eventually(boardText(iw.TG)).Should(ContainSubstring("• gamma — claude"))
+		Expect(boardSends(iw.TG)).To(HaveLen(1), "no second board")
+		for _, r := range boardRequests(iw.TG) {
+			Expect(r.MessageID).To(Equal(sends[0].MessageID))
+		}
+		Expect(iw.TG.Pinned(imChat)).To(Equal(sends[0].MessageID))
+	})
+
 	It("loses and reorders nothing in a 429 storm, and waits as told", func() {
 		// At Telegram's own pace: the chat's turns and the 429 waits
 		// together.

@@ -45,6 +45,10 @@ type (
 	// Show asks for the board in Thread (sent there unless it is shown
 	// already). Reply: nil.
 	Show struct{ Thread string }
+	// Adopt hands the board the thread and the message that a cluster
+	// keeps for it (written there by this node or the chat's writer
+	// before it), so that the board goes on in that message. Reply: nil.
+	Adopt struct{ Thread, MessageID string }
 )
 
 // Events.
@@ -72,6 +76,12 @@ type (
 	Wait struct {
 		On bool `json:"on,omitempty"`
 	}
+	// Adopted records the board's thread and message as the cluster
+	// keeps them.
+	Adopted struct {
+		Thread    string `json:"thread"`
+		MessageID string `json:"messageID,omitempty"`
+	}
 )
 
 func init() {
@@ -81,6 +91,7 @@ func init() {
 	messages.Register[Released]("im.board.released", 1)
 	messages.Register[Done]("im.board.done", 1)
 	messages.Register[Wait]("im.board.wait", 1)
+	messages.Register[Adopted]("im.board.adopted", 1)
 }
 
 // Kind is the board kind; Every is the least time between two edits.
@@ -121,6 +132,13 @@ func (k Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		// the board is shown, or on its way: nothing to journal.
 		if s.Thread != m.Thread {
 			p.Event(&Asked{Thread: m.Thread})
+		}
+		k.show(&p)
+	case *Adopt:
+		// The cluster's word for the message wins; its word of a board
+		// only asked for keeps a message sent meanwhile.
+		if m.Thread != "" && (m.Thread != s.Thread || m.MessageID != "" && m.MessageID != s.MessageID) {
+			p.Event(&Adopted{Thread: m.Thread, MessageID: m.MessageID})
 		}
 		k.show(&p)
 	case *messages.IMBoardSent:
@@ -236,6 +254,9 @@ func (Kind) Apply(s *State, ev any) *State {
 		}
 	case *Wait:
 		n.Waiting = e.On
+	case *Adopted:
+		n.Thread, n.MessageID = e.Thread, e.MessageID
+		n.Rev++
 	default:
 		return s
 	}

@@ -71,3 +71,26 @@ func TestARowTellsItsMachineAndContext(t *testing.T) {
 		t.Fatalf("board %q, want %q", send.Text, want)
 	}
 }
+
+// A board that another node of a cluster sent before is adopted: the new
+// writer edits that message instead of sending one; the cluster's word of
+// the board asked for where it is shown keeps the message, and its own
+// message told back changes nothing.
+func TestAnAdoptedBoardIsEditedNotSentAgain(t *testing.T) {
+	s := Kind{}.Initial("tg:-100")
+	s, eff := step(t, s, &Adopt{Thread: "tg:-100:-100", MessageID: "41"})
+	edit := kindtest.Only[messages.IMBoardEdit](t, eff)
+	if edit.MessageID != "41" || edit.Thread != "tg:-100:-100" {
+		t.Fatalf("edit %+v", edit)
+	}
+	s, _ = step(t, s, &messages.IMBoardSent{Rev: edit.Rev, MessageID: "41"})
+	for _, again := range []*Adopt{{Thread: "tg:-100:-100"}, {Thread: "tg:-100:-100", MessageID: "41"}} {
+		if s, eff = step(t, s, again); len(eff) != 0 || s.MessageID != "41" {
+			t.Fatalf("after %+v: %v, message %q", again, eff, s.MessageID)
+		}
+	}
+	s, eff = step(t, s, &Adopt{Thread: "tg:-100:3"})
+	if send := kindtest.Only[messages.IMBoardSend](t, eff); send.Thread != "tg:-100:3" || s.MessageID != "" {
+		t.Fatalf("asked elsewhere: %+v", send)
+	}
+}

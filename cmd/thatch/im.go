@@ -91,6 +91,9 @@ func writeUntracked(w io.Writer, ws []imfront.UntrackedWindow) {
 // members, who receives for each account, and where each thread lives.
 func writeCluster(w io.Writer, c *cluster.Status) {
 	fmt.Fprintf(w, "\ncluster: node %s, %s (replicas %d, lease %s)\n", c.Node, c.State, c.Replicas, c.LeaseTTL)
+	if c.BoardWriter != "" {
+		fmt.Fprintf(w, "  the chats' boards are written by %s\n", c.BoardWriter)
+	}
 	if c.LastError != "" {
 		fmt.Fprintf(w, "  last error: %s\n", c.LastError)
 	}

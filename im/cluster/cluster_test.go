@@ -313,3 +313,56 @@ func TestBeatingReadsTheHeartbeatFromTheBucket(t *testing.T) {
 		t.Fatalf("Beating(never-joined) = %v, %v; want false, nil", ok, err)
 	}
 }
+
+// A chat's board entry and its threads' rows, put from any node, reach a
+// watch on another: the board before the rows of the entries there when
+// the watch begins, then every change. An ask for the board where it is
+// shown already keeps its message; one elsewhere drops it.
+func TestBoardsReachTheWriterBoardFirst(t *testing.T) {
+	nodes := trio(t)
+	ctx := context.Background()
+	chat := fmt.Sprintf("tg:-%d", 1000+runs.Add(1))
+	general := chat + ":1"
+	if err := nodes[0].PutBoardRow(ctx, chat, chat+":7", []byte(`{"thread":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[1].BoardShown(ctx, chat, general, "m9"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[2].AskBoard(ctx, chat, general); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var got []cluster.BoardEntry
+	go nodes[2].WatchBoards(wctx, func(e cluster.BoardEntry) {
+		if e.Chat == chat {
+			mu.Lock()
+			got = append(got, e)
+			mu.Unlock()
+		}
+	})
+	seen := func(n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) >= n
+		}
+	}
+	testwait.Within(t, 10*time.Second, "the board and its row", seen(2))
+	mu.Lock()
+	if b := got[0].Board; b == nil || *b != (cluster.Board{Thread: general, MessageID: "m9"}) || string(got[1].Row) != `{"thread":"a"}` {
+		t.Fatalf("watched %+v", got)
+	}
+	mu.Unlock()
+	if err := nodes[0].AskBoard(ctx, chat, chat+":2"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Within(t, 10*time.Second, "the board asked elsewhere", seen(3))
+	mu.Lock()
+	defer mu.Unlock()
+	if b := got[2].Board; b == nil || *b != (cluster.Board{Thread: chat + ":2"}) {
+		t.Fatalf("after an ask elsewhere: %+v", got[2])
+	}
+}

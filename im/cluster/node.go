@@ -33,12 +33,13 @@ const (
 	SubjectPrefix = "im.in."
 	// The buckets: who holds each adapter account's lease (entries
 	// expire after the lease's TTL), who is up (a heartbeat per node,
-	// expiring likewise), which node owns each thread, and the confirmed
-	// cursor of each account.
+	// expiring likewise), which node owns each thread, the confirmed
+	// cursor of each account, and the chats' boards (boards.go).
 	leaseBucket   = "thatch-leases"
 	memberBucket  = "thatch-members"
 	threadBucket  = "thatch-threads"
 	cursorBucket  = "thatch-cursors"
+	boardBucket   = "thatch-boards"
 	clusterName   = "thatch"
 	routeUser     = "thatch"
 	dedupeWindow  = time.Hour
@@ -104,7 +105,7 @@ type Node struct {
 	stopping *atomic.Bool  // set by Close: the server's log lines are the stop's
 
 	// Set before ready is closed.
-	leases, members, threads, cursors jetstream.KeyValue
+	leases, members, threads, cursors, boards jetstream.KeyValue
 
 	owners ownerCache
 
@@ -356,6 +357,9 @@ func (n *Node) setup() error {
 	if n.cursors, err = kv(cursorBucket, 0); err != nil {
 		return err
 	}
+	if n.boards, err = kv(boardBucket, 0); err != nil {
+		return err
+	}
 	return n.answering(ctx)
 }
 
@@ -365,7 +369,7 @@ func (n *Node) setup() error {
 // again, makes a new one).
 func (n *Node) answering(ctx context.Context) error {
 	for name, b := range map[string]jetstream.KeyValue{leaseBucket: n.leases, memberBucket: n.members,
-		threadBucket: n.threads, cursorBucket: n.cursors} {
+		threadBucket: n.threads, cursorBucket: n.cursors, boardBucket: n.boards} {
 		if _, err := b.Get(ctx, "ready-probe"); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return fmt.Errorf("bucket %s does not answer a read: %w", name, err)
 		}
@@ -557,6 +561,9 @@ type Status struct {
 	Members   []Member `json:"members"`
 	// Leases maps each adapter account to the node polling it.
 	Leases map[string]string `json:"leases,omitempty"`
+	// BoardWriter is the node that writes the chats' boards ("" while no
+	// node holds BoardLease).
+	BoardWriter string `json:"boardWriter,omitempty"`
 	// Threads maps each thread to the node that owns it ("" while its
 	// machine is being asked).
 	Threads map[string]string `json:"threads,omitempty"`
@@ -575,6 +582,8 @@ func (n *Node) Status(ctx context.Context) Status {
 		return st
 	}
 	if h, err := n.Holders(ctx); err == nil {
+		st.BoardWriter = h[BoardLease]
+		delete(h, BoardLease)
 		st.Leases = h
 	} else if st.LastError == "" {
 		st.LastError = "leases: " + err.Error()

@@ -7,6 +7,7 @@ import (
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/imboard"
 	"github.com/thatch-run/thatch/im/chat"
+	"github.com/thatch-run/thatch/im/cluster"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -34,13 +35,16 @@ func generalThread(thread string) string {
 }
 
 // boardRow hands a binding's row to its chat's board (and asks for the
-// board when im.board says every chat has one); in a cluster the row
-// names this machine.
+// board when im.board says every chat has one). In a cluster the row
+// names this machine and goes to the boards' writer (clusterboard.go).
 func (f *FrontEnd) boardRow(_ context.Context, from actors.Identity, e *messages.IMBoardRow) any {
-	if f.cfg.Cluster.Enabled() && e.State != "" {
+	if f.boardsOut != nil {
 		r := *e
-		r.Machine = f.cfg.Cluster.Node // the thread's binding runs here
-		e = &r
+		if r.State != "" {
+			r.Machine = f.cfg.Cluster.Node // the thread's binding runs here
+		}
+		f.boardsOut.row(r)
+		return nil
 	}
 	if f.cfg.IM.Board {
 		f.tree.Send(boardOf(from.ID), &imboard.Show{Thread: generalThread(from.ID)})
@@ -51,6 +55,10 @@ func (f *FrontEnd) boardRow(_ context.Context, from actors.Identity, e *messages
 
 // boardShow asks for the board of the binding's chat (/board).
 func (f *FrontEnd) boardShow(_ context.Context, from actors.Identity, _ *messages.IMBoardShow) any {
+	if f.boardsOut != nil {
+		f.boardsOut.board(chatKeyOf(from.ID), cluster.Board{Thread: generalThread(from.ID)})
+		return nil
+	}
 	f.tree.Send(boardOf(from.ID), &imboard.Show{Thread: generalThread(from.ID)})
 	return nil
 }
@@ -76,6 +84,10 @@ func (f *FrontEnd) boardSend(_ context.Context, _ actors.Identity, e *messages.I
 		if err := p.Pin(ctx, e.Thread, id); err != nil {
 			f.log.Warn("cannot pin a chat's board; it is sent", "thread", e.Thread, "error", err)
 		}
+	}
+	if f.boardsOut != nil {
+		// The next writer goes on in this message.
+		f.boardsOut.board(chatKeyOf(e.Thread), cluster.Board{Thread: e.Thread, MessageID: id})
 	}
 	return &messages.IMBoardSent{Rev: e.Rev, MessageID: id}
 }

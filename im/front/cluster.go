@@ -83,10 +83,18 @@ func (f *FrontEnd) startCluster(ctx context.Context) error {
 			n.Hold(ctx, p.account, func(lctx context.Context) { f.receive(lctx, p) })
 		}()
 	}
-	f.wg.Add(2)
+	f.wg.Add(4)
 	go func() {
 		defer f.wg.Done()
 		n.Consume(ctx, f.consume)
+	}()
+	go func() {
+		defer f.wg.Done()
+		f.runBoardOutbox(ctx)
+	}()
+	go func() {
+		defer f.wg.Done()
+		n.Hold(ctx, cluster.BoardLease, f.writeBoards)
 	}()
 	go func() {
 		defer f.wg.Done()

@@ -133,6 +133,10 @@ type FrontEnd struct {
 	watch       *watcher
 	// cl is this node's part of a cluster; nil for a single node.
 	cl *clusterPart
+	// boardsOut holds the board reports on their way to the cluster
+	// (clusterboard.go); nil for a single node. Made with the front end,
+	// as bindings report before the cluster is started.
+	boardsOut *boardOutbox
 	// Set by Mount.
 	tree frontend.Tree
 
@@ -191,7 +195,11 @@ func (f *FrontEnd) Health() frontend.Health {
 // New makes the IM front end for cfg; nothing runs until the runtime opens
 // and starts it.
 func New(cfg *config.Config, o Options) *FrontEnd {
-	return &FrontEnd{cfg: cfg, opts: o}
+	f := &FrontEnd{cfg: cfg, opts: o}
+	if cfg.Cluster.Enabled() {
+		f.boardsOut = newBoardOutbox()
+	}
+	return f
 }
 
 // Name returns Name.
