@@ -98,26 +98,8 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		iw.TG.Message(imChat, thread, imUser, "LOOKAROUND please")
 		answer := "Found them. The deploy key is [redacted:github_token]"
 		Eventually(iw.Said(thread)).Should(ContainElement(answer))
-		var live []faketelegram.Sent
-		Eventually(func() string {
-			live = live[:0]
-			for _, s := range iw.TG.Sent() {
-				if s.ThreadID == thread && strings.Contains(s.Text, "▸ Read") || strings.HasPrefix(s.Text, "✓ 2 tool calls") {
-					live = append(live, s)
-				}
-			}
-			if len(live) == 0 {
-				return ""
-			}
-			return live[len(live)-1].Text
-		}).Should(HavePrefix("✓ 2 tool calls"), "the live message ends as the turn's summary")
-		Expect(live[0].Method).To(Equal("sendMessage"))
-		Expect(live[0].Silent).To(BeTrue(), "the live message does not notify")
+		live := iw.liveTurn(thread, "✓ 2 tool calls")
 		Expect(live[0].Text).To(HavePrefix("▸ Read: " + filepath.Join(web, "README.md")))
-		for _, s := range live[1:] {
-			Expect(s.Method).To(Equal("editMessageText"), "the turn is one message, edited")
-			Expect(s.MessageID).To(Equal(live[0].MessageID))
-		}
 		Expect(count(thread, answer)()).To(Equal(1), "the answer is sent once")
 		Expect(len(live)).To(BeNumerically(">=", 2))
 		drawTurn(artifacts("live-turn"), "LOOKAROUND please", live[len(live)-2].Text, answer, live[len(live)-1].Text)
@@ -275,6 +257,48 @@ var _ = Describe("IM front end with the real agents", Label("im", "real-agents")
 		Expect(count(thread, "echo: hello codex")()).To(Equal(1))
 	})
 
+	It("codex: shows a turn of shell calls as one live message and its answer once, answers /usage as the model reported it, and sends no key to the chat", func() {
+		iw = NewRealIMWorld("codex")
+		d = StartDaemon(iw.World)
+		key := "ghp_" + strings.Repeat("Cd2", 12)
+		web := filepath.Join(iw.Projects, "web")
+		for name, text := range map[string]string{"README.md": "# web\n", "package.json": "{}\n"} {
+			Expect(os.WriteFile(filepath.Join(web, name), []byte(text), 0o644)).To(Succeed())
+		}
+		// cat is a command codex knows to be safe: it runs it unasked.
+		iw.Codex.On(fakeresponses.Rule{Name: "look", Match: fakeresponses.UserContains("LOOKAROUND"), Steps: []fakeresponses.Step{
+			{Text: "Looking around.", Calls: []fakeresponses.Call{fakeresponses.Shell("cat " + filepath.Join(web, "README.md"))}},
+			{Calls: []fakeresponses.Call{fakeresponses.Shell("cat " + filepath.Join(web, "package.json"))}},
+			{Text: "Found them. The deploy key is " + key, Delay: 2 * time.Second},
+		}})
+		thread := iw.Setup("live codex", "codex", "web", "hello")
+		Eventually(iw.Said(thread)).Should(ContainElement("echo: hello"))
+
+		iw.TG.Message(imChat, thread, imUser, "LOOKAROUND please")
+		answer := "Found them. The deploy key is [redacted:github_token]"
+		Eventually(iw.Said(thread)).Should(ContainElement(answer))
+		live := iw.liveTurn(thread, "✓ 2 tool calls")
+		Expect(live[0].Text).To(ContainSubstring("cat " + filepath.Join(web, "README.md")))
+		Expect(count(thread, answer)()).To(Equal(1), "the answer is sent once")
+
+		By("/usage says what the model reported: 10 tokens in and 5 out for each of the session's requests")
+		turns := 0
+		for _, r := range iw.Codex.Requests() {
+			if r.Kind == fakeresponses.KindTurn {
+				turns++
+			}
+		}
+		Expect(turns).To(Equal(4), "hello's answer, two shell calls and the answer")
+		iw.TG.Message(imChat, thread, imUser, "/usage")
+		Eventually(iw.Said(thread)).Should(ContainElement(HavePrefix(fmt.Sprintf("codex's session (%s), from its transcript:\ntokens in %d · out %d ·",
+			fakeresponses.Model, 10*turns, 5*turns))))
+
+		By("no request to the Bot API held the key")
+		for _, r := range iw.TG.Requests() {
+			Expect(r).NotTo(ContainSubstring(key))
+		}
+	})
+
 	It("codex: Update Binding follows the real codex a user started in a claude thread's window", func() {
 		iw = NewRealIMWorld("codex")
 		d = StartDaemon(iw.World)
@@ -303,6 +327,33 @@ func (iw *IMWorld) sessionFiles(project string) []string {
 	}, filepath.Join(iw.Projects, project))
 	files, _ := filepath.Glob(filepath.Join(iw.Home, ".claude", "projects", dir, "*.jsonl"))
 	return files
+}
+
+// liveTurn waits for the thread's live message to end as summary, checks
+// that it was one message, sent silently and then only edited, and
+// returns its requests in order.
+func (iw *IMWorld) liveTurn(thread int64, summary string) []faketelegram.Sent {
+	GinkgoHelper()
+	var live []faketelegram.Sent
+	Eventually(func() string {
+		live = live[:0]
+		for _, s := range iw.TG.Sent() {
+			if s.ThreadID == thread && (strings.Contains(s.Text, "▸ ") || strings.HasPrefix(s.Text, summary)) {
+				live = append(live, s)
+			}
+		}
+		if len(live) == 0 {
+			return ""
+		}
+		return live[len(live)-1].Text
+	}).Should(HavePrefix(summary), "the live message ends as the turn's summary")
+	Expect(live[0].Method).To(Equal("sendMessage"))
+	Expect(live[0].Silent).To(BeTrue(), "the live message does not notify")
+	for _, s := range live[1:] {
+		Expect(s.Method).To(Equal("editMessageText"), "the turn is one message, edited")
+		Expect(s.MessageID).To(Equal(live[0].MessageID))
+	}
+	return live
 }
 
 // thousands writes n as /usage does: a comma between groups of three.

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -209,6 +211,19 @@ func Register[T any](name string, version uint16) {
 	}
 	registry.byName[name] = e
 	registry.byType[typ] = e
+}
+
+// Registered lists the registered types, by name: for tests that check a
+// kind's events are all there (and Apply knows them).
+func Registered() []reflect.Type {
+	registry.RLock()
+	defer registry.RUnlock()
+	names := slices.Sorted(maps.Keys(registry.byName))
+	out := make([]reflect.Type, len(names))
+	for i, n := range names {
+		out[i] = registry.byName[n].typ
+	}
+	return out
 }
 
 // RegisterUpgrade lets Decode read bodies written at schema version from of

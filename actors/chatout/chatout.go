@@ -15,7 +15,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -45,17 +44,19 @@ type Box struct {
 
 // Plan is the decision under way of a kind that holds a Box.
 type Plan interface {
-	// Event journals ev and applies it at once.
-	Event(ev any)
-	// Effect releases effects.
-	Effect(effects ...any)
+	// OutboxEvent journals ev and applies it at once.
+	OutboxEvent(ev messages.OutboxEvent)
+	// OutboxEffect releases e.
+	OutboxEffect(e messages.OutboxEffect)
+	// Timer starts the outbox's timer (Timer) after d.
+	Timer(d time.Duration)
 	// Box is the outbox as the decision's events so far left it.
 	Box() *Box
 }
 
 // Say queues entries and releases the head unless an entry is in flight.
 func Say(p Plan, entries ...messages.IMOutEntry) {
-	p.Event(&messages.IMOutboxAdded{Seq: p.Box().NextSeq, Entries: entries})
+	p.OutboxEvent(&messages.IMOutboxAdded{Seq: p.Box().NextSeq, Entries: entries})
 	Release(p)
 }
 
@@ -76,8 +77,8 @@ func SendHead(p Plan) {
 		return
 	}
 	head := b.Outbox[0]
-	p.Event(&messages.IMOutboxReleased{Seq: head.Seq})
-	p.Effect(&messages.IMSendChat{Seq: head.Seq, Text: head.Text, Markdown: head.Markdown, Buttons: head.Buttons, Silent: head.Silent, FromPart: head.Parts})
+	p.OutboxEvent(&messages.IMOutboxReleased{Seq: head.Seq})
+	p.OutboxEffect(&messages.IMSendChat{Seq: head.Seq, Text: head.Text, Markdown: head.Markdown, Buttons: head.Buttons, Silent: head.Silent, FromPart: head.Parts})
 }
 
 // Sent takes the chat's answer for the entry in flight: sent, refused for
@@ -90,15 +91,15 @@ func Sent(p Plan, m *messages.IMChatSent) (gone bool) {
 	}
 	switch {
 	case m.Gone:
-		p.Event(&messages.IMOutboxSent{Seq: m.Seq, Refused: m.Err})
+		p.OutboxEvent(&messages.IMOutboxSent{Seq: m.Seq, Refused: m.Err})
 		return true
 	case m.Err != "" && !m.Permanent:
-		p.Effect(&actors.StartTimer{Name: Timer, After: Retry})
+		p.Timer(Retry)
 		return false
 	case m.Err != "":
-		p.Event(&messages.IMOutboxSent{Seq: m.Seq, Refused: m.Err})
+		p.OutboxEvent(&messages.IMOutboxSent{Seq: m.Seq, Refused: m.Err})
 	default:
-		p.Event(&messages.IMOutboxSent{Seq: m.Seq, MessageID: m.MessageID})
+		p.OutboxEvent(&messages.IMOutboxSent{Seq: m.Seq, MessageID: m.MessageID})
 	}
 	Release(p)
 	return false
@@ -112,7 +113,7 @@ func PartSent(p Plan, m *messages.IMChatPartSent) {
 	if b.OutFlight != m.Seq+1 || len(b.Outbox) == 0 || b.Outbox[0].Seq != m.Seq || m.Parts <= b.Outbox[0].Parts {
 		return
 	}
-	p.Event(&messages.IMOutboxPartSent{Seq: m.Seq, Parts: m.Parts})
+	p.OutboxEvent(&messages.IMOutboxPartSent{Seq: m.Seq, Parts: m.Parts})
 }
 
 // Apply returns the box after ev, and whether ev is an outbox event; b is

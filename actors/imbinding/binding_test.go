@@ -1,7 +1,12 @@
 package imbinding
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -1149,4 +1154,59 @@ func listed(k *Kind, e any) bool {
 		}
 	}
 	return false
+}
+
+// Every type marked as a binding's effect is in the kind's Effects list
+// (which supervisor.Start checks for handlers), and the other way round
+// (the list's element type): so no effect a binding may release goes
+// unhandled.
+func TestEveryBindingEffectIsListed(t *testing.T) {
+	marked := markedTypes(t, "isIMBindingEffect")
+	var list []string
+	for _, e := range New(Config{}).Effects() {
+		list = append(list, reflect.TypeOf(e).Elem().Name())
+	}
+	slices.Sort(marked)
+	slices.Sort(list)
+	if len(marked) == 0 || !slices.Equal(marked, list) {
+		t.Fatalf("marked as effects %v\nlisted %v", marked, list)
+	}
+}
+
+// Every type marked as a binding's event is registered (so it can be
+// journaled) and known to Apply (which returns a new state for it).
+func TestEveryBindingEventIsRegisteredAndApplied(t *testing.T) {
+	event := reflect.TypeFor[Event]()
+	k := New(Config{})
+	marked := 0
+	for _, typ := range messages.Registered() {
+		if !reflect.PointerTo(typ).Implements(event) {
+			continue
+		}
+		marked++
+		s := &State{}
+		if k.Apply(s, reflect.New(typ).Interface()) == s {
+			t.Errorf("Apply does not know the event %v", typ)
+		}
+	}
+	declared := len(markedTypes(t, "isIMBindingEvent"))
+	if marked == 0 || marked != declared {
+		t.Fatalf("%d events marked in markers.go, %d of them registered", declared, marked)
+	}
+}
+
+// markedTypes are the types messages/markers.go gives the marker method.
+func markedTypes(t *testing.T, method string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "messages", "markers.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && fn.Name.Name == method {
+			out = append(out, fn.Recv.List[0].Type.(*ast.StarExpr).X.(*ast.Ident).Name)
+		}
+	}
+	return out
 }

@@ -10,13 +10,39 @@ import (
 	"github.com/thatch-run/thatch/messages"
 )
 
+// Event is what a binding journals, and Effect what it releases besides
+// its timers: a plan takes nothing else (each type says it is one).
+type (
+	Event  = messages.IMBindingEvent
+	Effect = messages.IMBindingEffect
+)
+
 // plan is one decision (actors.Plan: each event is applied at once, so
-// that the steps after it decide on the state it made).
+// that the steps after it decide on the state it made). Its Event and
+// Effect take only a binding's events and effects.
 type plan struct {
 	actors.Plan[State]
 	k   *Kind
 	now time.Time
 }
+
+// Event journals ev and applies it at once.
+func (p *plan) Event(ev Event) { p.Plan.Event(ev) }
+
+// Effect releases effects, in order, once the events are durable.
+func (p *plan) Effect(effects ...Effect) {
+	for _, e := range effects {
+		p.Plan.Effect(e)
+	}
+}
+
+// timer starts (or starts again) the binding's timer name.
+func (p *plan) timer(name string, after time.Duration) {
+	p.Plan.Effect(&actors.StartTimer{Name: name, After: after})
+}
+
+// cancelTimer cancels the binding's timer name.
+func (p *plan) cancelTimer(name string) { p.Plan.Effect(&actors.CancelTimer{Name: name}) }
 
 // Decide handles one message.
 func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {

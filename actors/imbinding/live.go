@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/liveturn"
 	"github.com/thatch-run/thatch/messages"
 )
@@ -164,12 +163,12 @@ func (p *plan) liveSent(m *messages.IMLiveSent) {
 	case m.Err != "":
 		p.Event(&messages.IMLiveFailed{})
 		p.Event(&messages.IMLiveWaiting{On: true})
-		p.Effect(&actors.StartTimer{Name: timerLive, After: liveRetry})
+		p.timer(timerLive, liveRetry)
 	default:
 		p.Event(&messages.IMLiveShown{Rev: m.Rev, MessageID: m.MessageID})
 		if n := p.S.Turn; !n.Ending && n.Rev > n.Shown {
 			p.Event(&messages.IMLiveWaiting{On: true})
-			p.Effect(&actors.StartTimer{Name: timerLive, After: p.k.cfg.LiveEvery})
+			p.timer(timerLive, p.k.cfg.LiveEvery)
 		}
 	}
 	if p.S.Turn.Ending {
@@ -271,7 +270,7 @@ func (p *plan) summarySent(m *messages.IMLiveSent) {
 		p.Event(&messages.IMSummaryDone{MessageID: m.MessageID})
 		return
 	}
-	p.Effect(&actors.StartTimer{Name: timerSummary, After: liveRetry})
+	p.timer(timerSummary, liveRetry)
 }
 
 // editSummaries edits every owed summary again (after a failed edit, or

@@ -3,10 +3,22 @@ package imbinding
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/thatch-run/thatch/actors/chatout"
 	"github.com/thatch-run/thatch/messages"
 )
+
+// The binding's plan is its outbox's (chatout.Plan).
+
+// OutboxEvent journals an outbox event.
+func (p *plan) OutboxEvent(ev messages.OutboxEvent) { p.Event(ev) }
+
+// OutboxEffect releases an outbox effect.
+func (p *plan) OutboxEffect(e messages.OutboxEffect) { p.Effect(e) }
+
+// Timer starts the outbox's timer.
+func (p *plan) Timer(d time.Duration) { p.timer(chatout.Timer, d) }
 
 // say queues chat messages and releases them.
 func (p *plan) say(entries ...messages.IMOutEntry) { chatout.Say(p, entries...) }

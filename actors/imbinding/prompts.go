@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -46,7 +45,7 @@ func (p *plan) reask(user string) {
 	}
 	p.askIn(pr.Kind, pr.Text, user, slices.Clone(pr.Choices), pr.Detected, pr.Window, cloneRows(pr.Rows))
 	if pr.Kind == PromptRename {
-		p.Effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+		p.timer(timerRename, p.k.cfg.RenameTimeout)
 	}
 }
 
@@ -61,7 +60,7 @@ func (p *plan) closePrompt() {
 		p.Effect(&messages.IMClearButtons{MessageID: id})
 	}
 	if pr.Kind == PromptRename {
-		p.Effect(&actors.CancelTimer{Name: timerRename})
+		p.cancelTimer(timerRename)
 	}
 }
 

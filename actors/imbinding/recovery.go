@@ -1,7 +1,6 @@
 package imbinding
 
 import (
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -17,10 +16,10 @@ func (p *plan) recovered() {
 		p.Effect(&messages.IMFollowTranscript{Path: s.Transcript, Agent: s.Info.AgentType, Offset: s.Offset, Tag: s.Tag, SessionID: s.Info.SessionID})
 	}
 	if s.Prompt != nil && s.Prompt.Kind == PromptRename {
-		p.Effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+		p.timer(timerRename, p.k.cfg.RenameTimeout)
 	}
 	if s.lookingForSession() {
-		p.Effect(&actors.StartTimer{Name: timerFind, After: findRetry})
+		p.timer(timerFind, findRetry)
 	}
 	if s.Phase == PhaseBound && len(s.Queue) > 0 {
 		p.Event(&messages.IMResumed{})

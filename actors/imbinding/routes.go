@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -65,7 +64,7 @@ func (p *plan) checked(m *messages.IMWindowChecked) {
 			s.Name(), s.Chat.DisplayName, p.k.cfg.RenameTimeout),
 			user, nil, "",
 			[][]messages.IMButton{{{Text: "Rename", Data: "rename"}, {Text: "New Session", Data: "new"}}})
-		p.Effect(&actors.StartTimer{Name: timerRename, After: p.k.cfg.RenameTimeout})
+		p.timer(timerRename, p.k.cfg.RenameTimeout)
 	default:
 		p.forward()
 	}
@@ -95,7 +94,7 @@ func (p *plan) sentToWindow(m *messages.IMSentToWindow) {
 			}
 			// Not at once: the agent waits on its user, maybe for long.
 			p.Event(&messages.IMResumed{Hold: true})
-			p.Effect(&actors.StartTimer{Name: timerTyping, After: typingRetry})
+			p.timer(timerTyping, typingRetry)
 			return
 		}
 		p.Event(&messages.IMResumed{})

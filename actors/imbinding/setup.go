@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -241,7 +240,7 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 				// user is told if that one fails too.
 				p.sayLost()
 			}
-			p.Effect(&actors.StartTimer{Name: timerFind, After: findRetry})
+			p.timer(timerFind, findRetry)
 		}
 		// The queued messages take the usual route: a check first, so
 		// that nothing is typed into a shell if the agent did not start.
@@ -255,7 +254,7 @@ func (p *plan) found(m *messages.IMAgentSessionFound) {
 				if len(s.Queue) == 0 {
 					p.sayLost()
 				}
-				p.Effect(&actors.StartTimer{Name: timerFind, After: findRetry})
+				p.timer(timerFind, findRetry)
 			}
 			return
 		}

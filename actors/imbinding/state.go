@@ -328,7 +328,7 @@ func (*Kind) Name() string { return KindName }
 
 // Effects are the effects a binding releases (actors.EffectLister).
 func (*Kind) Effects() []any {
-	return []any{
+	list := []Effect{
 		(*messages.IMSendChat)(nil), (*messages.IMAnswerPress)(nil), (*messages.IMClearButtons)(nil),
 		(*messages.IMCheckWindow)(nil), (*messages.IMSendToWindow)(nil), (*messages.IMSendKeys)(nil),
 		(*messages.IMCreateWindow)(nil), (*messages.IMLaunchAgent)(nil), (*messages.IMCloseWindow)(nil),
@@ -341,6 +341,11 @@ func (*Kind) Effects() []any {
 		(*messages.IMBoardRow)(nil), (*messages.IMBoardShow)(nil), (*messages.IMRecallMemory)(nil),
 		(*messages.IMRememberMemory)(nil), (*messages.IMShowMemory)(nil),
 	}
+	out := make([]any, len(list))
+	for i, e := range list {
+		out[i] = e
+	}
+	return out
 }
 
 // Initial is a thread with no binding.

@@ -3,7 +3,6 @@ package imbinding
 import (
 	"time"
 
-	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/messages"
 )
 
@@ -31,7 +30,7 @@ const timerWork = "work"
 // workStarted sets the agent to work now.
 func (p *plan) workStarted() {
 	p.Event(&messages.IMWorkStarted{At: p.now.UnixMilli()})
-	p.Effect(&actors.StartTimer{Name: timerWork, After: workMax})
+	p.timer(timerWork, workMax)
 }
 
 // agentIdle ends the work the watcher saw stop. A report of other work
@@ -55,7 +54,7 @@ func (p *plan) workTimer() {
 		return
 	}
 	if left := workMax - p.now.Sub(time.UnixMilli(s.Work)); left > 0 {
-		p.Effect(&actors.StartTimer{Name: timerWork, After: left})
+		p.timer(timerWork, left)
 		return
 	}
 	p.Event(&messages.IMWorkEnded{})

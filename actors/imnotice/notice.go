@@ -73,6 +73,15 @@ type plan struct{ actors.Plan[State] }
 // Box is the notices' outbox.
 func (p *plan) Box() *chatout.Box { return &p.S.Box }
 
+// OutboxEvent journals an outbox event.
+func (p *plan) OutboxEvent(ev messages.OutboxEvent) { p.Event(ev) }
+
+// OutboxEffect releases an outbox effect.
+func (p *plan) OutboxEffect(e messages.OutboxEffect) { p.Effect(e) }
+
+// Timer starts the outbox's timer.
+func (p *plan) Timer(d time.Duration) { p.Effect(&actors.StartTimer{Name: chatout.Timer, After: d}) }
+
 // Decide handles one message.
 func (Kind) Decide(s *State, msg any, _ time.Time) actors.Decision {
 	p := &plan{actors.NewPlan(s, Kind{}.Apply, nil)}
