@@ -38,20 +38,42 @@ func rowKey(table, key string) ([]byte, error) {
 	return append(b, key...), nil
 }
 
-// Put writes a row, replacing any row at the same key.
-func (r *Rows) Put(table, key string, value []byte) error {
+// entry is a row's key and value as written: the value after the time it
+// is written.
+func (r *Rows) entry(table, key string, value []byte) (k, v []byte, err error) {
 	if err := r.s.check(); err != nil {
-		return err
+		return nil, nil, err
 	}
-	k, err := rowKey(table, key)
+	if k, err = rowKey(table, key); err != nil {
+		return nil, nil, err
+	}
+	v = make([]byte, 8+len(value))
+	binary.BigEndian.PutUint64(v, uint64(r.s.now().UnixNano()))
+	copy(v[8:], value)
+	return k, v, nil
+}
+
+// PutIn adds a row's write to b, a batch of this store's database: the
+// row is written when b is committed, with whatever else b holds.
+func (r *Rows) PutIn(b *pebble.Batch, table, key string, value []byte) error {
+	k, v, err := r.entry(table, key, value)
 	if err != nil {
 		return err
 	}
-	v := make([]byte, 8+len(value))
+	if err := b.Set(k, v, nil); err != nil {
+		return fmt.Errorf("persistence: put row %s/%s: %w", table, key, err)
+	}
+	return nil
+}
+
+// Put writes a row, replacing any row at the same key.
+func (r *Rows) Put(table, key string, value []byte) error {
 	r.s.rowsMu.RLock()
 	defer r.s.rowsMu.RUnlock()
-	binary.BigEndian.PutUint64(v, uint64(r.s.now().UnixNano()))
-	copy(v[8:], value)
+	k, v, err := r.entry(table, key, value)
+	if err != nil {
+		return err
+	}
 	if err := r.s.db.Set(k, v, r.s.wo); err != nil {
 		return fmt.Errorf("persistence: put row %s/%s: %w", table, key, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/internal/retry"
 	"github.com/thatch-run/thatch/persistence"
@@ -16,10 +18,26 @@ import (
 )
 
 // memoryOutbox is the row table of this node's memory changes not yet on
-// the cluster's stream: a change is kept here (synced) as it is made and
-// deleted once the stream took it, so that a crash or a cluster without
-// a quorum loses none.
+// the cluster's stream: a change is kept here in the store's own commit
+// of it (memory.Store.LogChanges) and deleted once the stream took it,
+// so that a crash at any point or a cluster without a quorum loses none.
 const memoryOutbox = "im.cluster.memory_out"
+
+// memoryApplied is the row table of the newest change applied here of
+// each node's (key: the node, value: its outbox key): a change published
+// again after the stream's hour of deduplication (published, then a
+// crash before its row was deleted, and more than an hour down) is
+// skipped, not applied over what came after it.
+const memoryApplied = "im.cluster.memory_applied"
+
+// memoryEnvelope is a change on the stream: the node that made it and
+// its outbox key (which increases with each change the node makes). A
+// change published before thatch named them is the bare change.
+type memoryEnvelope struct {
+	Origin string          `json:"origin"`
+	Seq    uint64          `json:"seq"`
+	Change json.RawMessage `json:"change"`
+}
 
 // memoryReplica replicates the memory store over the cluster: every
 // change made here goes to the stream (through the outbox), and every
@@ -30,6 +48,9 @@ type memoryReplica struct {
 	f    *FrontEnd
 	seq  atomic.Uint64
 	wake chan struct{}
+	// applied is memoryApplied as read at open and written since; only
+	// the consumer's goroutine uses it after open.
+	applied map[string]uint64
 }
 
 // openMemoryReplica tells the memory store, from Open on, to keep every
@@ -41,7 +62,7 @@ func (f *FrontEnd) openMemoryReplica() error {
 	if f.mem == nil || !f.cfg.Cluster.Enabled() {
 		return nil
 	}
-	r := &memoryReplica{f: f, wake: make(chan struct{}, 1)}
+	r := &memoryReplica{f: f, wake: make(chan struct{}, 1), applied: map[string]uint64{}}
 	last := uint64(time.Now().UnixNano())
 	err := f.rows.Scan(memoryOutbox, func(row persistence.Row) error {
 		if n, err := strconv.ParseUint(row.Key, 10, 64); err == nil && n > last {
@@ -52,7 +73,17 @@ func (f *FrontEnd) openMemoryReplica() error {
 	if err != nil {
 		return fmt.Errorf("im: read the memory's outbox: %w", err)
 	}
+	err = f.rows.Scan(memoryApplied, func(row persistence.Row) error {
+		if n, err := strconv.ParseUint(string(row.Value), 10, 64); err == nil {
+			r.applied[row.Key] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("im: read the memory changes applied: %w", err)
+	}
 	r.seq.Store(last)
+	f.mem.LogChanges(r.keep)
 	f.mem.OnChange(r.changed)
 	f.memRepl = r
 	return nil
@@ -76,16 +107,18 @@ func (f *FrontEnd) startMemoryReplica(ctx context.Context) {
 	}()
 }
 
-// changed keeps a change made here in the outbox and wakes the publisher.
-func (r *memoryReplica) changed(c memory.Change) {
-	b, err := json.Marshal(c)
-	if err == nil {
-		err = r.f.rows.Put(memoryOutbox, fmt.Sprintf("%020d", r.seq.Add(1)), b)
-	}
+// keep adds a change made here to the outbox, in b: the store's commit
+// of the change.
+func (r *memoryReplica) keep(b *pebble.Batch, c memory.Change) error {
+	body, err := json.Marshal(c)
 	if err != nil {
-		r.f.log.Error("a memory change is not replicated to the other machines", "store", c.Store, "slug", c.Slug, "error", err)
-		return
+		return err
 	}
+	return r.f.rows.PutIn(b, memoryOutbox, fmt.Sprintf("%020d", r.seq.Add(1)), body)
+}
+
+// changed wakes the publisher once a change made here is committed.
+func (r *memoryReplica) changed(memory.Change) {
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -101,7 +134,16 @@ func (r *memoryReplica) publish(ctx context.Context) {
 	}
 	for {
 		err := r.f.rows.Scan(memoryOutbox, func(row persistence.Row) error {
-			if err := node.PublishMemory(ctx, node.Name()+"/"+row.Key, row.Value); err != nil {
+			seq, err := strconv.ParseUint(row.Key, 10, 64)
+			if err != nil {
+				r.f.log.Error("a memory outbox row with a bad key; dropped", "key", row.Key)
+				return r.f.rows.Delete(memoryOutbox, row.Key)
+			}
+			body, err := json.Marshal(memoryEnvelope{Origin: node.Name(), Seq: seq, Change: row.Value})
+			if err != nil {
+				return err
+			}
+			if err := node.PublishMemory(ctx, node.Name()+"/"+row.Key, body); err != nil {
 				return err
 			}
 			return r.f.rows.Delete(memoryOutbox, row.Key)
@@ -121,19 +163,37 @@ func (r *memoryReplica) publish(ctx context.Context) {
 	}
 }
 
-// apply applies one change of the stream. A change this store refuses
-// for good (a secret its guard finds, an entry it cannot read) is logged
-// and passed, or it would hold up every change after it.
+// apply applies one change of the stream, unless it is one of a node's
+// changes applied here before (published again). A change this store
+// refuses for good (a secret its guard finds, an entry it cannot read) is
+// logged and passed, or it would hold up every change after it.
 func (r *memoryReplica) apply(ctx context.Context, data []byte) error {
+	var env memoryEnvelope
+	if err := json.Unmarshal(data, &env); err != nil || env.Origin == "" {
+		env = memoryEnvelope{Change: data} // published before envelopes
+	}
+	if env.Origin != "" && env.Seq <= r.applied[env.Origin] {
+		r.f.log.Debug("a memory change applied before is on the stream again; skipped", "origin", env.Origin, "seq", env.Seq)
+		return nil
+	}
 	var c memory.Change
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := json.Unmarshal(env.Change, &c); err != nil {
 		r.f.log.Error("a memory change on the stream cannot be read; passed", "error", err)
 		return nil
 	}
 	err := r.f.mem.Apply(ctx, c)
 	if errors.Is(err, redact.ErrSecret) || errors.Is(err, memory.ErrInvalid) {
 		r.f.log.Error("a memory change from another machine is refused here; passed", "store", c.Store, "slug", c.Slug, "error", err)
-		return nil
+		err = nil
 	}
-	return err
+	if err != nil || env.Origin == "" {
+		return err
+	}
+	// Kept after the change: a crash between the two applies it again
+	// when the stream offers it again, which changes nothing.
+	if err := r.f.rows.Put(memoryApplied, env.Origin, []byte(strconv.FormatUint(env.Seq, 10))); err != nil {
+		return fmt.Errorf("im: keep the memory changes applied: %w", err)
+	}
+	r.applied[env.Origin] = env.Seq
+	return nil
 }

@@ -119,14 +119,16 @@ func (in *RememberInput) normalize() error {
 // set. The write, its index record and its duplicate pairs are committed in
 // one synced batch.
 func (s *Store) Remember(ctx context.Context, in RememberInput) (RememberResult, error) {
-	res, err := s.remember(ctx, in)
+	res, err := s.remember(ctx, in, true)
 	if err == nil {
 		s.changed(Change{Store: res.Entry.Store, Slug: res.Entry.Slug, Entry: &res.Entry})
 	}
 	return res, err
 }
 
-func (s *Store) remember(ctx context.Context, in RememberInput) (RememberResult, error) {
+// remember stores a memory; logged: the write is the store's own (not a
+// replicated one), kept by the change log in its batch (LogChanges).
+func (s *Store) remember(ctx context.Context, in RememberInput, logged bool) (RememberResult, error) {
 	if err := in.normalize(); err != nil {
 		return RememberResult{}, err
 	}
@@ -171,7 +173,11 @@ func (s *Store) remember(ctx context.Context, in RememberInput) (RememberResult,
 		e.Updated = in.Updated.UTC()
 	}
 	m := meta{branch: e.Branch, archived: e.Archived, activity: e.activity().UnixNano()}
-	similar, err := s.commit(sh, slug, &e, m, vecs[0], op == OpUpdated, s.st.WriteOptions())
+	var change *Change
+	if logged {
+		change = &Change{Store: in.Store, Slug: slug, Entry: &e}
+	}
+	similar, err := s.commit(sh, slug, &e, m, vecs[0], op == OpUpdated, s.st.WriteOptions(), change)
 	if err != nil {
 		return RememberResult{}, err
 	}
@@ -247,14 +253,15 @@ func (s *Store) resolveSlug(store, labelOrSlug string) (*shard, string, error) {
 // Forget deletes an entry, named by slug or label, with its duplicate pairs
 // and verdicts, and returns what was deleted.
 func (s *Store) Forget(store, labelOrSlug string) (Entry, error) {
-	e, err := s.forget(store, labelOrSlug)
+	e, err := s.forget(store, labelOrSlug, true)
 	if err == nil {
 		s.changed(Change{Delete: true, Store: e.Store, Slug: e.Slug})
 	}
 	return e, err
 }
 
-func (s *Store) forget(store, labelOrSlug string) (Entry, error) {
+// forget deletes an entry; logged as remember's.
+func (s *Store) forget(store, labelOrSlug string, logged bool) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -290,6 +297,11 @@ func (s *Store) forget(store, labelOrSlug string) (Entry, error) {
 	}
 	for _, p := range verdicts {
 		if err := del(pairRecordKey(kindVerdict, store, p)); err != nil {
+			return Entry{}, err
+		}
+	}
+	if logged {
+		if err := s.logChange(b, Change{Delete: true, Store: store, Slug: slug}); err != nil {
 			return Entry{}, err
 		}
 	}

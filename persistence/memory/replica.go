@@ -3,6 +3,9 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Change is one write of a store, as another store applies it (a
@@ -26,6 +29,29 @@ func (s *Store) OnChange(fn func(Change)) {
 	s.mu.Unlock()
 }
 
+// LogChanges sets fn to keep every write the store's own callers make
+// (those OnChange is told of) in the write's own batch: what fn adds to
+// b is committed with the write, in one synced commit, so a change log
+// (a cluster's outbox) holds a write exactly when the store does. An
+// error from fn fails the write. fn runs with the store locked, in the
+// order of the commits, and must not block; nil stops it.
+func (s *Store) LogChanges(fn func(b *pebble.Batch, c Change) error) {
+	s.mu.Lock()
+	s.changeLog = fn
+	s.mu.Unlock()
+}
+
+// logChange adds c to b through the change log, if any. Caller holds mu.
+func (s *Store) logChange(b *pebble.Batch, c Change) error {
+	if s.changeLog == nil {
+		return nil
+	}
+	if err := s.changeLog(b, c); err != nil {
+		return fmt.Errorf("memory: keep the change of %s/%s for the other stores: %w", c.Store, c.Slug, err)
+	}
+	return nil
+}
+
 // changed tells the OnChange function of c.
 func (s *Store) changed(c Change) {
 	s.mu.Lock()
@@ -45,7 +71,7 @@ func (s *Store) changed(c Change) {
 // redact.ErrSecret (it was let through where it was made).
 func (s *Store) Apply(ctx context.Context, c Change) error {
 	if c.Delete {
-		_, err := s.forget(c.Store, c.Slug)
+		_, err := s.forget(c.Store, c.Slug, false)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -60,6 +86,6 @@ func (s *Store) Apply(ctx context.Context, c Change) error {
 		return nil
 	}
 	_, err := s.remember(ctx, RememberInput{Label: e.Label, Content: e.Content, Store: e.Store, Branch: e.Branch,
-		Confidence: e.Confidence, Overwrite: true, Archived: e.Archived, Created: e.Created, Updated: e.Updated})
+		Confidence: e.Confidence, Overwrite: true, Archived: e.Archived, Created: e.Created, Updated: e.Updated}, false)
 	return err
 }

@@ -2,8 +2,12 @@ package memory
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Two stores that apply every change both made, in one order, end the
@@ -48,5 +52,54 @@ func TestChangesAppliedInOneOrderLeaveEveryStoreTheSame(t *testing.T) {
 		if tm, err := e.ms.Find("global", "Test"); err != nil || tm.Confidence != 9 || !tm.Updated.Equal(log[4].Entry.Updated) {
 			t.Errorf("test = %+v, %v; want it as written", tm, err)
 		}
+	}
+}
+
+// The change log keeps a store's own writes in their own commits: a
+// remember and a forget each hold their change in the same batch (it is
+// in the database with them), a write whose log fails is not made, and
+// a change applied from another store is not logged.
+func TestTheChangeLogIsCommittedWithTheWrite(t *testing.T) {
+	e := newEnv(t, Options{})
+	var logged []Change
+	fail := false
+	e.ms.LogChanges(func(b *pebble.Batch, c Change) error {
+		if fail {
+			return errors.New("the log is full")
+		}
+		logged = append(logged, c)
+		return b.Set([]byte("zz-log/"+c.Slug), []byte(fmt.Sprint(c.Delete)), nil)
+	})
+	inDB := func(key string) string {
+		v, closer, err := e.ms.db.Get([]byte(key))
+		if err != nil {
+			return ""
+		}
+		defer closer.Close()
+		return string(v)
+	}
+	res := e.remember(RememberInput{Label: "Deploy", Content: "make ship", Store: "global"})
+	if len(logged) != 1 || logged[0].Entry == nil || logged[0].Entry.Content != "make ship" || inDB("zz-log/"+res.Entry.Slug) != "false" {
+		t.Fatalf("logged %+v", logged)
+	}
+	if _, err := e.ms.Forget("global", "Deploy"); err != nil || inDB("zz-log/"+res.Entry.Slug) != "true" {
+		t.Fatalf("forget: %v, logged %+v", err, logged)
+	}
+	fail = true
+	if _, err := e.ms.Remember(context.Background(), RememberInput{Label: "Lint", Content: "make lint", Store: "global"}); err == nil {
+		t.Fatal("a write whose change could not be kept was made")
+	}
+	if _, err := e.ms.Get("global", Slugify("Lint")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the failed write is in the store: %v", err)
+	}
+	fail = false
+	n := len(logged)
+	other := Entry{Slug: Slugify("Test"), Store: "global", Label: "Test", Content: "make test", Confidence: 5,
+		Created: time.Unix(100, 0).UTC(), Updated: time.Unix(100, 0).UTC()}
+	if err := e.ms.Apply(context.Background(), Change{Store: "global", Slug: other.Slug, Entry: &other}); err != nil {
+		t.Fatal(err)
+	}
+	if len(logged) != n {
+		t.Fatalf("an applied change was logged: %+v", logged[n:])
 	}
 }

@@ -73,7 +73,9 @@ type Store struct {
 	guard     func(label, content string) error
 	// onChange is told of every write of the store's own callers.
 	onChange func(Change)
-	rerank   int
+	// changeLog keeps those writes in their own batches (LogChanges).
+	changeLog func(b *pebble.Batch, c Change) error
+	rerank    int
 
 	mu     sync.Mutex
 	closed bool
@@ -354,7 +356,7 @@ func (s *Store) reindexOne(e Entry, v *vecData) (bool, error) {
 	nm := meta{branch: m.branch, archived: m.archived, activity: m.activity}
 	// Unsynced: a re-embedded vector is derived data, and Reindex syncs the
 	// log once per batch. A crash before that only means re-embedding again.
-	if _, err := s.commit(sh, e.Slug, nil, nm, v, false, pebble.NoSync); err != nil {
+	if _, err := s.commit(sh, e.Slug, nil, nm, v, false, pebble.NoSync, nil); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -563,8 +565,9 @@ func (s *Store) Unindexed() int {
 // not nil), replaces its duplicate pairs with the best MaxPairsPerWrite of
 // those found for v, drops its verdicts when clearVerdicts is set, and
 // updates the in-memory index only once the batch is durable. It returns
-// every pair found. Caller holds mu; v must not alias the shard's arrays.
-func (s *Store) commit(sh *shard, slug string, e *Entry, m meta, v *vecData, clearVerdicts bool, wo *pebble.WriteOptions) ([]SimilarEntry, error) {
+// every pair found. change, when set, goes to the change log in the same
+// batch. Caller holds mu; v must not alias the shard's arrays.
+func (s *Store) commit(sh *shard, slug string, e *Entry, m meta, v *vecData, clearVerdicts bool, wo *pebble.WriteOptions, change *Change) ([]SimilarEntry, error) {
 	var similar, paired []SimilarEntry
 	if v != nil && !m.archived {
 		similar = sh.similar(v, slug, s.threshold)
@@ -604,6 +607,11 @@ func (s *Store) commit(sh *shard, slug string, e *Entry, m meta, v *vecData, cle
 	for _, sim := range paired {
 		if err := b.Set(pairRecordKey(kindPair, sh.name, makePair(slug, sim.Slug)), encodeScore(sim.Score), nil); err != nil {
 			return nil, fmt.Errorf("memory: write %s/%s: %w", sh.name, slug, err)
+		}
+	}
+	if change != nil {
+		if err := s.logChange(b, *change); err != nil {
+			return nil, err
 		}
 	}
 	if err := b.Commit(wo); err != nil {

@@ -1,0 +1,76 @@
+package front
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/persistence"
+	"github.com/thatch-run/thatch/persistence/memory"
+)
+
+// A change of another node's that the stream offers again after its
+// deduplication window (published, a crash before its outbox row went,
+// and more than an hour down) is skipped: the write that came after it
+// on the stream stays, on this node and after its restart. A change
+// published before the envelopes is applied as it was.
+func TestAMemoryChangePublishedAgainIsNotAppliedOverANewerOne(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*memoryReplica, func()) {
+		st, err := persistence.Open(dir, persistence.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := memory.Open(st, memory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &config.Config{}
+		cfg.Cluster.Node, cfg.Cluster.Listen = "n1", "127.0.0.1:1"
+		f := &FrontEnd{cfg: cfg, rows: st.Rows(), mem: ms, log: hclog.NewNullLogger()}
+		if err := f.openMemoryReplica(); err != nil || f.memRepl == nil {
+			t.Fatalf("open the replica: %v (cluster enabled: %v)", err, cfg.Cluster.Enabled())
+		}
+		return f.memRepl, func() { ms.Close(); st.Close() }
+	}
+	change := func(seq uint64, content string) []byte {
+		e := memory.Entry{Slug: "deploy", Store: "global", Label: "Deploy", Content: content, Confidence: 5}
+		c, _ := json.Marshal(memory.Change{Store: "global", Slug: "deploy", Entry: &e})
+		b, _ := json.Marshal(memoryEnvelope{Origin: "n2", Seq: seq, Change: c})
+		return b
+	}
+	content := func(r *memoryReplica) string {
+		e, err := r.f.mem.Get("global", "deploy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Content
+	}
+	ctx := context.Background()
+	r, closeAll := open()
+	for _, data := range [][]byte{change(7, "make ship"), change(8, "make release"), change(7, "make ship")} {
+		if err := r.apply(ctx, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := content(r); got != "make release" {
+		t.Fatalf("after a change published again: %q", got)
+	}
+	closeAll()
+	r, closeAll = open()
+	defer closeAll()
+	if err := r.apply(ctx, change(8, "make ship")); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(r); got != "make release" {
+		t.Fatalf("after a restart, a change applied before was applied again: %q", got)
+	}
+	e := memory.Entry{Slug: "deploy", Store: "global", Label: "Deploy", Content: "make bare", Confidence: 5}
+	bare, _ := json.Marshal(memory.Change{Store: "global", Slug: "deploy", Entry: &e})
+	if err := r.apply(ctx, bare); err != nil || content(r) != "make bare" {
+		t.Fatalf("a bare change: %v, %q", err, content(r))
+	}
+}
