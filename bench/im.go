@@ -319,7 +319,8 @@ func (w *imWorld) start() error {
 	w.fe = &imFront{FrontEnd: imfront.New(w.cfg, imfront.Options{
 		Home: w.dir, PollTimeout: time.Second, ChatInterval: interval, Zoxide: "-", Trace: w.tracer.trace,
 	})}
-	rt, err := thatch.New(w.cfg, thatch.Options{Logger: logger, FrontEnds: []frontend.FrontEnd{w.fe}})
+	ag := imfront.NewAgents(w.cfg, imfront.Options{Home: w.dir})
+	rt, err := thatch.New(w.cfg, thatch.Options{Logger: logger, FrontEnds: []frontend.FrontEnd{w.fe, ag}})
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -82,15 +84,7 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 			Tool: &fakeanthropic.ToolUse{Name: "Read", Input: map[string]any{"file_path": notes}},
 			Then: &fakeanthropic.Reply{Text: "Found the deploy notes."}})
 		fact := "The web project deploys with make ship (DEPLOY.md)"
-		call := func(tool string, input map[string]any, then *fakeanthropic.Reply) *fakeanthropic.Reply {
-			return &fakeanthropic.Reply{Tool: &fakeanthropic.ToolUse{Name: "mcp__thatch__" + tool, Input: input}, Then: then}
-		}
-		iw.Claude.On(fakeanthropic.UserSays("thatch's memory extractor"), fakeanthropic.Reply{
-			Tool: &fakeanthropic.ToolUse{Name: "ToolSearch", Input: map[string]any{
-				"query": "select:mcp__thatch__extraction_payload,mcp__thatch__memory_remember,mcp__thatch__extraction_done", "max_results": 3}},
-			Then: call("extraction_payload", map[string]any{},
-				call("memory_remember", map[string]any{"label": "Deploy notes", "content": fact},
-					call("extraction_done", map[string]any{}, &fakeanthropic.Reply{Text: "Extracted."})))})
+		scriptExtractor(iw.Claude, "Deploy notes", fact)
 
 		thread := iw.Setup("extract", "claude", "web", "LOOKAROUND please")
 		Eventually(iw.Said(thread)).Should(ContainElement("Found the deploy notes."))
@@ -123,12 +117,52 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		}
 
 		By("thatch status shows the session's extraction")
-		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+claude:\S+\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
+		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+claude:\S+\s+a chat\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
 		Expect(iw.sessionFiles("web")).To(HaveLen(1), "the child's own transcript is not beside the chat session's")
 
 		By("nothing the daemon wrote holds the secret")
 		d.Stop()
 		Expect(noFileHolds(iw.DataDir, key)).To(Succeed())
+	})
+
+	It("claude started by hand after thatch install claude: its idle session's tool calls are extracted by claude -p, and thatch status says thatch follows it", func() {
+		iw := NewRealIMWorld("claude")
+		iw.Env = append(iw.Env, "THATCH_MEMORY_IDLE_AFTER=2s")
+		web := filepath.Join(iw.Projects, "web")
+		notes := filepath.Join(web, "DEPLOY.md")
+		Expect(os.WriteFile(notes, []byte("Deploy with make ship.\n"), 0o644)).To(Succeed())
+		d := StartDaemon(iw.World)
+		install := exec.Command(bins.Thatch, "install", "claude", "--config", iw.ThatchConfig)
+		install.Env = iw.Env
+		out, err := install.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "thatch install claude: %s", out)
+
+		iw.Claude.On(fakeanthropic.UserSays("LOOKAROUND"), fakeanthropic.Reply{
+			Tool: &fakeanthropic.ToolUse{Name: "Read", Input: map[string]any{"file_path": notes}},
+			Then: &fakeanthropic.Reply{Text: "Found the deploy notes."}})
+		fact := "The web project deploys with make ship"
+		scriptExtractor(iw.Claude, "Deploy", fact)
+
+		By("a claude -p run by hand in the project, not in any chat")
+		run := exec.Command(bins.Claude, "-p", "LOOKAROUND please")
+		run.Dir, run.Env = web, iw.Env
+		out, err = run.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "claude -p: %s", out)
+		Expect(string(out)).To(ContainSubstring("Found the deploy notes."))
+
+		By("once it is idle, an extraction child fetches its Read call, remembers, and completes")
+		Eventually(func() string {
+			for _, r := range iw.Claude.Requests() {
+				if t := strings.TrimSpace(r.ToolResultText()); strings.HasPrefix(t, "Acknowledged:") {
+					return t
+				}
+			}
+			return ""
+		}, 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."))
+		Expect(globalMemories(d)).To(ContainElement("Deploy: " + fact))
+		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+claude:\S+\s+thatch \(started by hand\)\s+0\s+0\s+-\s+1\s+1\s*$`))
+		Expect(regexp.MustCompile(`(?m)^\s+claude:`).FindAllString(iw.StatusTable(), -1)).To(HaveLen(1),
+			"the extraction child's own session is not followed")
 	})
 
 	It("claude: an extraction child killed after its fetch hands the claim back, and the next child extracts it", func() {
@@ -203,6 +237,20 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(d.Log()).To(ContainSubstring("an extraction child ended"))
 	})
 })
+
+// scriptExtractor has the fake model play an extraction child that
+// fetches its payload, remembers label: fact, and completes.
+func scriptExtractor(model *fakeanthropic.Server, label, fact string) {
+	call := func(tool string, input map[string]any, then *fakeanthropic.Reply) *fakeanthropic.Reply {
+		return &fakeanthropic.Reply{Tool: &fakeanthropic.ToolUse{Name: "mcp__thatch__" + tool, Input: input}, Then: then}
+	}
+	model.On(fakeanthropic.UserSays("thatch's memory extractor"), fakeanthropic.Reply{
+		Tool: &fakeanthropic.ToolUse{Name: "ToolSearch", Input: map[string]any{
+			"query": "select:mcp__thatch__extraction_payload,mcp__thatch__memory_remember,mcp__thatch__extraction_done", "max_results": 3}},
+		Then: call("extraction_payload", map[string]any{},
+			call("memory_remember", map[string]any{"label": label, "content": fact},
+				call("extraction_done", map[string]any{}, &fakeanthropic.Reply{Text: "Extracted."})))})
+}
 
 // globalMemories are "label: content" of every memory of the daemon's
 // global store.

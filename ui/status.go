@@ -184,11 +184,18 @@ func claimed(m map[string]any) string {
 }
 
 func (u *UI) statusPage(r *http.Request, name string, first []string, derived map[string]func(map[string]any) string) *statusPage {
+	p, _ := u.statusPageOf(r, name, first, derived)
+	return p
+}
+
+// statusPageOf is statusPage, and the report it was made of (nil when it
+// could not be read).
+func (u *UI) statusPageOf(r *http.Request, name string, first []string, derived map[string]func(map[string]any) string) (*statusPage, map[string]any) {
 	p := &statusPage{}
 	st, err := u.report(r.Context())
 	if err != nil {
 		p.Err = err.Error()
-		return p
+		return p, nil
 	}
 	fe := frontEnd(st, name)
 	if h, ok := fe["health"].(map[string]any); ok {
@@ -218,7 +225,7 @@ func (u *UI) statusPage(r *http.Request, name string, first []string, derived ma
 	for _, k := range names {
 		p.Details = append(p.Details, tableOf(k, details[k], nil, nil))
 	}
-	return p
+	return p, st
 }
 
 func (u *UI) serveSessions(w http.ResponseWriter, r *http.Request, v *view) {
@@ -228,7 +235,14 @@ func (u *UI) serveSessions(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 func (u *UI) serveIM(w http.ResponseWriter, r *http.Request, v *view) {
-	p := u.statusPage(r, "im", []string{"thread", "displayName", "state", "agent", "window", "session", "lastMessage"}, nil)
+	p, st := u.statusPageOf(r, "im", []string{"thread", "displayName", "state", "agent", "window", "session", "lastMessage"}, nil)
+	if st != nil {
+		// The claude and codex sessions whose memory thatch extracts (the
+		// agents front end's), bound to a chat or started by hand.
+		if xs := frontEnd(st, "agents")["entities"]; xs != nil {
+			p.Details = append([]table{tableOf("extractions", xs, []string{"session", "agent", "watch", "pending", "claimed", "extracted"}, nil)}, p.Details...)
+		}
+	}
 	v.Title, v.Nav, v.Data = "IM bindings", "im", p
 	u.render(w, http.StatusOK, "status", v)
 }

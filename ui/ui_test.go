@@ -371,7 +371,9 @@ func TestStatusPagesShowWhatTheReportHas(t *testing.T) {
 			},
 			"im": map[string]any{"total": 1, "health": map[string]any{"ok": true, "state": "polling Telegram"},
 				"entities": []any{map[string]any{"thread": "tg:1:2", "state": "bound", "agent": "claude"}},
-				"details":  map[string]any{"extractions": []any{map[string]any{"session": "claude:5f0e", "pending": 0, "extracted": 3}}}},
+			},
+			"agents": map[string]any{"total": 1, "health": map[string]any{"ok": true, "state": "following 0 sessions started by hand"},
+				"entities": []any{map[string]any{"session": "claude:5f0e", "pending": 0, "extracted": 3}}},
 		}}, nil
 	}
 	r := newRig(t, status)

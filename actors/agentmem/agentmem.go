@@ -1,7 +1,7 @@
 // Package agentmem is the decision core of the memory of one agent
 // session that is no opencode session (a claude or codex session thatch
-// follows for a chat): a parent session in the sense of the opencode
-// half. Its tool interactions, read from the transcript (redacted at that
+// follows for a chat, or one started by hand that its hook told the
+// daemon of): a parent session in the sense of the opencode half. Its tool interactions, read from the transcript (redacted at that
 // edge), are buffered here; when it goes idle (its turn ended and nothing
 // followed for Config.IdleAfter), an extraction child is started (the
 // agent's CLI run headless with thatch's MCP server). The child's fetch
@@ -22,7 +22,9 @@ import (
 )
 
 // KindName is the kind of the entities; an entity's id is the session's
-// (agent ":" session id).
+// (agent ":" session id). A session is followed by a chat binding's
+// follower, or (started by hand, its hook told the daemon) by thatch's
+// own (Watch).
 const KindName = "agent.memory"
 
 // Config is the kind's configuration.
@@ -94,6 +96,10 @@ type State struct {
 	Extracted int           `json:"extracted,omitempty"`
 	Dropped   int           `json:"dropped,omitempty"`
 	LastError string        `json:"lastError,omitempty"`
+	// Watch is the transcript thatch follows for this session by itself
+	// (a session started by hand, whose hook told the daemon of it); ""
+	// for a session a chat binding follows.
+	Watch string `json:"watch,omitempty"`
 }
 
 // Commands and results.
@@ -110,6 +116,10 @@ type (
 		Results          []Result
 		TurnEnded        bool
 	}
+	// Watch records that thatch follows the session's transcript Path by
+	// itself (a session started by hand). Reply: int64, how far Path was
+	// read: where the following goes on.
+	Watch struct{ Agent, Path, Dir string }
 	// FetchPayload is an extraction child's fetch: it claims what is
 	// pending. Reply: *Payload.
 	FetchPayload struct{ Child string }
@@ -182,6 +192,12 @@ type (
 		Child string `json:"child"`
 		Why   string `json:"why"`
 	}
+	// Watched records the transcript followed by itself (Watch).
+	Watched struct {
+		Agent string `json:"agent"`
+		Path  string `json:"path"`
+		Dir   string `json:"dir,omitempty"`
+	}
 	// ChildEnded records the child gone, its claim handed back; Err is
 	// why it failed ("" when it completed).
 	ChildEnded struct {
@@ -199,6 +215,7 @@ func init() {
 	messages.Register[ClaimDone]("agent.memory.claim_done", 1)
 	messages.Register[ClaimReturned]("agent.memory.claim_returned", 1)
 	messages.Register[ChildEnded]("agent.memory.child_ended", 1)
+	messages.Register[Watched]("agent.memory.watched", 1)
 }
 
 // Timer names.
@@ -248,6 +265,11 @@ func (k *Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 	switch m := msg.(type) {
 	case *ToolsRead:
 		k.read(&p, m, now)
+	case *Watch:
+		if s.Watch != m.Path || s.Agent != m.Agent || (m.Dir != "" && s.Dir != m.Dir) {
+			p.Event(&Watched{Agent: m.Agent, Path: m.Path, Dir: m.Dir})
+		}
+		p.Reply(p.S.Read[m.Path])
 	case *FetchPayload:
 		p.Reply(k.fetch(&p, m.Child, now))
 	case *Done:
@@ -382,6 +404,11 @@ func (*Kind) Apply(s *State, ev any) *State {
 		n.seen(s, e)
 	case *IdleArmed:
 		n.IdleAt = e.At
+	case *Watched:
+		n.Watch, n.Agent = e.Path, e.Agent
+		if e.Dir != "" {
+			n.Dir = e.Dir
+		}
 	case *ChildStarted:
 		n.Child, n.N, n.Fetched = e.Child, s.N+1, false
 	case *Claimed:
@@ -471,12 +498,16 @@ type Status struct {
 	Extracted int    `json:"extracted"`
 	Dropped   int    `json:"dropped,omitempty"`
 	LastError string `json:"lastError,omitempty"`
+	// Watch is the transcript thatch follows by itself (a session started
+	// by hand), and Read how far it was read.
+	Watch string `json:"watch,omitempty"`
+	Read  int64  `json:"read,omitempty"`
 }
 
 // View is the session's Status.
 func (*Kind) View(s *State) any {
 	return Status{Session: s.ID, Agent: s.Agent, Dir: s.Dir, Pending: len(s.Pending), Claimed: len(s.Claim), Child: s.Child,
-		Children: s.N, Extracted: s.Extracted, Dropped: s.Dropped, LastError: s.LastError}
+		Children: s.N, Extracted: s.Extracted, Dropped: s.Dropped, LastError: s.LastError, Watch: s.Watch, Read: s.Read[s.Watch]}
 }
 
 func plural(n int, one, many string) string {

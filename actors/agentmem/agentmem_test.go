@@ -166,3 +166,32 @@ func TestSwitchedOffNoChildStartsForWhatWasBuffered(t *testing.T) {
 		}
 	}
 }
+
+// A session started by hand is watched: Watch answers how far its
+// transcript was read (where the following goes on, after a restart
+// too), is journaled once, and shows in the status; its reads carry no
+// thread, so no chat is told what a child wrote.
+func TestAWatchedSessionGoesOnWhereItsTranscriptWasRead(t *testing.T) {
+	k := newKind()
+	s := k.Initial("claude:s2")
+	s, d := kindtest.Step(t, k, s, &agentmem.Watch{Agent: "claude", Path: "/h.jsonl", Dir: "/p"}, t0)
+	if d.Reply.(int64) != 0 || len(d.Events) != 1 || s.Watch != "/h.jsonl" || s.Dir != "/p" {
+		t.Fatalf("watch: reply %v, state %+v", d.Reply, s)
+	}
+	read := turn("/h.jsonl", 300, "a", true)
+	read.Thread = ""
+	s, _ = kindtest.Step(t, k, s, read, t0)
+	s, d = kindtest.Step(t, k, s, &agentmem.Watch{Agent: "claude", Path: "/h.jsonl", Dir: "/p"}, t0)
+	if d.Reply.(int64) != 300 || len(d.Events) != 0 {
+		t.Fatalf("watched again: reply %v, %d events", d.Reply, len(d.Events))
+	}
+	if st := k.View(s).(agentmem.Status); st.Watch != "/h.jsonl" || st.Read != 300 || st.Pending != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	s, start := idle(t, k, s, t0.Add(time.Minute))
+	s, _ = kindtest.Step(t, k, s, &agentmem.FetchPayload{Child: start.Child}, t0)
+	_, d = kindtest.Step(t, k, s, &agentmem.Done{Child: start.Child, Wrote: 1}, t0)
+	if len(d.Effects) != 0 {
+		t.Fatalf("a session of no chat told a chat: %v", d.Effects)
+	}
+}

@@ -230,6 +230,9 @@ func printStatus(st *thatch.Status, all bool) {
 	if im, ok := st.FrontEnds["im"]; ok {
 		printIM(im)
 	}
+	if ag, ok := st.FrontEnds[imfront.AgentsName]; ok {
+		printExtractions(ag)
+	}
 	if len(st.Quarantined) > 0 {
 		fmt.Printf("\nquarantined (they cannot rebuild their state; see thatch repair):\n")
 		for _, q := range st.Quarantined {
@@ -309,24 +312,35 @@ func printIM(im frontend.Report) {
 			fmt.Printf("  %-20s %d\n", kind, masked[kind])
 		}
 	}
-	var xs []agentmem.Status
-	if err := detail(im, imfront.DetailExtractions, &xs); err != nil {
-		fmt.Printf("\n%v\n", err)
-	} else if len(xs) > 0 {
-		fmt.Printf("\nmemory extraction of claude and codex sessions:\n")
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SESSION\tPENDING\tCLAIMED\tCHILD\tCHILDREN\tEXTRACTED\tLAST ERROR")
-		for _, x := range xs {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%d\t%d\t%s\n", x.Session, x.Pending, x.Claimed, dash(x.Child), x.Children, x.Extracted, oneLine(x.LastError, 80))
-		}
-		tw.Flush()
-	}
 	var cl *cluster.Status
 	if err := detail(im, imfront.DetailCluster, &cl); err != nil {
 		fmt.Printf("\n%v\n", err)
 	} else if cl != nil {
 		writeCluster(os.Stdout, cl)
 	}
+}
+
+// printExtractions prints the agents front end's part of the status: the
+// claude and codex sessions whose memory thatch extracts.
+func printExtractions(ag frontend.Report) {
+	if len(ag.Entities) == 0 {
+		return
+	}
+	fmt.Printf("\nmemory extraction of claude and codex sessions: %d\n", ag.Total)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SESSION\tFOLLOWED BY\tPENDING\tCLAIMED\tCHILD\tCHILDREN\tEXTRACTED\tLAST ERROR")
+	for _, raw := range ag.Entities {
+		var x agentmem.Status
+		if b, err := json.Marshal(raw); err != nil || json.Unmarshal(b, &x) != nil {
+			continue
+		}
+		by := "a chat"
+		if x.Watch != "" {
+			by = "thatch (started by hand)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\n", x.Session, by, x.Pending, x.Claimed, dash(x.Child), x.Children, x.Extracted, oneLine(x.LastError, 80))
+	}
+	tw.Flush()
 }
 
 // healthLine is one front end's line in the status: its state, since when

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/thatch-run/thatch/config"
+	"github.com/thatch-run/thatch/hosts/control"
 	"github.com/thatch-run/thatch/im/agents"
 )
 
@@ -29,9 +30,11 @@ func hookFlags(fs *pflag.FlagSet) {
 
 // runHook is `thatch hook claude`, Claude Code's SessionStart hook (JSON
 // on stdin). In a window thatch launched it records the window's session
-// in the daemon's hook map; in any claude it prints the memory's
-// reminder, with the hygiene lines of the session's stores, as the
-// context claude adds to the session (additionalContext).
+// in the daemon's hook map; in a claude started by hand it tells the
+// daemon of the session, whose memory thatch then extracts; in any
+// claude it prints the memory's reminder, with the hygiene lines of the
+// session's stores, as the context claude adds to the session
+// (additionalContext).
 func runHook(args []string) int {
 	if len(args) == 0 || args[0] != "claude" {
 		fmt.Fprintln(os.Stderr, "usage: thatch hook claude              (Claude Code's SessionStart hook: reads its JSON on stdin)\n       thatch hook claude --settings   (print the settings.json snippet that registers it)")
@@ -59,13 +62,26 @@ func runHook(args []string) int {
 		return 1
 	}
 	code := 0
-	if window := os.Getenv("THATCH_IM_WINDOW"); window != "" {
+	c, dialErr := dialFlags(fs, hookTimeout)
+	told := make(chan struct{})
+	switch window := os.Getenv("THATCH_IM_WINDOW"); {
+	case window != "":
+		close(told)
 		if err := recordHook(window, e); err != nil {
 			fmt.Fprintf(os.Stderr, "thatch hook claude: %v\n", err)
 			code = 1
 		}
+	case os.Getenv(agents.ExtractionChildEnv) == "" && dialErr == nil:
+		go func() { // a session started by hand, told beside the reminder's question
+			defer close(told)
+			hookSession(c, e)
+		}()
+	default:
+		close(told)
 	}
-	if text := hookReminder(fs, e.Cwd); text != "" {
+	text := hookReminder(c, dialErr, e.Cwd)
+	<-told
+	if text != "" {
 		out := map[string]any{"hookSpecificOutput": map[string]string{"hookEventName": "SessionStart", "additionalContext": text}}
 		if err := json.NewEncoder(os.Stdout).Encode(out); err == nil {
 			// claude reads a hook's output only when it exits 0; a
@@ -98,17 +114,31 @@ func recordHook(window string, e agents.HookEntry) error {
 	return agents.WriteHook(file, window, e)
 }
 
+// hookSession tells the daemon of a session started by hand, so that it
+// follows its transcript for the memory. A daemon that does not answer
+// in time only costs the session its extraction (said on stderr).
+func hookSession(c *control.Client, e agents.HookEntry) {
+	if e.TranscriptPath == "" || !filepath.IsAbs(e.TranscriptPath) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
+	defer cancel()
+	body := map[string]string{"agent": agents.Claude, "transcript": filepath.Clean(e.TranscriptPath), "dir": e.Cwd}
+	if err := c.Do(ctx, "POST", "/v1/agent/sessions", body, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: the session's memory is not extracted: %v\n", err)
+	}
+}
+
 // hookReminder asks the daemon for the memory's reminder for a session
 // in dir; "" when no daemon answers in time (a session is never held up
 // for it, and says so only on stderr, which claude shows in its debug
 // output).
-func hookReminder(fs *pflag.FlagSet, dir string) string {
+func hookReminder(c *control.Client, dialErr error, dir string) string {
 	if !filepath.IsAbs(dir) {
 		return ""
 	}
-	c, err := dialFlags(fs, hookTimeout)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "thatch hook claude: no memory reminder: %v\n", err)
+	if dialErr != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook claude: no memory reminder: %v\n", dialErr)
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)

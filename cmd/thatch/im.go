@@ -22,10 +22,10 @@ import (
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
 
-// frontEnds are the front ends cfg asks for: opencode always, IM when a
-// bot token is set.
+// frontEnds are the front ends cfg asks for: opencode and the agents'
+// memory always, IM when a bot token is set.
 func frontEnds(cfg *config.Config) []frontend.FrontEnd {
-	fes := []frontend.FrontEnd{ocfront.New(cfg, ocfront.Options{})}
+	fes := []frontend.FrontEnd{ocfront.New(cfg, ocfront.Options{}), imfront.NewAgents(cfg, imfront.Options{})}
 	if imfront.Enabled(cfg) {
 		fes = append(fes, imfront.New(cfg, imfront.Options{}))
 	}

@@ -12,6 +12,11 @@ import (
 // mcp`): claude calls its tools mcp__thatch__memory_recall and so on.
 const MemoryServer = "thatch"
 
+// ExtractionChildEnv is set (to "1") in an extraction child's environment:
+// the hook of a claude run as one does not report it as a session of its
+// own.
+const ExtractionChildEnv = "THATCH_EXTRACTION_CHILD"
+
 // MCPServer is a stdio MCP server thatch gives the agents it launches
 // (thatch's memory): each agent gets it the way its CLI takes one, on the
 // launch line or in a file under thatch's data directory, never by an

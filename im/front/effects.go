@@ -43,7 +43,6 @@ func (f *FrontEnd) handlers() []supervisor.Handler {
 		supervisor.Handle(f.recallMemory),
 		supervisor.Handle(f.rememberMemory),
 		supervisor.Handle(f.showMemory),
-		supervisor.Handle(f.startExtractor, supervisor.Lane("extract")),
 		supervisor.Handle(f.setMode),
 		supervisor.Handle(f.boardRow, supervisor.Lane(laneBoard)),
 		supervisor.Handle(f.boardShow, supervisor.Lane(laneBoard)),

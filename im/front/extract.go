@@ -11,13 +11,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
 	"github.com/thatch-run/thatch/actors/agentmem"
 	"github.com/thatch-run/thatch/actors/ocbudget"
+	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
+	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor/frontend"
 )
@@ -31,11 +36,27 @@ const (
 	maxToolOutput = 8 << 10
 )
 
+// toolReader reads the tool calls of claude's and codex's transcripts for
+// their sessions' memory (actors/agentmem): the chat front end's follower
+// hands it what it reads of a bound session, the agents front end's what
+// it reads of a session started by hand.
+type toolReader struct {
+	cfg      *config.Config
+	agents   *agents.Registry
+	redactor *redact.Redactor
+	log      hclog.Logger
+	// tree is set at Mount.
+	tree frontend.Tree
+	// dirs is the directory each transcript's session works in (path ->
+	// dir), as its lines said.
+	dirs sync.Map
+}
+
 // extracts reports whether the memory of agent's sessions is extracted:
 // claude's and codex's (whose tool calls thatch reads), unless
 // memory.extractor is off.
-func (f *FrontEnd) extracts(agent string) bool {
-	return f.cfg.Memory.Extractor != "off" && (agent == agents.Claude || agent == agents.Codex)
+func (r *toolReader) extracts(agent string) bool {
+	return r.cfg.Memory.Extractor != "off" && (agent == agents.Claude || agent == agents.Codex)
 }
 
 // sessionMemory is the entity of the memory of the session whose
@@ -44,12 +65,13 @@ func sessionMemory(agent, path string) actors.Identity {
 	return actors.Identity{Kind: agentmem.KindName, ID: agent + ":" + strings.TrimSuffix(filepath.Base(path), ".jsonl")}
 }
 
-// memoryTools hands the tool calls, results and turn ends of a transcript
-// read to the memory of its session, redacted: nothing secret is
-// journaled, with the directory the session works in.
-func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte, ends []int64) error {
-	a, ok := f.agents.Get(agent)
-	if !ok || !f.extracts(agent) {
+// read hands the tool calls, results and turn ends of a transcript read
+// to the memory of its session, redacted: nothing secret is journaled,
+// with the directory the session works in. binding is the chat thread
+// that follows the session ("" for one started by hand).
+func (r *toolReader) read(ctx context.Context, binding, agent, path string, from, to int64, lines [][]byte, ends []int64) error {
+	a, ok := r.agents.Get(agent)
+	if !ok || !r.extracts(agent) {
 		return nil
 	}
 	m := &agentmem.ToolsRead{Agent: agent, Path: path, From: from, To: to, Thread: binding}
@@ -62,10 +84,10 @@ func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string,
 			switch it.Kind {
 			case agents.ItemTool:
 				if !memoryTool(it.Name) {
-					m.Calls = append(m.Calls, agentmem.Call{ID: it.ID, Tool: it.Name, Input: f.scrub(it.Input, maxToolInput), End: end})
+					m.Calls = append(m.Calls, agentmem.Call{ID: it.ID, Tool: it.Name, Input: r.scrub(it.Input, maxToolInput), End: end})
 				}
 			case agents.ItemResult:
-				m.Results = append(m.Results, agentmem.Result{ID: it.ID, Output: f.scrub(it.Output, maxToolOutput), Failed: it.Failed, End: end})
+				m.Results = append(m.Results, agentmem.Result{ID: it.ID, Output: r.scrub(it.Output, maxToolOutput), Failed: it.Failed, End: end})
 			case agents.ItemEnd:
 				m.TurnEnded = true
 			}
@@ -76,23 +98,23 @@ func (f *FrontEnd) memoryTools(ctx context.Context, binding, agent, path string,
 	// is handed over when it tells a directory not told before.
 	told := false
 	if m.Dir == "" {
-		if d, ok := f.sessionDirs.Load(path); ok {
+		if d, ok := r.dirs.Load(path); ok {
 			m.Dir = d.(string)
 		}
-	} else if old, ok := f.sessionDirs.Swap(path, m.Dir); !ok || old.(string) != m.Dir {
+	} else if old, ok := r.dirs.Swap(path, m.Dir); !ok || old.(string) != m.Dir {
 		told = true
 	}
 	if len(m.Calls) == 0 && len(m.Results) == 0 && !m.TurnEnded && !told {
 		return nil
 	}
-	return f.deliverTools(ctx, agent, path, m)
+	return r.deliver(ctx, path, agent, m)
 }
 
-// deliverTools hands m to the memory of the session of path.
-func (f *FrontEnd) deliverTools(ctx context.Context, agent, path string, m *agentmem.ToolsRead) error {
-	err := f.tree.DeliverContext(ctx, sessionMemory(agent, path), m, deliverTimeout)
+// deliver hands m to the memory of the session of path.
+func (r *toolReader) deliver(ctx context.Context, path, agent string, m *agentmem.ToolsRead) error {
+	err := r.tree.DeliverContext(ctx, sessionMemory(agent, path), m, deliverTimeout)
 	if err != nil && refused(err) {
-		f.log.Error("a session's memory refused its tool calls; they are not extracted", "path", path, "error", err)
+		r.log.Error("a session's memory refused its tool calls; they are not extracted", "path", path, "error", err)
 		return nil
 	}
 	return err
@@ -107,9 +129,9 @@ func memoryTool(name string) bool {
 
 // scrub is s with every secret the memory's redactor finds cut, and cut
 // to n bytes.
-func (f *FrontEnd) scrub(s string, n int) string {
-	if f.redactor != nil {
-		s, _ = f.redactor.Redact(s)
+func (r *toolReader) scrub(s string, n int) string {
+	if r.redactor != nil {
+		s, _ = r.redactor.Redact(s)
 	}
 	return cleanText(s, n)
 }
@@ -125,7 +147,7 @@ const extractionPrompt = `You are thatch's memory extractor for a %s session tha
 // transcript for the chat session's), with thatch's MCP server for the
 // session's directory and this child. It types nothing anywhere. Its
 // result is the child's end.
-func (f *FrontEnd) startExtractor(ctx context.Context, _ actors.Identity, e *agentmem.StartExtractor) any {
+func (f *Agents) startExtractor(ctx context.Context, _ actors.Identity, e *agentmem.StartExtractor) any {
 	out := &agentmem.Exited{Child: e.Child}
 	if why := f.budgetPaused(ctx, e.Dir); why != "" {
 		out.Err = why
@@ -147,14 +169,14 @@ func (f *FrontEnd) startExtractor(ctx context.Context, _ actors.Identity, e *age
 	err = runGroup(ctx, cmd)
 	f.log.Info("an extraction child ended", "child", e.Child, "extractor", cmp.Or(f.cfg.Memory.Extractor, e.Agent), "took", time.Since(started).Round(time.Millisecond), "error", err)
 	if err != nil {
-		out.Err = f.scrub(fmt.Sprintf("%v: %s", err, strings.TrimSpace(tail.String())), 512)
+		out.Err = f.tools.scrub(fmt.Sprintf("%v: %s", err, strings.TrimSpace(tail.String())), 512)
 	}
 	return out
 }
 
 // extractorCommand is the child's command line, in its scratch directory,
 // and what removes its files.
-func (f *FrontEnd) extractorCommand(e *agentmem.StartExtractor) (*exec.Cmd, func(), error) {
+func (f *Agents) extractorCommand(e *agentmem.StartExtractor) (*exec.Cmd, func(), error) {
 	name := cmp.Or(f.cfg.Memory.Extractor, e.Agent)
 	a, ok := f.agents.Get(name)
 	if !ok {
@@ -182,7 +204,9 @@ func (f *FrontEnd) extractorCommand(e *agentmem.StartExtractor) (*exec.Cmd, func
 	}
 	cmd := exec.Command("/bin/sh", "-c", line) // the line execs the agent: the one process to kill
 	cmd.Dir = dir
-	cmd.Env = f.cfg.ChildEnv(os.Environ())
+	// The child's own SessionStart hook (thatch install claude) must not
+	// tell the daemon of the child as a session started by hand.
+	cmd.Env = append(f.cfg.ChildEnv(os.Environ()), agents.ExtractionChildEnv+"=1")
 	return cmd, cleanup, nil
 }
 
@@ -207,7 +231,7 @@ func runGroup(ctx context.Context, cmd *exec.Cmd) error {
 
 // budgetPaused says why no child may start now when the store of dir
 // reached memory.daily_budget_tokens today ("" when it may).
-func (f *FrontEnd) budgetPaused(ctx context.Context, dir string) string {
+func (f *Agents) budgetPaused(ctx context.Context, dir string) string {
 	budget := int64(f.cfg.Memory.DailyBudgetTokens)
 	if budget <= 0 {
 		return ""
@@ -235,7 +259,7 @@ func (t *tailBuffer) String() string { return string(t.b) }
 
 // mountExtraction mounts the routes an extraction child's MCP server
 // calls: its fetch (which claims) and its completion (which consumes).
-func (f *FrontEnd) mountExtraction(mux frontend.Mux) {
+func (f *Agents) mountExtraction(mux frontend.Mux) {
 	mux.MountFunc("POST /v1/agent/payload", f.servePayload)
 	mux.MountFunc("POST /v1/agent/done", f.serveDone)
 }
@@ -252,7 +276,7 @@ type childBody struct {
 	Wrote int `json:"wrote"`
 }
 
-func (f *FrontEnd) childOf(w http.ResponseWriter, r *http.Request) (childBody, actors.Identity, bool) {
+func (f *Agents) childOf(w http.ResponseWriter, r *http.Request) (childBody, actors.Identity, bool) {
 	var b childBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&b); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
@@ -268,7 +292,7 @@ func (f *FrontEnd) childOf(w http.ResponseWriter, r *http.Request) (childBody, a
 
 // servePayload serves POST /v1/agent/payload: the child claims what its
 // session buffered; the payload's size counts against the store's budget.
-func (f *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
+func (f *Agents) servePayload(w http.ResponseWriter, r *http.Request) {
 	b, id, ok := f.childOf(w, r)
 	if !ok {
 		return
@@ -302,7 +326,7 @@ func (f *FrontEnd) servePayload(w http.ResponseWriter, r *http.Request) {
 
 // serveDone serves POST /v1/agent/done: the child's completion consumes
 // its claim.
-func (f *FrontEnd) serveDone(w http.ResponseWriter, r *http.Request) {
+func (f *Agents) serveDone(w http.ResponseWriter, r *http.Request) {
 	b, id, ok := f.childOf(w, r)
 	if !ok {
 		return

@@ -43,7 +43,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/thatch-run/thatch/actors"
-	"github.com/thatch-run/thatch/actors/agentmem"
 	"github.com/thatch-run/thatch/actors/imbinding"
 	"github.com/thatch-run/thatch/actors/imboard"
 	"github.com/thatch-run/thatch/actors/imnotice"
@@ -51,7 +50,6 @@ import (
 	"github.com/thatch-run/thatch/config"
 	"github.com/thatch-run/thatch/im/agents"
 	"github.com/thatch-run/thatch/im/tmux"
-	"github.com/thatch-run/thatch/internal/redact"
 	"github.com/thatch-run/thatch/persistence"
 	"github.com/thatch-run/thatch/persistence/memory"
 	"github.com/thatch-run/thatch/supervisor"
@@ -110,11 +108,9 @@ type FrontEnd struct {
 	hookFile string
 	// mask is the last step of every text and picture sent to a chat.
 	mask *masker
-	// sessionDirs is the directory each followed transcript's session
-	// works in (path -> dir), as its lines said.
-	sessionDirs sync.Map
-	// redactor cuts secrets from the tool calls the memory buffers.
-	redactor *redact.Redactor
+	// tools hands the tool calls of the transcripts followed to their
+	// sessions' memory (the agents front end's entities).
+	tools *toolReader
 	// mem is the memory store /recall and /remember use (nil: none).
 	mem *memory.Store
 	// memRepl replicates it in a cluster (nil: no cluster).
@@ -209,7 +205,6 @@ func (f *FrontEnd) Name() string { return Name }
 func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, error) {
 	f.log = c.Logger
 	f.mask = newMasker(c.Redactor)
-	f.redactor = c.Redactor
 	f.mem = c.Memory
 	f.rows = c.Store.Rows()
 	if err := f.openMemoryReplica(); err != nil {
@@ -241,6 +236,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
 	f.agents = reg
+	f.tools = &toolReader{cfg: f.cfg, agents: reg, redactor: c.Redactor, log: f.log}
 	if f.launch, err = writeLaunchFiles(filepath.Join(f.cfg.Data.Dir, "im"), f.cfg.Control.StateFile, f.cfg.Control.TokenFile); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
@@ -267,9 +263,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	return frontend.Parts{
 		Kinds: []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{}),
 			supervisor.Entity[imtranscripts.State](imtranscripts.Kind{}),
-			supervisor.Entity[imboard.State](imboard.Kind{Every: im.BoardInterval}),
-			supervisor.Entity[agentmem.State](agentmem.New(agentmem.Config{IdleAfter: f.cfg.Memory.IdleAfter,
-				Off: f.cfg.Memory.Extractor == "off"}))},
+			supervisor.Entity[imboard.State](imboard.Kind{Every: im.BoardInterval})},
 		Effects: f.handlers(),
 	}, nil
 }
@@ -306,11 +300,11 @@ const (
 // Mount records the tree; the IM front end adds no control routes.
 func (f *FrontEnd) Mount(_ context.Context, t frontend.Tree, mux frontend.Mux) error {
 	f.tree = t
-	f.mountExtraction(mux)
+	f.tools.tree = t
 	capture := func(ctx context.Context, window string) (string, error) {
 		return f.wins.Capture(ctx, window, paneLines)
 	}
-	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture, f.hookFile, f.memoryTools)
+	fl, err := newFollower(f.log.Named("follow"), f.parseLine, f.deliverReplies, capture, f.hookFile, f.tools.read)
 	if err != nil {
 		return fmt.Errorf("im: transcript watcher: %w", err)
 	}
@@ -438,9 +432,6 @@ func (f *FrontEnd) Report(limit int) frontend.Report {
 		if ws := f.untracked(all); len(ws) > 0 {
 			rep.Details[DetailUntracked] = ws
 		}
-		if xs, _ := frontend.Entities(f.tree, f.jr, agentmem.KindName, "session", 50, 5*time.Second); len(xs) > 0 {
-			rep.Details[DetailExtractions] = xs
-		}
 	}
 	if f.cl != nil {
 		if rep.Details == nil {
@@ -469,9 +460,6 @@ const (
 	DetailUntracked = "untrackedWindows"
 	DetailCluster   = "cluster"
 	DetailMasked    = "maskedSecrets"
-	// DetailExtractions lists the claude and codex sessions whose memory
-	// thatch extracts (agentmem.Status, at most 50).
-	DetailExtractions = "extractions"
 )
 
 // UntrackedWindow is a window on thatch's tmux server that no binding

@@ -162,7 +162,8 @@ func (w *world) start() {
 	// No spacing between sends (Telegram's is a second a chat), no
 	// zoxide: the browser shows the roots only.
 	im := front.New(cfg, front.Options{Home: w.home, Zoxide: "-", ChatInterval: -1})
-	rt, err := thatch.New(cfg, thatch.Options{Clock: w.clock, Logger: logger, FrontEnds: []frontend.FrontEnd{im}})
+	ag := front.NewAgents(cfg, front.Options{Home: w.home})
+	rt, err := thatch.New(cfg, thatch.Options{Clock: w.clock, Logger: logger, FrontEnds: []frontend.FrontEnd{im, ag}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
