@@ -139,7 +139,7 @@ var _ = Describe("Memory for the codex thatch launches", Label("im", "real-agent
 		Expect(iw.askedAfterReady(thread)).To(BeEmpty(), "no approval was asked in the chat")
 
 		By("thatch status shows the session's extraction")
-		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+codex:\S+\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
+		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+codex:\S+\s+a chat\s+0\s+0\s+-\s+1\s+1\s*$`), "one child ran, nothing pending, one interaction extracted")
 
 		By("nothing the daemon wrote holds the secret")
 		d.Stop()
