@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -144,5 +145,46 @@ var _ = Describe("Memory for the codex thatch launches", Label("im", "real-agent
 		By("nothing the daemon wrote holds the secret")
 		d.Stop()
 		Expect(noFileHolds(iw.DataDir, key)).To(Succeed())
+	})
+	It("codex started by hand after thatch install codex: its SessionStart hook tells the daemon, and its idle session's shell call is extracted by codex exec", func() {
+		iw := NewRealIMWorld("codex")
+		iw.Env = append(iw.Env, "THATCH_MEMORY_IDLE_AFTER=2s")
+		web := filepath.Join(iw.Projects, "web")
+		notes := filepath.Join(web, "DEPLOY.md")
+		Expect(os.WriteFile(notes, []byte("Deploy with make ship.\n"), 0o644)).To(Succeed())
+		d := StartDaemon(iw.World)
+		Expect(iw.install("codex")).To(ContainSubstring("trust"), "install says the hook must be trusted in codex")
+
+		iw.Codex.On(fakeresponses.Rule{Name: "look", Match: fakeresponses.UserContains("LOOKAROUND"), Steps: []fakeresponses.Step{
+			{Calls: []fakeresponses.Call{fakeresponses.Shell("cat " + notes)}},
+			{Text: "Found the deploy notes."},
+		}})
+		fact := "The web project deploys with make ship"
+		const extractor = "extract"
+		iw.Codex.On(fakeresponses.Rule{Name: extractor, Match: fakeresponses.UserContains("thatch's memory extractor"), Steps: []fakeresponses.Step{
+			{Calls: []fakeresponses.Call{fakeresponses.MCPTool("thatch", "extraction_payload", map[string]any{})}},
+			{Calls: []fakeresponses.Call{fakeresponses.MCPTool("thatch", "memory_remember", map[string]any{"label": "Deploy", "content": fact})}},
+			{Calls: []fakeresponses.Call{fakeresponses.MCPTool("thatch", "extraction_done", map[string]any{})}},
+			{Text: "Extracted."},
+		}})
+
+		By("a codex exec run by hand in the project (its hook trusted for this run, as /hooks would)")
+		run := exec.Command(bins.Codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "LOOKAROUND please")
+		run.Dir, run.Env = web, iw.Env
+		out, err := run.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "codex exec: %s", out)
+		Expect(string(out)).To(ContainSubstring("Found the deploy notes."))
+
+		By("once it is idle, codex exec fetches its shell call, remembers, and completes")
+		Eventually(func() string {
+			for _, r := range iw.Codex.Requests() {
+				if out := r.Outputs(); r.Rule == extractor && r.Step == 3 && len(out) > 0 {
+					return strings.TrimSpace(fakeresponses.CommandOutput(out[len(out)-1]))
+				}
+			}
+			return ""
+		}, 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."))
+		Expect(globalMemories(d)).To(ContainElement("Deploy: " + fact))
+		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+codex:\S+\s+thatch \(started by hand\)\s+0\s+0\s+-\s+1\s+1\s*$`))
 	})
 })

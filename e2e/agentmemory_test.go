@@ -132,10 +132,7 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		notes := filepath.Join(web, "DEPLOY.md")
 		Expect(os.WriteFile(notes, []byte("Deploy with make ship.\n"), 0o644)).To(Succeed())
 		d := StartDaemon(iw.World)
-		install := exec.Command(bins.Thatch, "install", "claude", "--config", iw.ThatchConfig)
-		install.Env = iw.Env
-		out, err := install.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "thatch install claude: %s", out)
+		iw.install("claude")
 
 		iw.Claude.On(fakeanthropic.UserSays("LOOKAROUND"), fakeanthropic.Reply{
 			Tool: &fakeanthropic.ToolUse{Name: "Read", Input: map[string]any{"file_path": notes}},
@@ -146,7 +143,7 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		By("a claude -p run by hand in the project, not in any chat")
 		run := exec.Command(bins.Claude, "-p", "LOOKAROUND please")
 		run.Dir, run.Env = web, iw.Env
-		out, err = run.CombinedOutput()
+		out, err := run.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "claude -p: %s", out)
 		Expect(string(out)).To(ContainSubstring("Found the deploy notes."))
 
@@ -237,6 +234,17 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(d.Log()).To(ContainSubstring("an extraction child ended"))
 	})
 })
+
+// install runs `thatch install agent` for the world's user, and returns
+// what it printed.
+func (iw *IMWorld) install(agent string) string {
+	GinkgoHelper()
+	cmd := exec.Command(bins.Thatch, "install", agent, "--config", iw.ThatchConfig)
+	cmd.Env = iw.Env
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "thatch install %s: %s", agent, out)
+	return string(out)
+}
 
 // scriptExtractor has the fake model play an extraction child that
 // fetches its payload, remembers label: fact, and completes.

@@ -36,8 +36,11 @@ func hookFlags(fs *pflag.FlagSet) {
 // session's stores, as the context claude adds to the session
 // (additionalContext).
 func runHook(args []string) int {
+	if len(args) > 0 && args[0] == "codex" {
+		return runCodexHook(args[1:])
+	}
 	if len(args) == 0 || args[0] != "claude" {
-		fmt.Fprintln(os.Stderr, "usage: thatch hook claude              (Claude Code's SessionStart hook: reads its JSON on stdin)\n       thatch hook claude --settings   (print the settings.json snippet that registers it)")
+		fmt.Fprintln(os.Stderr, "usage: thatch hook claude              (Claude Code's SessionStart hook: reads its JSON on stdin)\n       thatch hook claude --settings   (print the settings.json snippet that registers it)\n       thatch hook codex               (codex's SessionStart hook: reads its JSON on stdin)")
 		return 2
 	}
 	fs := pflag.NewFlagSet("thatch hook claude", pflag.ContinueOnError)
@@ -114,6 +117,38 @@ func recordHook(window string, e agents.HookEntry) error {
 	return agents.WriteHook(file, window, e)
 }
 
+// runCodexHook is `thatch hook codex`, codex's SessionStart hook (JSON on
+// stdin, claude's fields; `thatch install codex` registers it): a codex
+// started by hand is told to the daemon, whose memory thatch then
+// extracts. It prints nothing: codex gets the memory's reminder from the
+// MCP server's instructions. A codex in a window thatch launched is
+// followed by its chat already.
+func runCodexHook(args []string) int {
+	fs := pflag.NewFlagSet("thatch hook codex", pflag.ContinueOnError)
+	hookFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	e, err := agents.ParseCodexHook(os.Stdin)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook codex: %v\n", err)
+		return 1
+	}
+	if os.Getenv("THATCH_IM_WINDOW") != "" || os.Getenv(agents.ExtractionChildEnv) != "" {
+		return 0
+	}
+	c, err := dialFlags(fs, hookTimeout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "thatch hook codex: the session's memory is not extracted: %v\n", err)
+		return 0 // the session goes on without it
+	}
+	hookSession(c, e)
+	return 0
+}
+
 // hookSession tells the daemon of a session started by hand, so that it
 // follows its transcript for the memory. A daemon that does not answer
 // in time only costs the session its extraction (said on stderr).
@@ -123,9 +158,9 @@ func hookSession(c *control.Client, e agents.HookEntry) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
 	defer cancel()
-	body := map[string]string{"agent": agents.Claude, "transcript": filepath.Clean(e.TranscriptPath), "dir": e.Cwd}
+	body := map[string]string{"agent": e.Agent, "transcript": filepath.Clean(e.TranscriptPath), "dir": e.Cwd}
 	if err := c.Do(ctx, "POST", "/v1/agent/sessions", body, nil); err != nil {
-		fmt.Fprintf(os.Stderr, "thatch hook claude: the session's memory is not extracted: %v\n", err)
+		fmt.Fprintf(os.Stderr, "thatch hook %s: the session's memory is not extracted: %v\n", e.Agent, err)
 	}
 }
 

@@ -60,6 +60,9 @@ func commands() []*command {
 			{name: "claude", args: "[--settings] [--state-file FILE --token-file FILE | --config FILE]",
 				summary: "record a starting claude's session and give it the memory's reminder (Claude Code SessionStart hook, JSON on stdin)",
 				flags:   hookFlags},
+			{name: "codex", args: "[--state-file FILE --token-file FILE | --config FILE]",
+				summary: "tell the daemon of a codex session started by hand, for its memory (codex SessionStart hook, JSON on stdin)",
+				flags:   hookFlags},
 		}},
 		completionCommand(),
 		{name: "version", summary: "print the version", run: func(args []string) int {

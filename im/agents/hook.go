@@ -85,6 +85,14 @@ func ParseClaudeHook(r io.Reader) (HookEntry, error) {
 	return HookEntry{SessionID: in.SessionID, TranscriptPath: in.TranscriptPath, Cwd: in.Cwd, Agent: Claude, Source: src}, nil
 }
 
+// ParseCodexHook reads codex's SessionStart hook input, which has claude's
+// fields (codex 0.169: session_id, transcript_path, cwd, source).
+func ParseCodexHook(r io.Reader) (HookEntry, error) {
+	e, err := ParseClaudeHook(r)
+	e.Agent = Codex
+	return e, err
+}
+
 // ClaudeHookSettings returns the JSON to merge into ~/.claude/settings.json
 // so that Claude Code runs `<thatchBinary> hook claude` at every session
 // start (new, resumed, cleared or compacted: each may change the id).
@@ -96,6 +104,13 @@ func ClaudeHookSettings(thatchBinary string) string {
 // claudeHooks is the settings' "hooks" for a hook run as thatchBinary
 // with args after `hook claude`.
 func claudeHooks(thatchBinary string, args []string) map[string]any {
+	return sessionStartHooks(Claude, thatchBinary, args)
+}
+
+// sessionStartHooks is the hooks object (claude's settings.json, codex's
+// hooks.json: both have this form) that runs `<thatchBinary> hook
+// <agent> args...` at every session start the agent tells.
+func sessionStartHooks(agent, thatchBinary string, args []string) map[string]any {
 	type hook struct {
 		Type    string `json:"type"`
 		Command string `json:"command"`
@@ -104,12 +119,16 @@ func claudeHooks(thatchBinary string, args []string) map[string]any {
 		Matcher string `json:"matcher"`
 		Hooks   []hook `json:"hooks"`
 	}
-	cmd := shellQuote(thatchBinary) + " hook claude"
+	cmd := shellQuote(thatchBinary) + " hook " + agent
 	for _, a := range args {
 		cmd += " " + shellQuote(a)
 	}
+	starts := "startup|resume|clear|compact"
+	if agent == Codex {
+		starts = "startup|resume|clear"
+	}
 	return map[string]any{"hooks": map[string][]matcher{"SessionStart": {{
-		Matcher: "startup|resume|clear|compact",
+		Matcher: starts,
 		Hooks:   []hook{{Type: "command", Command: cmd}},
 	}}}}
 }

@@ -122,14 +122,21 @@ func want[T any](v map[string]any, key string) error {
 	return nil
 }
 
-// thatchHook reports whether a hook command is thatch's.
-func thatchHook(cmd string) bool {
-	return strings.Contains(cmd, " hook claude")
+// thatchHook reports whether a hook command is thatch's hook for agent.
+func thatchHook(agent, cmd string) bool {
+	return strings.Contains(cmd, " hook "+agent)
 }
 
-// editClaudeHook puts thatch's SessionStart hook in settings v, or takes
-// it out, keeping every other hook.
+// editClaudeHook puts thatch's SessionStart hook in claude's settings v,
+// or takes it out, keeping every other hook.
 func editClaudeHook(v map[string]any, o InstallOptions, uninstall bool) {
+	editHook(v, Claude, o, uninstall)
+}
+
+// editHook puts thatch's SessionStart hook for agent in v (claude's
+// settings, codex's hooks.json), or takes it out, keeping every other
+// hook.
+func editHook(v map[string]any, agent string, o InstallOptions, uninstall bool) {
 	hooks, _ := v["hooks"].(map[string]any)
 	if hooks == nil {
 		hooks = map[string]any{}
@@ -145,7 +152,7 @@ func editClaudeHook(v map[string]any, o InstallOptions, uninstall bool) {
 		list, _ := mm["hooks"].([]any)
 		var others []any
 		for _, h := range list {
-			if hm, _ := h.(map[string]any); hm == nil || !thatchHook(fmt.Sprint(hm["command"])) {
+			if hm, _ := h.(map[string]any); hm == nil || !thatchHook(agent, fmt.Sprint(hm["command"])) {
 				others = append(others, h)
 			}
 		}
@@ -155,7 +162,7 @@ func editClaudeHook(v map[string]any, o InstallOptions, uninstall bool) {
 		}
 	}
 	if !uninstall {
-		b, _ := json.Marshal(claudeHooks(o.Thatch, o.ControlArgs)) // plain values
+		b, _ := json.Marshal(sessionStartHooks(agent, o.Thatch, o.ControlArgs)) // plain values
 		var ours struct {
 			Hooks struct{ SessionStart []any }
 		}
@@ -271,7 +278,9 @@ const (
 // server: a block of codex's config.toml (~/.codex, or $CODEX_HOME)
 // between two marker lines, replaced by a second run and taken out by
 // uninstall; the rest of the file is kept byte for byte. A server of
-// thatch's name that the user wrote is left alone, with an error.
+// thatch's name that the user wrote is left alone, with an error. It
+// also puts thatch's SessionStart hook in codex's hooks.json (every other
+// hook kept), which tells the daemon of each session started.
 func InstallCodex(o InstallOptions, uninstall bool) (Installed, error) {
 	home := o.CodexHome
 	if home == "" {
@@ -318,8 +327,26 @@ func InstallCodex(o InstallOptions, uninstall bool) (Installed, error) {
 		}
 		out.Files = append(out.Files, path)
 	}
+	hooksFile := filepath.Join(home, "hooks.json")
+	err = editJSON(hooksFile, func(v map[string]any) error {
+		if err := want[map[string]any](v, "hooks"); err != nil {
+			return err
+		}
+		if hooks, ok := v["hooks"].(map[string]any); ok {
+			if err := want[[]any](hooks, "SessionStart"); err != nil {
+				return err
+			}
+		}
+		editHook(v, Codex, o, uninstall)
+		return nil
+	}, &out)
+	if err != nil {
+		return out, err
+	}
 	if !uninstall {
-		out.What = append(out.What, "codex: the memory's MCP server "+MemoryServer+" in "+path)
+		out.What = append(out.What, "codex: the memory's MCP server "+MemoryServer+" in "+path,
+			"codex: the SessionStart hook in "+hooksFile+", so that thatch extracts the memory of the sessions you start; "+
+				"codex runs a hook only once you trust it: open /hooks in codex once and trust thatch's")
 	}
 	return out, nil
 }

@@ -144,3 +144,37 @@ func TestInstallClaudeRefusesAFileThatIsNotOneJSONObjectOfClaudesForm(t *testing
 		}
 	}
 }
+
+// thatch install codex puts its SessionStart hook in codex's hooks.json
+// beside the user's own hooks, once; uninstall takes out only thatch's.
+func TestInstallCodexAddsItsSessionStartHookBesideTheUsers(t *testing.T) {
+	o := installOptions(t)
+	o.CodexHome = filepath.Join(o.Home, "codexhome")
+	path := filepath.Join(o.CodexHome, "hooks.json")
+	user := `{"hooks":{"SessionStart":[{"matcher":"startup","hooks":[{"type":"command","command":"notify-me"}]}],"Stop":[{"hooks":[{"type":"command","command":"bell"}]}]}}`
+	if err := os.MkdirAll(o.CodexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agents.InstallCodex(o, false); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	for _, want := range []string{`"notify-me"`, `"bell"`, `/opt/thatch/thatch hook codex --state-file /d/control.json --token-file /d/control.token`, `"startup|resume|clear"`} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("hooks.json after install lacks %s:\n%s", want, b)
+		}
+	}
+	if res, err := agents.InstallCodex(o, false); err != nil || len(res.Files) != 0 {
+		t.Fatalf("a second install wrote %v (%v)", res.Files, err)
+	}
+	if _, err := agents.InstallCodex(o, true); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	if strings.Contains(string(b), "hook codex") || !strings.Contains(string(b), `"notify-me"`) || !strings.Contains(string(b), `"bell"`) {
+		t.Fatalf("hooks.json after uninstall:\n%s", b)
+	}
+}
