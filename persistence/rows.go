@@ -66,6 +66,27 @@ func (r *Rows) PutIn(b *pebble.Batch, table, key string, value []byte) error {
 	return nil
 }
 
+// PutMany writes rows of table, keys[i] holding values[i], in one synced
+// commit: all of them or none.
+func (r *Rows) PutMany(table string, keys []string, values [][]byte) error {
+	if len(keys) != len(values) {
+		return fmt.Errorf("persistence: put rows of %s: %d keys, %d values", table, len(keys), len(values))
+	}
+	r.s.rowsMu.RLock()
+	defer r.s.rowsMu.RUnlock()
+	b := r.s.db.NewBatch()
+	defer b.Close()
+	for i, key := range keys {
+		if err := r.PutIn(b, table, key, values[i]); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(r.s.wo); err != nil {
+		return fmt.Errorf("persistence: put rows of %s: %w", table, err)
+	}
+	return nil
+}
+
 // Put writes a row, replacing any row at the same key.
 func (r *Rows) Put(table, key string, value []byte) error {
 	r.s.rowsMu.RLock()

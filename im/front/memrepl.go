@@ -83,6 +83,9 @@ func (f *FrontEnd) openMemoryReplica() error {
 		return fmt.Errorf("im: read the memory changes applied: %w", err)
 	}
 	r.seq.Store(last)
+	if err := r.seed(); err != nil {
+		return err
+	}
 	f.mem.LogChanges(r.keep)
 	f.mem.OnChange(r.changed)
 	f.memRepl = r
@@ -105,6 +108,39 @@ func (f *FrontEnd) startMemoryReplica(ctx context.Context) {
 		defer f.wg.Done()
 		f.cl.node.ConsumeMemory(ctx, r.apply)
 	}()
+}
+
+// seed puts every memory this store held before it took part in the
+// cluster in the outbox, once (marked as seeds: a node that has a write of
+// one as new or newer keeps its own). A node that applied changes of the
+// cluster before, or seeded before, does not.
+func (r *memoryReplica) seed() error {
+	const table, key = "im.cluster", "memory_seeded"
+	if _, done, err := r.f.rows.Get(table, key); err != nil || done || len(r.applied) > 0 {
+		return err
+	}
+	var keys []string
+	var values [][]byte
+	for _, store := range r.f.mem.Stores() {
+		entries, err := r.f.mem.List(store, "")
+		if err != nil {
+			return fmt.Errorf("im: read the memories to share with the cluster: %w", err)
+		}
+		for _, e := range entries {
+			body, err := json.Marshal(memory.Change{Store: e.Store, Slug: e.Slug, Entry: &e, Seed: true})
+			if err != nil {
+				return err
+			}
+			keys, values = append(keys, fmt.Sprintf("%020d", r.seq.Add(1))), append(values, body)
+		}
+	}
+	if err := r.f.rows.PutMany(memoryOutbox, keys, values); err != nil {
+		return fmt.Errorf("im: share the memories with the cluster: %w", err)
+	}
+	if len(keys) > 0 {
+		r.f.log.Info("the memories this node held before it joined the cluster go to the others", "memories", len(keys))
+	}
+	return r.f.rows.Put(table, key, []byte(strconv.Itoa(len(keys))))
 }
 
 // keep adds a change made here to the outbox, in b: the store's commit

@@ -74,3 +74,77 @@ func TestAMemoryChangePublishedAgainIsNotAppliedOverANewerOne(t *testing.T) {
 		t.Fatalf("a bare change: %v, %q", err, content(r))
 	}
 }
+
+// The memories a node held before it joined the cluster go to the outbox
+// once, as seeds; a restart does not send them again, and a node that
+// took part in the cluster before sends none.
+func TestTheMemoriesHeldBeforeJoiningAreSharedOnce(t *testing.T) {
+	dir := t.TempDir()
+	st, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ms, err := memory.Open(st, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	ctx := context.Background()
+	for _, label := range []string{"Deploy", "Lint"} {
+		if _, err := ms.Remember(ctx, memory.RememberInput{Store: "global", Label: label, Content: "make " + label, Confidence: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := &config.Config{}
+	cfg.Cluster.Node, cfg.Cluster.Listen = "n1", "127.0.0.1:1"
+	outbox := func() []memory.Change {
+		var out []memory.Change
+		_ = st.Rows().Scan(memoryOutbox, func(row persistence.Row) error {
+			var c memory.Change
+			if json.Unmarshal(row.Value, &c) == nil {
+				out = append(out, c)
+			}
+			return nil
+		})
+		return out
+	}
+	for range 2 { // a restart seeds nothing again
+		f := &FrontEnd{cfg: cfg, rows: st.Rows(), mem: ms, log: hclog.NewNullLogger()}
+		if err := f.openMemoryReplica(); err != nil {
+			t.Fatal(err)
+		}
+		ms.LogChanges(nil)
+		got := outbox()
+		if len(got) != 2 || !got[0].Seed || got[0].Entry == nil || got[0].Entry.Label != "Deploy" || got[1].Entry.Label != "Lint" {
+			t.Fatalf("outbox %+v", got)
+		}
+	}
+
+	other := t.TempDir()
+	st2, err := persistence.Open(other, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	ms2, err := memory.Open(st2, memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms2.Close()
+	if _, err := ms2.Remember(ctx, memory.RememberInput{Store: "global", Label: "Test", Content: "make test", Confidence: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st2.Rows().Put(memoryApplied, "n2", []byte("7")); err != nil {
+		t.Fatal(err)
+	}
+	f := &FrontEnd{cfg: cfg, rows: st2.Rows(), mem: ms2, log: hclog.NewNullLogger()}
+	if err := f.openMemoryReplica(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	_ = st2.Rows().Scan(memoryOutbox, func(persistence.Row) error { n++; return nil })
+	if n != 0 {
+		t.Fatalf("a node of the cluster seeded %d memories", n)
+	}
+}

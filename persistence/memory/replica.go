@@ -17,6 +17,10 @@ type Change struct {
 	Slug   string `json:"slug"`
 	// Entry is the entry as written (nil for a delete).
 	Entry *Entry `json:"entry,omitempty"`
+	// Seed: an entry the store held before it took part in replication,
+	// sent to the others once; a store that holds a write of the slug as
+	// new or newer (by Updated) keeps it.
+	Seed bool `json:"seed,omitempty"`
 }
 
 // OnChange sets fn to be told, after it is committed, of every write the
@@ -81,11 +85,15 @@ func (s *Store) Apply(ctx context.Context, c Change) error {
 		return invalid("a change that is no delete has no entry")
 	}
 	e := c.Entry
-	if have, err := s.Get(e.Store, e.Slug); err == nil && have.Label == e.Label && have.Content == e.Content &&
+	have, err := s.Get(e.Store, e.Slug)
+	if err == nil && have.Label == e.Label && have.Content == e.Content &&
 		have.Branch == e.Branch && have.Confidence == e.Confidence && have.Archived == e.Archived && have.Updated.Equal(e.Updated) {
 		return nil
 	}
-	_, err := s.remember(ctx, RememberInput{Label: e.Label, Content: e.Content, Store: e.Store, Branch: e.Branch,
+	if err == nil && c.Seed && !have.Updated.Before(e.Updated) {
+		return nil // a seed does not undo a newer write
+	}
+	_, err = s.remember(ctx, RememberInput{Label: e.Label, Content: e.Content, Store: e.Store, Branch: e.Branch,
 		Confidence: e.Confidence, Overwrite: true, Archived: e.Archived, Created: e.Created, Updated: e.Updated}, false)
 	return err
 }

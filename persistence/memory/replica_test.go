@@ -103,3 +103,39 @@ func TestTheChangeLogIsCommittedWithTheWrite(t *testing.T) {
 		t.Fatalf("an applied change was logged: %+v", logged[n:])
 	}
 }
+
+// A seed (a memory another store held before it joined) fills a store
+// that lacks it and is newer than what it has, and leaves a newer or
+// equal write of the slug as it is.
+func TestASeedDoesNotUndoANewerWrite(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.remember(RememberInput{Label: "Deploy", Content: "make release", Store: "global"})
+	have, err := e.ms.Find("global", "Deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := func(content string, updated time.Time) Change {
+		en := Entry{Slug: have.Slug, Store: "global", Label: "Deploy", Content: content, Confidence: 5, Created: updated, Updated: updated}
+		return Change{Store: "global", Slug: have.Slug, Entry: &en, Seed: true}
+	}
+	ctx := context.Background()
+	if err := e.ms.Apply(ctx, seed("make ship", have.Updated.Add(-time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.ms.Find("global", "Deploy"); got.Content != "make release" {
+		t.Fatalf("an older seed overwrote the store's write: %q", got.Content)
+	}
+	if err := e.ms.Apply(ctx, seed("make deploy", have.Updated.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.ms.Find("global", "Deploy"); got.Content != "make deploy" {
+		t.Fatalf("a newer seed was not taken: %q", got.Content)
+	}
+	other := Entry{Slug: Slugify("Lint"), Store: "global", Label: "Lint", Content: "make lint", Confidence: 5, Updated: time.Unix(5, 0).UTC()}
+	if err := e.ms.Apply(ctx, Change{Store: "global", Slug: other.Slug, Entry: &other, Seed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.ms.Find("global", "Lint"); err != nil || got.Content != "make lint" {
+		t.Fatalf("a seed of a memory the store lacks: %+v %v", got, err)
+	}
+}
