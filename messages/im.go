@@ -1035,10 +1035,14 @@ type IMLiveEdit struct {
 	MessageID string
 	Text      string
 	Rev       uint64
+	// Turn is the turn's start (Unix ms), given back in the result.
+	Turn int64
 }
 
-// IMLiveSent is the result of IMLiveSend and IMLiveEdit. Permanent: the
-// chat cannot do it (no edits on this platform, the message is gone).
+// IMLiveSent is the result of IMLiveSend and IMLiveEdit, with their Rev
+// and Turn (an answer of another turn's is not this one's, whatever its
+// Rev). Permanent: the chat cannot do it (no edits on this platform, the
+// message is gone).
 type IMLiveSent struct {
 	Rev       uint64
 	Turn      int64

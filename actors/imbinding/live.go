@@ -137,7 +137,7 @@ func (p *plan) showLive() {
 		p.Effect(&messages.IMLiveSend{Text: text, Rev: t.Rev, Turn: t.Since})
 		return
 	}
-	p.Effect(&messages.IMLiveEdit{MessageID: t.MessageID, Text: text, Rev: t.Rev})
+	p.Effect(&messages.IMLiveEdit{MessageID: t.MessageID, Text: text, Rev: t.Rev, Turn: t.Since})
 }
 
 // liveSent takes the chat's answer to a live send or edit.
@@ -151,8 +151,8 @@ func (p *plan) liveSent(m *messages.IMLiveSent) {
 		return
 	}
 	t := p.S.Turn
-	if t == nil || m.Rev != t.Flight {
-		return // from before a restart
+	if t == nil || m.Rev != t.Flight || m.Turn != t.Since {
+		return // from before a restart, or another turn's
 	}
 	switch {
 	case m.Err != "" && m.Permanent:

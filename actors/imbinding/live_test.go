@@ -69,7 +69,7 @@ func TestATurnIsOneLiveMessageEditedAtMostOncePerInterval(t *testing.T) {
 		t.Fatalf("live message %q", send.Text)
 	}
 	none[messages.IMLiveEdit](t, h.read(2, result("t1", "✗ exit 1"), tool("t2", "▸ Edit: x.go")))
-	eff := h.send(&messages.IMLiveSent{Rev: send.Rev, MessageID: "m9"})
+	eff := h.send(&messages.IMLiveSent{Rev: send.Rev, Turn: send.Turn, MessageID: "m9"})
 	if st := only[actors.StartTimer](t, eff); st.Name != timerLive || st.After != 3*time.Second {
 		t.Fatalf("timer %+v", st)
 	}
@@ -81,7 +81,7 @@ func TestATurnIsOneLiveMessageEditedAtMostOncePerInterval(t *testing.T) {
 			t.Fatalf("edit %+v, want %q in message m9", edit, want)
 		}
 	}
-	none[actors.StartTimer](t, h.send(&messages.IMLiveSent{Rev: edit.Rev, MessageID: "m9"})) // nothing newer
+	none[actors.StartTimer](t, h.send(&messages.IMLiveSent{Rev: edit.Rev, Turn: edit.Turn, MessageID: "m9"})) // nothing newer
 	h.now = h.now.Add(2 * time.Minute)
 	eff = h.read(5, result("t2", "✓"), text("Fixed: it polls now."), messages.IMTurnItem{Kind: messages.TurnEnd})
 	var answer *messages.IMSendChat
@@ -108,7 +108,7 @@ func TestATurnGoesOnInItsLiveMessageAfterARestart(t *testing.T) {
 	h := liveHarness(t)
 	h.typeOne("go")
 	send := only[messages.IMLiveSend](t, h.read(0, tool("t1", "▸ Bash: make")))
-	h.send(&messages.IMLiveSent{Rev: send.Rev, MessageID: "m5"})
+	h.send(&messages.IMLiveSent{Rev: send.Rev, Turn: send.Turn, MessageID: "m5"})
 	edit := only[messages.IMLiveEdit](t, h.read(1, result("t1", "✓")))
 	// The daemon dies with the edit in flight; the journal holds the turn.
 	again := only[messages.IMLiveEdit](t, h.send(&actors.Recovered{}))
@@ -120,7 +120,7 @@ func TestATurnGoesOnInItsLiveMessageAfterARestart(t *testing.T) {
 		t.Fatalf("the answer: %q", got)
 	}
 	none[messages.IMLiveEdit](t, eff) // the edit in flight comes first
-	summary := only[messages.IMLiveEdit](t, h.send(&messages.IMLiveSent{Rev: again.Rev, MessageID: "m5"}))
+	summary := only[messages.IMLiveEdit](t, h.send(&messages.IMLiveSent{Rev: again.Rev, Turn: again.Turn, MessageID: "m5"}))
 	if !strings.HasPrefix(summary.Text, "✓ 1 tool call,") || h.s.Turn != nil {
 		t.Fatalf("summary %+v, turn %+v", summary, h.s.Turn)
 	}
@@ -137,7 +137,7 @@ func TestATurnsSummaryIsEditedUntilTheChatTakesIt(t *testing.T) {
 	h := liveHarness(t)
 	h.typeOne("go")
 	send := only[messages.IMLiveSend](t, h.read(0, tool("t1", "▸ Bash: make")))
-	h.send(&messages.IMLiveSent{Rev: send.Rev, MessageID: "m5"})
+	h.send(&messages.IMLiveSent{Rev: send.Rev, Turn: send.Turn, MessageID: "m5"})
 	eff := h.read(1, result("t1", "✓"), text("built"), messages.IMTurnItem{Kind: messages.TurnEnd})
 	summary := only[messages.IMLiveEdit](t, eff)
 	h.deliverChat(eff)
@@ -168,7 +168,7 @@ func TestATurnTheChatCannotShowLiveIsToldAsMessages(t *testing.T) {
 	h := liveHarness(t)
 	h.typeOne("go")
 	send := only[messages.IMLiveSend](t, h.read(0, text("Looking."), tool("t1", "▸ Read: a.go")))
-	if got := chatTexts(h.send(&messages.IMLiveSent{Rev: send.Rev, Err: "the chat cannot edit messages", Permanent: true})); len(got) != 1 || got[0] != "Looking." {
+	if got := chatTexts(h.send(&messages.IMLiveSent{Rev: send.Rev, Turn: send.Turn, Err: "the chat cannot edit messages", Permanent: true})); len(got) != 1 || got[0] != "Looking." {
 		t.Fatalf("said %q", got)
 	}
 	h.deliverChat(nil)
@@ -213,7 +213,7 @@ func TestALongTurnRollsOverIntoANewLiveMessage(t *testing.T) {
 	h := liveHarness(t)
 	h.typeOne("go")
 	send := only[messages.IMLiveSend](t, h.read(0, tool("t0", "▸ Bash: step 0")))
-	h.send(&messages.IMLiveSent{Rev: send.Rev, MessageID: "m1"})
+	h.send(&messages.IMLiveSent{Rev: send.Rev, Turn: send.Turn, MessageID: "m1"})
 	var items []messages.IMTurnItem
 	for i := 1; i <= 30; i++ {
 		items = append(items, tool(fmt.Sprint("t", i), fmt.Sprint("▸ Bash: step ", i)))
@@ -303,5 +303,28 @@ func TestTheContextShareReachesTheBoard(t *testing.T) {
 	h.send(&messages.IMAgentSessionFound{WindowID: "@1", SessionID: "s-2", Transcript: "/t/s-2.jsonl"})
 	if h.s.Transcript != "/t/s-2.jsonl" || h.s.Context != "" {
 		t.Fatalf("after a switch: transcript %q context %q", h.s.Transcript, h.s.Context)
+	}
+}
+
+// The answer to an earlier turn's edit is not the new turn's, even with
+// the revision the new turn's send has: the new turn keeps no message of
+// the old one's, and takes its own send's.
+func TestAnEarlierTurnsEditAnswerIsNotTheNewTurns(t *testing.T) {
+	h := liveHarness(t)
+	h.typeOne("one")
+	send := only[messages.IMLiveSend](t, h.read(0, messages.IMTurnItem{Kind: messages.TurnUser}, tool("t1", "▸ Bash: make")))
+	h.send(&messages.IMLiveSent{Rev: send.Rev, Turn: send.Turn, MessageID: "m1"})
+	old := only[messages.IMLiveEdit](t, h.read(2, result("t1", "✓")))
+	h.typeOne("two")
+	h.now = h.now.Add(time.Second)
+	eff := h.deliverLive(h.read(3, messages.IMTurnItem{Kind: messages.TurnUser}, tool("t2", "▸ Bash: ls")))
+	next := only[messages.IMLiveSend](t, eff)
+	h.send(&messages.IMLiveSent{Rev: next.Rev, Turn: old.Turn, MessageID: "m1"})
+	if h.s.Turn == nil || h.s.Turn.MessageID != "" || h.s.Turn.Flight != next.Rev {
+		t.Fatalf("the new turn took the old turn's answer: %+v", h.s.Turn)
+	}
+	h.send(&messages.IMLiveSent{Rev: next.Rev, Turn: next.Turn, MessageID: "m2"})
+	if h.s.Turn.MessageID != "m2" {
+		t.Fatalf("the new turn's own answer: %+v", h.s.Turn)
 	}
 }

@@ -97,6 +97,10 @@ func init() {
 // Kind is the board kind; Every is the least time between two edits.
 type Kind struct {
 	Every time.Duration
+	// Cluster: the board's writer is whichever node holds the cluster's
+	// boards lease, and it drives the board with Adopt; a restart alone
+	// shows nothing (this node may not be the writer any more).
+	Cluster bool
 	// Zone is where the times shown are (the daemon's local zone).
 	Zone *time.Location
 }
@@ -168,7 +172,9 @@ func (k Kind) Decide(s *State, msg any, now time.Time) actors.Decision {
 		if s.Waiting {
 			p.Event(&Wait{})
 		}
-		k.show(&p)
+		if !k.Cluster {
+			k.show(&p)
+		}
 	default:
 		return actors.Decision{Unhandled: true}
 	}

@@ -94,3 +94,20 @@ func TestAnAdoptedBoardIsEditedNotSentAgain(t *testing.T) {
 		t.Fatalf("asked elsewhere: %+v", send)
 	}
 }
+
+// In a cluster a restart alone shows nothing (this node may have lost the
+// boards lease meanwhile); the writer's Adopt goes on in the message.
+func TestAClusterBoardWaitsForItsWriterAfterARestart(t *testing.T) {
+	k := Kind{Every: 10 * time.Second, Zone: time.UTC, Cluster: true}
+	s := k.Initial("tg:-100")
+	s, d := kindtest.Step(t, k, s, &Adopt{Thread: "tg:-100:-100", MessageID: "41"}, t0)
+	edit := kindtest.Only[messages.IMBoardEdit](t, d.Effects)
+	s, d = kindtest.Step(t, k, s, &actors.Recovered{}, t0) // died with the edit in flight
+	if len(d.Effects) != 0 || s.Flight != 0 {
+		t.Fatalf("a restart showed %v (flight %d)", d.Effects, s.Flight)
+	}
+	_, d = kindtest.Step(t, k, s, &Adopt{Thread: "tg:-100:-100", MessageID: "41"}, t0)
+	if again := kindtest.Only[messages.IMBoardEdit](t, d.Effects); again.MessageID != "41" || again.Text != edit.Text {
+		t.Fatalf("the writer's adopt: %+v", again)
+	}
+}

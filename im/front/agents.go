@@ -39,6 +39,7 @@ type Agents struct {
 	opts Options
 
 	// Set by Open.
+	home   string
 	log    hclog.Logger
 	jr     *persistence.Journal
 	agents *agents.Registry
@@ -75,6 +76,7 @@ func (f *Agents) Open(_ context.Context, c frontend.Core) (frontend.Parts, error
 		}
 		home = h
 	}
+	f.home = home
 	specs, _ := agentSpecs(&f.cfg.IM)
 	reg, err := agents.NewRegistry(home, specs)
 	if err != nil {
@@ -160,7 +162,7 @@ func (f *Agents) serveSession(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body: " + err.Error()})
 		return
 	}
-	if err := b.check(); err != nil {
+	if err := b.check(f.home); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
@@ -179,17 +181,30 @@ func (f *Agents) serveSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"following": true, "from": from})
 }
 
-// check says what is wrong with a session's body.
-func (b sessionBody) check() error {
+// check says what is wrong with a session's body. A transcript is an
+// agent's file under the user's home (where claude and codex keep them):
+// the daemon reads nothing else for the memory, also through a link.
+func (b sessionBody) check(home string) error {
 	switch {
 	case b.Agent != agents.Claude && b.Agent != agents.Codex:
 		return fmt.Errorf("agent must be %s or %s, not %q", agents.Claude, agents.Codex, b.Agent)
 	case !filepath.IsAbs(b.Transcript) || filepath.Clean(b.Transcript) != b.Transcript || !strings.HasSuffix(b.Transcript, ".jsonl"):
 		return errors.New("transcript must be a clean absolute path of a .jsonl file")
+	case !under(b.Transcript, home):
+		return fmt.Errorf("transcript must be under %s", home)
 	case b.Dir != "" && !filepath.IsAbs(b.Dir):
 		return errors.New("dir must be absolute")
 	}
+	if real, err := filepath.EvalSymlinks(b.Transcript); err == nil && !under(real, home) {
+		return fmt.Errorf("transcript leads out of %s", home)
+	}
 	return nil
+}
+
+// under reports whether path is inside dir.
+func under(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
 
 func plural(n int) string {

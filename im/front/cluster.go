@@ -104,11 +104,13 @@ func (f *FrontEnd) startCluster(ctx context.Context) error {
 	return nil
 }
 
+// instanceKey is the row (of clusterTable) of this store's id.
+const instanceKey = "instance"
+
 // storeInstance returns the id of this node's store, made (at random)
 // the first time it is asked for and kept in the store's rows.
 func (f *FrontEnd) storeInstance() (string, error) {
-	const table, key = "im.cluster", "instance"
-	row, ok, err := f.rows.Get(table, key)
+	row, ok, err := f.rows.Get(clusterTable, instanceKey)
 	if err != nil {
 		return "", fmt.Errorf("im: read this store's id: %w", err)
 	}
@@ -120,7 +122,7 @@ func (f *FrontEnd) storeInstance() (string, error) {
 		return "", fmt.Errorf("im: make this store's id: %w", err)
 	}
 	id := hex.EncodeToString(b)
-	if err := f.rows.Put(table, key, []byte(id)); err != nil {
+	if err := f.rows.Put(clusterTable, instanceKey, []byte(id)); err != nil {
 		return "", fmt.Errorf("im: keep this store's id: %w", err)
 	}
 	return id, nil

@@ -263,7 +263,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	return frontend.Parts{
 		Kinds: []supervisor.Spec{supervisor.Entity[imbinding.State](kind), supervisor.Entity[imnotice.State](imnotice.Kind{}),
 			supervisor.Entity[imtranscripts.State](imtranscripts.Kind{}),
-			supervisor.Entity[imboard.State](imboard.Kind{Every: im.BoardInterval})},
+			supervisor.Entity[imboard.State](imboard.Kind{Every: im.BoardInterval, Cluster: f.cfg.Cluster.Enabled()})},
 		Effects: f.handlers(),
 	}, nil
 }

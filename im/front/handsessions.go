@@ -121,6 +121,10 @@ func (h *handFollower) poll(ctx context.Context, path string) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		h.log.Warn("cannot read a transcript of a session started by hand", "path", path, "error", err)
 		return
+	case len(lines) == 0 && to > offset:
+		// Only a line too long to keep, or blank ones: passed.
+		h.moved(path, offset, to)
+		return
 	case len(lines) == 0:
 		if time.Since(grew) > handIdle {
 			h.mu.Lock()
@@ -136,11 +140,17 @@ func (h *handFollower) poll(ctx context.Context, path string) {
 		}
 		return
 	}
+	h.moved(path, offset, to)
+}
+
+// moved records path read from offset up to to, unless it moved
+// meanwhile.
+func (h *handFollower) moved(path string, offset, to int64) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if f, ok := h.files[path]; ok && f.offset == offset {
 		f.offset, f.grew = to, time.Now()
 	}
-	h.mu.Unlock()
 }
 
 // readLines reads path's whole lines after offset (at most handChunk),
@@ -151,7 +161,14 @@ func readLines(path string, offset int64) (lines [][]byte, ends []int64, to int6
 		return nil, nil, offset, err
 	}
 	defer file.Close()
-	buf := make([]byte, handChunk)
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, nil, offset, err
+	}
+	if fi.Size() <= offset {
+		return nil, nil, offset, nil // nothing new
+	}
+	buf := make([]byte, min(fi.Size()-offset, handChunk))
 	n, err := file.ReadAt(buf, offset)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, offset, err

@@ -99,3 +99,61 @@ func TestASessionStartedByHandIsReadInWholeLinesFromWhereItsMemoryWas(t *testing
 		t.Fatalf("read again with nothing new: %d reads", n)
 	}
 }
+
+// A line longer than one read (a huge tool output) is passed, and the
+// lines after it are read.
+func TestALineLongerThanAReadIsPassed(t *testing.T) {
+	home := t.TempDir()
+	reg, err := agents.NewRegistry(home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := &memoryTree{}
+	tools := &toolReader{cfg: &config.Config{}, agents: reg, log: hclog.NewNullLogger(), tree: tree}
+	h := newHandFollower(tools, hclog.NewNullLogger())
+	path := filepath.Join(home, "s2.jsonl")
+	long := `{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", handChunk+100) + `"}}` + "\n"
+	call := `{"type":"assistant","cwd":"/w","message":{"role":"assistant","content":[{"type":"tool_use","id":"t9","name":"Bash","input":{"command":"ls"}}]}}` + "\n"
+	if err := os.WriteFile(path, []byte(long+call), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.follow(agents.Claude, path, 0)
+	for range 2 {
+		h.poll(context.Background(), path)
+	}
+	got := tree.reads()
+	if len(got) != 1 || got[0].From != int64(len(long)) || len(got[0].Calls) != 1 || got[0].Calls[0].ID != "t9" {
+		t.Fatalf("reads after the long line: %+v", got)
+	}
+}
+
+// The route takes only an agent's transcript under the user's home, also
+// through a link.
+func TestASessionsTranscriptMustBeUnderTheHome(t *testing.T) {
+	home := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "x.jsonl")
+	if err := os.WriteFile(outside, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(home, "link.jsonl")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		b  sessionBody
+		ok bool
+	}{
+		{sessionBody{Agent: "claude", Transcript: filepath.Join(home, ".claude", "projects", "p", "s.jsonl"), Dir: "/w"}, true},
+		{sessionBody{Agent: "codex", Transcript: filepath.Join(home, ".codex", "sessions", "r.jsonl")}, true},
+		{sessionBody{Agent: "mimo", Transcript: filepath.Join(home, "s.jsonl")}, false},
+		{sessionBody{Agent: "claude", Transcript: outside}, false},
+		{sessionBody{Agent: "claude", Transcript: link}, false},
+		{sessionBody{Agent: "claude", Transcript: filepath.Join(home, "s.txt")}, false},
+		{sessionBody{Agent: "claude", Transcript: home + "/../etc/s.jsonl"}, false},
+		{sessionBody{Agent: "claude", Transcript: filepath.Join(home, "s.jsonl"), Dir: "rel"}, false},
+	} {
+		if err := c.b.check(home); (err == nil) != c.ok {
+			t.Errorf("%+v: %v, want ok %v", c.b, err, c.ok)
+		}
+	}
+}

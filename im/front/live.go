@@ -106,11 +106,11 @@ func (f *FrontEnd) liveSend(_ context.Context, from actors.Identity, e *messages
 func (f *FrontEnd) liveEdit(_ context.Context, from actors.Identity, e *messages.IMLiveEdit) any {
 	a, err := f.adapterOf(from.ID)
 	if err != nil {
-		return &messages.IMLiveSent{Rev: e.Rev, MessageID: e.MessageID, Err: err.Error(), Permanent: true}
+		return &messages.IMLiveSent{Rev: e.Rev, Turn: e.Turn, MessageID: e.MessageID, Err: err.Error(), Permanent: true}
 	}
 	ed, ok := a.(chat.Editor)
 	if !ok {
-		return &messages.IMLiveSent{Rev: e.Rev, MessageID: e.MessageID, Err: errNoEdit.Error(), Permanent: true}
+		return &messages.IMLiveSent{Rev: e.Rev, Turn: e.Turn, MessageID: e.MessageID, Err: errNoEdit.Error(), Permanent: true}
 	}
 	wctx, wcancel := context.WithTimeout(f.runCtx, editWait)
 	turn := f.edits.wait(wctx, from.ID, f.cfg.IM.LiveEvery)
@@ -119,7 +119,7 @@ func (f *FrontEnd) liveEdit(_ context.Context, from actors.Identity, e *messages
 		if f.runCtx.Err() != nil {
 			return nil
 		}
-		return &messages.IMLiveSent{Rev: e.Rev, MessageID: e.MessageID, Err: "the chat's edits are backed up; trying again"}
+		return &messages.IMLiveSent{Rev: e.Rev, Turn: e.Turn, MessageID: e.MessageID, Err: "the chat's edits are backed up; trying again"}
 	}
 	ctx, cancel := context.WithTimeout(f.runCtx, sendTimeout)
 	defer cancel()
@@ -129,10 +129,10 @@ func (f *FrontEnd) liveEdit(_ context.Context, from actors.Identity, e *messages
 	}
 	if err != nil {
 		out := f.liveFailed(from, e.Rev, err)
-		out.MessageID = e.MessageID // a summary's edit is known by it
+		out.MessageID, out.Turn = e.MessageID, e.Turn // a summary's edit is known by its message
 		return out
 	}
-	return &messages.IMLiveSent{Rev: e.Rev, MessageID: e.MessageID}
+	return &messages.IMLiveSent{Rev: e.Rev, Turn: e.Turn, MessageID: e.MessageID}
 }
 
 // liveFailed reports a failed live send or edit: for good when the chat

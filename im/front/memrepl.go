@@ -30,6 +30,14 @@ const memoryOutbox = "im.cluster.memory_out"
 // skipped, not applied over what came after it.
 const memoryApplied = "im.cluster.memory_applied"
 
+// clusterTable holds the cluster's rows of this node: its store's id, the
+// memory's last outbox key (memorySeqKey), whether it seeded.
+const (
+	clusterTable  = "im.cluster"
+	memorySeqKey  = "memory_seq"
+	memorySeedKey = "memory_seeded"
+)
+
 // memoryEnvelope is a change on the stream: the node that made it and
 // its outbox key (which increases with each change the node makes). A
 // change published before thatch named them is the bare change.
@@ -82,6 +90,15 @@ func (f *FrontEnd) openMemoryReplica() error {
 	if err != nil {
 		return fmt.Errorf("im: read the memory changes applied: %w", err)
 	}
+	// The keys go on from the largest given out, whatever the clock
+	// did meanwhile: the other nodes skip a key at or below one they
+	// applied of this node's.
+	last = max(last, r.applied[f.cfg.Cluster.Node])
+	if row, ok, err := f.rows.Get(clusterTable, memorySeqKey); err != nil {
+		return fmt.Errorf("im: read the memory's last key: %w", err)
+	} else if n, perr := strconv.ParseUint(string(row.Value), 10, 64); ok && perr == nil {
+		last = max(last, n)
+	}
 	r.seq.Store(last)
 	if err := r.seed(); err != nil {
 		return err
@@ -115,9 +132,15 @@ func (f *FrontEnd) startMemoryReplica(ctx context.Context) {
 // one as new or newer keeps its own). A node that applied changes of the
 // cluster before, or seeded before, does not.
 func (r *memoryReplica) seed() error {
-	const table, key = "im.cluster", "memory_seeded"
-	if _, done, err := r.f.rows.Get(table, key); err != nil || done || len(r.applied) > 0 {
-		return err
+	// A store that was a cluster's before (its id was made then), or
+	// applied its changes, shares nothing as new.
+	for _, key := range []string{memorySeedKey, instanceKey} {
+		if _, done, err := r.f.rows.Get(clusterTable, key); err != nil || done {
+			return err
+		}
+	}
+	if len(r.applied) > 0 {
+		return nil
 	}
 	var keys []string
 	var values [][]byte
@@ -137,10 +160,13 @@ func (r *memoryReplica) seed() error {
 	if err := r.f.rows.PutMany(memoryOutbox, keys, values); err != nil {
 		return fmt.Errorf("im: share the memories with the cluster: %w", err)
 	}
+	if err := r.f.rows.Put(clusterTable, memorySeqKey, []byte(strconv.FormatUint(r.seq.Load(), 10))); err != nil {
+		return fmt.Errorf("im: keep the memory's last key: %w", err)
+	}
 	if len(keys) > 0 {
 		r.f.log.Info("the memories this node held before it joined the cluster go to the others", "memories", len(keys))
 	}
-	return r.f.rows.Put(table, key, []byte(strconv.Itoa(len(keys))))
+	return r.f.rows.Put(clusterTable, memorySeedKey, []byte(strconv.Itoa(len(keys))))
 }
 
 // keep adds a change made here to the outbox, in b: the store's commit
@@ -150,7 +176,11 @@ func (r *memoryReplica) keep(b *pebble.Batch, c memory.Change) error {
 	if err != nil {
 		return err
 	}
-	return r.f.rows.PutIn(b, memoryOutbox, fmt.Sprintf("%020d", r.seq.Add(1)), body)
+	seq := r.seq.Add(1)
+	if err := r.f.rows.PutIn(b, clusterTable, memorySeqKey, []byte(strconv.FormatUint(seq, 10))); err != nil {
+		return err
+	}
+	return r.f.rows.PutIn(b, memoryOutbox, fmt.Sprintf("%020d", seq), body)
 }
 
 // changed wakes the publisher once a change made here is committed.

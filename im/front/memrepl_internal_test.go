@@ -3,7 +3,9 @@ package front
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -79,17 +81,7 @@ func TestAMemoryChangePublishedAgainIsNotAppliedOverANewerOne(t *testing.T) {
 // once, as seeds; a restart does not send them again, and a node that
 // took part in the cluster before sends none.
 func TestTheMemoriesHeldBeforeJoiningAreSharedOnce(t *testing.T) {
-	dir := t.TempDir()
-	st, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ms, err := memory.Open(st, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
+	st, ms := openTestMemory(t, t.TempDir())
 	ctx := context.Background()
 	for _, label := range []string{"Deploy", "Lint"} {
 		if _, err := ms.Remember(ctx, memory.RememberInput{Store: "global", Label: label, Content: "make " + label, Confidence: 5}); err != nil {
@@ -121,17 +113,7 @@ func TestTheMemoriesHeldBeforeJoiningAreSharedOnce(t *testing.T) {
 		}
 	}
 
-	other := t.TempDir()
-	st2, err := persistence.Open(other, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
-	ms2, err := memory.Open(st2, memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms2.Close()
+	st2, ms2 := openTestMemory(t, t.TempDir())
 	if _, err := ms2.Remember(ctx, memory.RememberInput{Store: "global", Label: "Test", Content: "make test", Confidence: 5}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,4 +129,61 @@ func TestTheMemoriesHeldBeforeJoiningAreSharedOnce(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("a node of the cluster seeded %d memories", n)
 	}
+}
+
+// The outbox's keys go on from the largest given out before, whatever
+// the clock says now (a clock stepped back would make the other nodes
+// skip the new changes as applied before); a store that was a cluster's
+// before (its id row) seeds nothing.
+func TestTheMemoryKeysGoOnWhateverTheClock(t *testing.T) {
+	st, ms := openTestMemory(t, t.TempDir())
+	ctx := context.Background()
+	if _, err := ms.Remember(ctx, memory.RememberInput{Store: "global", Label: "Old", Content: "kept here", Confidence: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Rows().Put(clusterTable, instanceKey, []byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	ahead := uint64(time.Now().Add(time.Hour).UnixNano())
+	if err := st.Rows().Put(clusterTable, memorySeqKey, []byte(strconv.FormatUint(ahead, 10))); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{}
+	cfg.Cluster.Node, cfg.Cluster.Listen = "n1", "127.0.0.1:1"
+	f := &FrontEnd{cfg: cfg, rows: st.Rows(), mem: ms, log: hclog.NewNullLogger()}
+	if err := f.openMemoryReplica(); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	_ = st.Rows().Scan(memoryOutbox, func(row persistence.Row) error { keys = append(keys, row.Key); return nil })
+	if len(keys) != 0 {
+		t.Fatalf("a store of a cluster seeded %v", keys)
+	}
+	if _, err := ms.Remember(ctx, memory.RememberInput{Store: "global", Label: "New", Content: "made now", Confidence: 5}); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Rows().Scan(memoryOutbox, func(row persistence.Row) error { keys = append(keys, row.Key); return nil })
+	if len(keys) != 1 {
+		t.Fatalf("outbox %v", keys)
+	}
+	if n, _ := strconv.ParseUint(keys[0], 10, 64); n <= ahead {
+		t.Fatalf("the new change's key %d is not after the last one given out, %d", n, ahead)
+	}
+}
+
+// openTestMemory opens a store and its memory in dir, closed when the
+// test ends.
+func openTestMemory(t *testing.T, dir string) (*persistence.Store, *memory.Store) {
+	t.Helper()
+	st, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := memory.Open(st, memory.Options{})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close(); st.Close() })
+	return st, ms
 }
