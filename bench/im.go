@@ -316,11 +316,11 @@ func (w *imWorld) start() error {
 	if w.paced {
 		interval = 0 // the config's
 	}
-	w.fe = &imFront{FrontEnd: imfront.New(w.cfg, imfront.Options{
-		Home: w.dir, PollTimeout: time.Second, ChatInterval: interval, Zoxide: "-", Trace: w.tracer.trace,
-	})}
 	ag := imfront.NewAgents(w.cfg, imfront.Options{Home: w.dir})
-	rt, err := thatch.New(w.cfg, thatch.Options{Logger: logger, FrontEnds: []frontend.FrontEnd{w.fe, ag}})
+	w.fe = &imFront{FrontEnd: imfront.New(w.cfg, imfront.Options{
+		Home: w.dir, PollTimeout: time.Second, ChatInterval: interval, Zoxide: "-", Trace: w.tracer.trace, Agents: ag,
+	})}
+	rt, err := thatch.New(w.cfg, thatch.Options{Logger: logger, FrontEnds: []frontend.FrontEnd{ag, w.fe}})
 	if err != nil {
 		return err
 	}

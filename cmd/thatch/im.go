@@ -25,9 +25,10 @@ import (
 // frontEnds are the front ends cfg asks for: opencode and the agents'
 // memory always, IM when a bot token is set.
 func frontEnds(cfg *config.Config) []frontend.FrontEnd {
-	fes := []frontend.FrontEnd{ocfront.New(cfg, ocfront.Options{}), imfront.NewAgents(cfg, imfront.Options{})}
+	ag := imfront.NewAgents(cfg, imfront.Options{})
+	fes := []frontend.FrontEnd{ocfront.New(cfg, ocfront.Options{}), ag}
 	if imfront.Enabled(cfg) {
-		fes = append(fes, imfront.New(cfg, imfront.Options{}))
+		fes = append(fes, imfront.New(cfg, imfront.Options{Agents: ag})) // opened after ag
 	}
 	return fes
 }

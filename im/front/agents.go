@@ -31,9 +31,9 @@ const AgentsName = "agents"
 // runs their extraction children (extract.go) and serves the children's
 // fetch and completion. A session a chat binds is read by the chat front
 // end's follower; one started by hand is told by its hook (`thatch hook
-// claude`, which `thatch install claude` sets up) through POST
-// /v1/agent/sessions, and this front end follows its transcript itself
-// (handFollower), from where its memory says it was read.
+// claude` or `thatch hook codex`, which `thatch install` sets up) through
+// POST /v1/agent/sessions, and this front end follows its transcript
+// itself (handFollower), from where its memory says it was read.
 type Agents struct {
 	cfg  *config.Config
 	opts Options

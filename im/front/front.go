@@ -87,6 +87,10 @@ type Options struct {
 	// into the window). Benchmarks measure latency with it. It must not
 	// block.
 	Trace func(stage string, updateID int64)
+	// Agents is the agents front end, opened before this one: the IM
+	// front end shares its agent registry and its tool reader (nil: it
+	// makes its own).
+	Agents *Agents
 }
 
 // FrontEnd is the IM front end.
@@ -231,12 +235,17 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	f.hookFile = filepath.Join(f.cfg.Data.Dir, "im", "claude-sessions.json")
 
 	specs, bcfg := agentSpecs(&im)
-	reg, err := agents.NewRegistry(home, specs)
-	if err != nil {
-		return frontend.Parts{}, fmt.Errorf("im: %w", err)
+	if ag := f.opts.Agents; ag != nil && ag.agents != nil {
+		f.agents, f.tools = ag.agents, ag.tools
+	} else {
+		reg, err := agents.NewRegistry(home, specs)
+		if err != nil {
+			return frontend.Parts{}, fmt.Errorf("im: %w", err)
+		}
+		f.agents = reg
+		f.tools = &toolReader{cfg: f.cfg, agents: reg, redactor: c.Redactor, log: f.log}
 	}
-	f.agents = reg
-	f.tools = &toolReader{cfg: f.cfg, agents: reg, redactor: c.Redactor, log: f.log}
+	var err error
 	if f.launch, err = writeLaunchFiles(filepath.Join(f.cfg.Data.Dir, "im"), f.cfg.Control.StateFile, f.cfg.Control.TokenFile); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
 	}
@@ -300,7 +309,7 @@ const (
 // Mount records the tree; the IM front end adds no control routes.
 func (f *FrontEnd) Mount(_ context.Context, t frontend.Tree, mux frontend.Mux) error {
 	f.tree = t
-	f.tools.tree = t
+	f.tools.tree = t // the same tree, whichever front end made the reader
 	capture := func(ctx context.Context, window string) (string, error) {
 		return f.wins.Capture(ctx, window, paneLines)
 	}

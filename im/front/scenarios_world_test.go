@@ -161,9 +161,9 @@ func (w *world) start() {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "thatch", Level: hclog.Debug, Output: w.logs})
 	// No spacing between sends (Telegram's is a second a chat), no
 	// zoxide: the browser shows the roots only.
-	im := front.New(cfg, front.Options{Home: w.home, Zoxide: "-", ChatInterval: -1})
 	ag := front.NewAgents(cfg, front.Options{Home: w.home})
-	rt, err := thatch.New(cfg, thatch.Options{Clock: w.clock, Logger: logger, FrontEnds: []frontend.FrontEnd{im, ag}})
+	im := front.New(cfg, front.Options{Home: w.home, Zoxide: "-", ChatInterval: -1, Agents: ag})
+	rt, err := thatch.New(cfg, thatch.Options{Clock: w.clock, Logger: logger, FrontEnds: []frontend.FrontEnd{ag, im}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
