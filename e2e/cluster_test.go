@@ -103,6 +103,13 @@ var _ = Describe("Several machines, one bot", Label("im", "cluster"), func() {
 			writer = st.BoardWriter
 		}
 
+		owned := map[string]string{"n1": "alpha", "n2": "beta"}[writer]
+		if owned == "" {
+			owned = "delta" // the writer gets a thread of its own, to see it go down
+			cw.Setup(cw.Node(writer), owned, "claude", "api", "D-000")
+			Eventually(boardText(cw.TG)).Should(ContainSubstring("• delta — claude on " + writer))
+		}
+
 		By("SIGKILL of the writer " + writer + "; the next one edits the same message")
 		cw.Node(writer).Kill()
 		var survivor *ClusterNode
@@ -112,6 +119,8 @@ var _ = Describe("Several machines, one bot", Label("im", "cluster"), func() {
 		cw.WaitFormed()
 		cw.Setup(survivor, "gamma", "claude", "docs", "G-000")
 		Eventually(boardText(cw.TG)).Should(ContainSubstring("• gamma — claude on " + survivor.Name))
+		Eventually(boardText(cw.TG)).Should(ContainSubstring("• "+owned+" — claude on "+writer+": its machine is down"),
+			"the thread of the machine that died says so")
 		Expect(boardSends(cw.TG)).To(HaveLen(1), "no second board")
 		for _, r := range boardRequests(cw.TG) {
 			Expect(r.MessageID).To(Equal(sends[0].MessageID))

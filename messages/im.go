@@ -400,6 +400,9 @@ const (
 	BoardWaiting = "waiting for you"
 	BoardIdle    = "idle"
 	BoardSetup   = "setting up"
+	// BoardDown is a cluster's row whose machine is not up: what its
+	// thread does is not known until the machine is back.
+	BoardDown = "its machine is down"
 )
 
 // IMBoardShow asks for the board of the chat of the binding's thread

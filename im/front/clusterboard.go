@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -135,10 +136,31 @@ func (f *FrontEnd) runBoardOutbox(ctx context.Context) {
 }
 
 // writeBoards runs the chats' boards while this node holds the boards'
-// lease: every entry of the boards bucket goes to its chat's board.
+// lease: every entry of the boards bucket goes to its chat's board, and
+// a row whose machine is down says so until the machine is back.
 func (f *FrontEnd) writeBoards(ctx context.Context) {
 	f.log.Info("this node writes the chats' boards")
-	f.cl.node.WatchBoards(ctx, func(e cluster.BoardEntry) {
+	rows := &boardRows{last: map[string]messages.IMBoardRow{}, down: map[string]bool{}}
+	n := f.cl.node
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(boardDownEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for _, r := range rows.check(n.Up) {
+					f.tree.Send(boardOf(chatKeyOf(r.Thread)), &r)
+				}
+			}
+		}
+	}()
+	defer wg.Wait()
+	n.WatchBoards(ctx, func(e cluster.BoardEntry) {
 		to := boardOf(e.Chat)
 		if e.Board != nil {
 			f.tree.Send(to, &imboard.Adopt{Thread: e.Board.Thread, MessageID: e.Board.MessageID})
@@ -152,6 +174,54 @@ func (f *FrontEnd) writeBoards(ctx context.Context) {
 		if f.cfg.IM.Board {
 			f.tree.Send(to, &imboard.Show{Thread: generalThread(r.Thread)})
 		}
-		f.tree.Send(to, &r)
+		f.tree.Send(to, rows.put(r))
 	})
+}
+
+// boardDownEvery is how often the writer looks for rows whose machine
+// went down or came back.
+const boardDownEvery = 5 * time.Second
+
+// boardRows is the writer's view of the rows: each thread's last row as
+// its machine reported it, and which are shown as down.
+type boardRows struct {
+	mu   sync.Mutex
+	last map[string]messages.IMBoardRow // by thread
+	down map[string]bool
+}
+
+// put takes a row its machine reported (it was up to write it), and
+// returns it to show.
+func (b *boardRows) put(r messages.IMBoardRow) *messages.IMBoardRow {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.down, r.Thread)
+	if r.State == "" {
+		delete(b.last, r.Thread)
+	} else {
+		b.last[r.Thread] = r
+	}
+	return &r
+}
+
+// check returns the rows to show anew: those whose machine went down
+// (shown as down) and those whose machine is back (as last reported).
+func (b *boardRows) check(up func(string) bool) []messages.IMBoardRow {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []messages.IMBoardRow
+	for _, thread := range slices.Sorted(maps.Keys(b.last)) {
+		r := b.last[thread]
+		isUp := r.Machine == "" || up(r.Machine)
+		switch {
+		case !isUp && !b.down[thread]:
+			b.down[thread] = true
+			r.State, r.Since = messages.BoardDown, 0
+			out = append(out, r)
+		case isUp && b.down[thread]:
+			delete(b.down, thread)
+			out = append(out, r)
+		}
+	}
+	return out
 }
