@@ -90,16 +90,7 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Eventually(iw.Said(thread)).Should(ContainElement("Found the deploy notes."))
 
 		By("once the session is idle, a headless claude fetches the payload, remembers, and completes")
-		resultOf := func(prefix string) func() string {
-			return func() string {
-				for _, r := range iw.Claude.Requests() {
-					if t := r.ToolResultText(); strings.HasPrefix(strings.TrimSpace(t), prefix) {
-						return t
-					}
-				}
-				return ""
-			}
-		}
+		resultOf := func(prefix string) func() string { return toolResult(iw.Claude, prefix) }
 		Eventually(resultOf("Acknowledged:"), 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."),
 			"the completion consumed the one Read call the fetch claimed")
 		payload := resultOf("{")()
@@ -148,14 +139,7 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(string(out)).To(ContainSubstring("Found the deploy notes."))
 
 		By("once it is idle, an extraction child fetches its Read call, remembers, and completes")
-		Eventually(func() string {
-			for _, r := range iw.Claude.Requests() {
-				if t := strings.TrimSpace(r.ToolResultText()); strings.HasPrefix(t, "Acknowledged:") {
-					return t
-				}
-			}
-			return ""
-		}, 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."))
+		Eventually(toolResult(iw.Claude, "Acknowledged:"), 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."))
 		Expect(globalMemories(d)).To(ContainElement("Deploy: " + fact))
 		Eventually(iw.StatusTable).Should(MatchRegexp(`(?m)^\s+claude:\S+\s+thatch \(started by hand\)\s+0\s+0\s+-\s+1\s+1\s*$`))
 		Expect(regexp.MustCompile(`(?m)^\s+claude:`).FindAllString(iw.StatusTable(), -1)).To(HaveLen(1),
@@ -222,18 +206,24 @@ var _ = Describe("Memory for the agents thatch launches", Label("im", "real-agen
 		Expect(syscall.Kill(child, syscall.SIGKILL)).To(Succeed())
 
 		By("the next child gets the same interaction, and its completion consumes it")
-		Eventually(func() string {
-			for _, r := range iw.Claude.Requests() {
-				if t := strings.TrimSpace(r.ToolResultText()); strings.HasPrefix(t, "Acknowledged:") {
-					return t
-				}
-			}
-			return ""
-		}, 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."))
+		Eventually(toolResult(iw.Claude, "Acknowledged:"), 2*time.Minute).Should(Equal("Acknowledged: 1 interaction(s) completed."))
 		Expect(fetched()).To(Equal(2), "the second child fetched what the first held")
 		Expect(d.Log()).To(ContainSubstring("an extraction child ended"))
 	})
 })
+
+// toolResult is a poll of the first tool result the fake model was sent
+// that begins with prefix (trimmed; "" while there is none).
+func toolResult(model *fakeanthropic.Server, prefix string) func() string {
+	return func() string {
+		for _, r := range model.Requests() {
+			if t := strings.TrimSpace(r.ToolResultText()); strings.HasPrefix(t, prefix) {
+				return t
+			}
+		}
+		return ""
+	}
+}
 
 // install runs `thatch install agent` for the world's user, and returns
 // what it printed.

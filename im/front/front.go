@@ -88,8 +88,8 @@ type Options struct {
 	// block.
 	Trace func(stage string, updateID int64)
 	// Agents is the agents front end, opened before this one: the IM
-	// front end shares its agent registry and its tool reader (nil: it
-	// makes its own).
+	// front end shares its agent registry, its tool reader and its launch
+	// files (nil: it makes its own).
 	Agents *Agents
 }
 
@@ -236,7 +236,8 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 
 	specs, bcfg := agentSpecs(&im)
 	if ag := f.opts.Agents; ag != nil && ag.agents != nil {
-		f.agents, f.tools = ag.agents, ag.tools
+		// Its registry, tool reader and launch files are the same ones.
+		f.agents, f.tools, f.launch = ag.agents, ag.tools, ag.launch
 	} else {
 		reg, err := agents.NewRegistry(home, specs)
 		if err != nil {
@@ -244,10 +245,9 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 		}
 		f.agents = reg
 		f.tools = &toolReader{cfg: f.cfg, agents: reg, redactor: c.Redactor, log: f.log}
-	}
-	var err error
-	if f.launch, err = writeLaunchFiles(filepath.Join(f.cfg.Data.Dir, "im"), f.cfg.Control.StateFile, f.cfg.Control.TokenFile); err != nil {
-		return frontend.Parts{}, fmt.Errorf("im: %w", err)
+		if f.launch, err = writeLaunchFiles(filepath.Join(f.cfg.Data.Dir, "im"), f.cfg.Control.StateFile, f.cfg.Control.TokenFile); err != nil {
+			return frontend.Parts{}, fmt.Errorf("im: %w", err)
+		}
 	}
 	// The tmux server takes its environment from the client that starts
 	// it, and every agent takes the server's: thatch's secrets stay out.
@@ -256,6 +256,7 @@ func (f *FrontEnd) Open(_ context.Context, c frontend.Core) (frontend.Parts, err
 	environ := os.Environ()
 	childEnv := f.cfg.ChildEnv(environ)
 	f.withheldEnv = withheld(environ, childEnv)
+	var err error
 	if f.tmux, err = tmux.New(tmux.Options{Socket: im.Tmux.Socket, Session: im.Tmux.Session, Logger: f.log.Named("tmux"),
 		Env: childEnv}); err != nil {
 		return frontend.Parts{}, fmt.Errorf("im: %w", err)
